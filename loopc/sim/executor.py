@@ -1,0 +1,254 @@
+"""Demand-driven evaluation of a read-back network, with TensorRT's loop semantics.
+
+Values live in *frames*: one for the network and one per loop iteration, each pointing to the
+frame it runs in. A tensor is looked up in the frame of its scope (see :mod:`loopc.sim.network`),
+so loop-invariant values are computed once and shared by every iteration. Evaluation is lazy,
+which is exactly what an if-conditional means: only the branch that is taken is computed.
+
+A loop runs when one of its outputs is first demanded, following the formal semantics of
+TensorRT's loops: for iteration ``i`` the recurrences hold ``init`` (i = 0) or the previous
+iteration's next value; the loop stops at the first ``i`` that reaches the kCOUNT limit or whose
+kWHILE input is false; kLAST_VALUE outputs are the recurrences' values after the last trip, and
+kCONCATENATE / kREVERSE outputs stack each trip's value and pad to their length input::
+
+    rec = [init for each recurrence]
+    for i in count():
+        if i == trip_count or not while_input(i): break
+        scans.append(scan_input(i)); rec = next_value(i)
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from loopc.errors import InternalError, SimulationError
+from loopc.sim.dtypes import poison
+from loopc.sim.network import Layer, Loop, Network, Tensor
+from loopc.sim.registry import Kernel, factory_for
+
+DEFAULT_MAX_ITERATIONS = 100_000
+
+
+class Frame:
+    """Values of one scope: the network (``scope is None``) or one iteration of a loop."""
+
+    __slots__ = ("scope", "parent", "values", "index")
+
+    def __init__(self, scope: Loop | None, parent: Frame | None, values: dict[str, np.ndarray], index: int = 0):
+        self.scope = scope
+        self.parent = parent
+        self.values = values
+        self.index = index
+
+
+class Executor:
+    """Runs one read-back network; kernels are prepared on first use and reused across runs."""
+
+    def __init__(self, network: Network, max_iterations: int = DEFAULT_MAX_ITERATIONS):
+        self.network = network
+        self.max_iterations = max_iterations
+        self._kernels: dict[int, Kernel] = {}
+        self._structural = {
+            "LOOP_OUTPUT": self._loop_output,
+            "ITERATOR": self._iterator,
+            "CONDITIONAL_INPUT": self._conditional_input,
+            "CONDITIONAL_OUTPUT": self._conditional_output,
+        }
+
+    def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        top = Frame(None, None, dict(inputs))
+        limit = sys.getrecursionlimit()
+        sys.setrecursionlimit(max(limit, 10_000 + 4 * len(self.network.layers)))
+        try:
+            return {t.name: self.value(t, top) for t in self.network.outputs}
+        finally:
+            sys.setrecursionlimit(limit)
+
+    def value(self, tensor: Tensor, frame: Frame) -> np.ndarray:
+        """The value of ``tensor`` as seen from ``frame``, computing it if needed."""
+        scope = tensor.scope
+        while frame.scope is not scope:
+            parent = frame.parent
+            if parent is None:
+                raise InternalError(f"tensor {tensor.name!r} is not visible from this scope")
+            frame = parent
+        found = frame.values.get(tensor.name)
+        if found is None:
+            layer = tensor.producer
+            if layer is None:
+                raise SimulationError(f"no value for network input {tensor.name!r}")
+            self._evaluate(layer, frame)
+            found = frame.values[tensor.name]
+        return found
+
+    def _evaluate(self, layer: Layer, frame: Frame) -> None:
+        structural = self._structural.get(layer.type)
+        if structural is not None:
+            structural(layer, frame)
+            return
+        kernel = self._kernels.get(layer.index)
+        if kernel is None:
+            kernel = self._kernels[layer.index] = self._prepare(layer)
+        args = [None if t is None else self.value(t, frame) for t in layer.inputs]
+        try:
+            results = kernel(args)
+        except SimulationError as exc:
+            raise SimulationError(f"{layer.describe()}: {exc}") from exc
+        except Exception as exc:
+            raise InternalError(f"{layer.describe()}: simulator kernel failed: {exc}") from exc
+        for tensor, result in zip(layer.outputs, results):
+            frame.values[tensor.name] = _conform(layer, tensor, result)
+
+    def _prepare(self, layer: Layer) -> Kernel:
+        factory = factory_for(layer.type)
+        if factory is None:
+            raise SimulationError(f"{layer.describe()}: the simulator does not support layer type {layer.type}")
+        try:
+            return factory(layer.api)
+        except SimulationError as exc:
+            raise SimulationError(f"{layer.describe()}: {exc}") from exc
+
+    # -- conditionals -------------------------------------------------------------------------
+
+    def _conditional_input(self, layer: Layer, frame: Frame) -> None:
+        frame.values[layer.outputs[0].name] = self.value(_input(layer, 0), frame)
+
+    def _conditional_output(self, layer: Layer, frame: Frame) -> None:
+        cond = layer.conditional.condition if layer.conditional else None
+        if cond is None:
+            raise SimulationError(f"{layer.describe()}: its conditional has no condition")
+        taken = bool(np.asarray(self.value(_input(cond, 0), frame)).reshape(()))
+        branch = _input(layer, 0 if taken else 1)
+        frame.values[layer.outputs[0].name] = self.value(branch, frame)
+
+    # -- loops --------------------------------------------------------------------------------
+
+    def _iterator(self, layer: Layer, frame: Frame) -> None:
+        if frame.scope is not layer.loop:
+            raise InternalError(f"{layer.describe()} evaluated outside its loop")
+        source = self.value(_input(layer, 0), frame)
+        axis = layer.api.axis
+        length = source.shape[axis]
+        index = length - 1 - frame.index if layer.api.reverse else frame.index
+        if not 0 <= index < length:
+            raise SimulationError(
+                f"{layer.describe()}: iteration {frame.index} reads past the end of its input "
+                f"(length {length} on axis {axis})"
+            )
+        frame.values[layer.outputs[0].name] = np.take(source, index, axis=axis)
+
+    def _loop_output(self, layer: Layer, frame: Frame) -> None:
+        assert layer.loop is not None
+        self._run_loop(layer.loop, frame)
+
+    def _run_loop(self, loop: Loop, outer: Frame) -> None:
+        count = self._trip_count(loop, outer)
+        recurrences = loop.recurrences
+        for rec in recurrences:
+            if len(rec.inputs) < 2 or rec.inputs[1] is None:
+                raise SimulationError(f"{rec.describe()}: the recurrence has no next value (input 1)")
+        carried = [self.value(_input(rec, 0), outer) for rec in recurrences]
+        scans = [out for out in loop.outputs if out.api.kind.name != "LAST_VALUE"]
+        stacked: list[list[np.ndarray]] = [[] for _ in scans]
+        trips = 0
+        while True:
+            if count is not None and trips >= count:
+                break
+            frame = Frame(loop, outer, {rec.outputs[0].name: v for rec, v in zip(recurrences, carried)}, trips)
+            if loop.while_ is not None:
+                keep_going = self.value(_input(loop.while_, 0), frame)
+                if not bool(np.asarray(keep_going).reshape(())):
+                    break
+            if trips >= self.max_iterations:
+                raise SimulationError(
+                    f"loop {loop.name!r} did not end within {self.max_iterations} iterations; "
+                    "raise max_iterations if it should run longer"
+                )
+            for items, out in zip(stacked, scans):
+                items.append(self.value(_input(out, 0), frame))
+            carried = [self.value(rec.inputs[1], frame) for rec in recurrences]  # type: ignore[arg-type]
+            trips += 1
+        for out in loop.outputs:
+            outer.values[out.outputs[0].name] = self._loop_result(loop, out, outer, carried, scans, stacked, trips)
+
+    def _trip_count(self, loop: Loop, outer: Frame) -> int | None:
+        if loop.count is None:
+            if loop.while_ is None:
+                raise SimulationError(f"loop {loop.name!r} has no trip limit")
+            return None
+        source = _input(loop.count, 0)
+        if source.scope is not loop.parent:
+            raise SimulationError(f"loop {loop.name!r}: the kCOUNT trip limit must be loop-invariant")
+        count = int(np.asarray(self.value(source, outer)).reshape(()))
+        if count < 0:
+            count = 0
+        return count
+
+    def _loop_result(
+        self,
+        loop: Loop,
+        out: Layer,
+        outer: Frame,
+        carried: list[np.ndarray],
+        scans: list[Layer],
+        stacked: list[list[np.ndarray]],
+        trips: int,
+    ) -> np.ndarray:
+        kind = out.api.kind.name
+        target = out.outputs[0]
+        if kind == "LAST_VALUE":
+            source = _input(out, 0)
+            for rec, value in zip(loop.recurrences, carried):
+                if rec.outputs[0] is source:
+                    return value
+            raise SimulationError(
+                f"{out.describe()}: a kLAST_VALUE output must read a recurrence of the same loop"
+            )
+        if len(out.inputs) < 2 or out.inputs[1] is None:
+            raise SimulationError(f"{out.describe()}: a {kind} output needs its length input (input 1)")
+        length = int(np.asarray(self.value(out.inputs[1], outer)).reshape(()))
+        if length < trips:
+            raise SimulationError(f"{out.describe()}: length {length} is less than the {trips} iterations run")
+        items = stacked[scans.index(out)]
+        axis = out.api.axis
+        if items:
+            result = np.stack(items, axis=axis)
+        else:
+            item_shape = _input(out, 0).shape
+            if -1 in item_shape:
+                raise SimulationError(
+                    f"{out.describe()}: the loop ran no iterations and the element shape {item_shape} is not static"
+                )
+            result = np.empty(item_shape[:axis] + (0,) + item_shape[axis:], dtype=target.dtype)
+        if kind == "REVERSE":
+            result = np.flip(result, axis=axis)
+        if length > trips:
+            pad = [(0, 0)] * result.ndim
+            pad[axis] = (0, length - trips)
+            result = np.pad(result, pad, constant_values=poison(result.dtype))
+        return result
+
+
+def _input(layer: Layer, index: int) -> Tensor:
+    tensor = layer.inputs[index] if index < len(layer.inputs) else None
+    if tensor is None:
+        raise SimulationError(f"{layer.describe()}: input {index} is missing")
+    return tensor
+
+
+def _conform(layer: Layer, tensor: Tensor, result: Any) -> np.ndarray:
+    """Give a kernel's result the declared dtype; check it against the declared static dims."""
+    array = np.asarray(result)
+    if array.dtype != tensor.dtype:
+        array = array.astype(tensor.dtype)
+    declared = tensor.shape
+    if len(declared) != array.ndim or any(d != -1 and d != a for d, a in zip(declared, array.shape)):
+        raise InternalError(
+            f"{layer.describe()}: simulated output {tensor.name!r} has shape {array.shape}, "
+            f"TensorRT declares {declared}"
+        )
+    return array

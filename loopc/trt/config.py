@@ -1,0 +1,124 @@
+"""Builder configuration: the one place that knows how to build engines with or without a GPU.
+
+TensorRT-RTX builds ahead of time for a named compute capability, which is what lets a machine
+without a GPU serialize an engine. Datacenter TensorRT always builds for the GPU it runs on.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from loopc.errors import BackendError, LoopcError
+from loopc.trt import gpu, is_rtx, trt
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TARGET = "sm89"
+
+
+class _Logger:
+    """Forwards TensorRT's messages to Python logging; keeps a bounded tail of errors for messages."""
+
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def make(self) -> Any:
+        owner = self
+        base = trt().ILogger
+
+        class Logger(base):  # type: ignore[misc, valid-type]
+            def __init__(self) -> None:
+                base.__init__(self)
+
+            def log(self, severity: Any, msg: str) -> None:
+                sev = trt().ILogger.Severity
+                if severity in (sev.INTERNAL_ERROR, sev.ERROR):
+                    # Without a GPU some shape analysis reports a missing driver: noise, not a failure.
+                    if "CUDA driver version is insufficient" in msg:
+                        log.debug("TensorRT: %s", msg)
+                        return
+                    owner.errors = (owner.errors + [msg])[-20:]
+                    log.debug("TensorRT error: %s", msg)
+                elif severity == sev.WARNING:
+                    log.debug("TensorRT warning: %s", msg)
+                else:
+                    log.debug("TensorRT: %s", msg)
+
+        return Logger()
+
+
+class Session:
+    """A TensorRT logger and builder kept together, since networks die with their builder."""
+
+    def __init__(self) -> None:
+        self._log = _Logger()
+        self.logger = self._log.make()
+        self.builder = trt().Builder(self.logger)
+
+    @property
+    def errors(self) -> list[str]:
+        return self._log.errors
+
+    def create_network(self) -> Any:
+        return self.builder.create_network(0)
+
+
+def compute_capability_enum(target: str) -> Any:
+    """Map ``sm89`` / ``8.9`` to ``trt.ComputeCapability.SM89``."""
+    digits = target.lower().removeprefix("sm").replace(".", "").replace("_", "")
+    name = f"SM{digits}"
+    try:
+        return getattr(trt().ComputeCapability, name)
+    except AttributeError:
+        known = [n for n in dir(trt().ComputeCapability) if n.startswith("SM")]
+        raise LoopcError(f"unknown target {target!r}; TensorRT knows {', '.join(known)}") from None
+
+
+def builder_config(session: Session, target: str | None = None, fp16: bool = False) -> Any:
+    """Create a builder config that can build here: the GPU present, else ``target`` ahead of time."""
+    cfg = session.builder.create_builder_config()
+    if is_rtx():
+        if target is None:
+            cc = gpu.compute_capability()
+            target = f"sm{cc[0]}{cc[1]}" if cc else DEFAULT_TARGET
+        cfg.num_compute_capabilities = 1
+        cfg.set_compute_capability(compute_capability_enum(target), 0)
+    elif target is not None:
+        log.warning("datacenter TensorRT builds for the GPU present; ignoring target %s", target)
+    if fp16 and hasattr(trt().BuilderFlag, "FP16"):
+        cfg.set_flag(trt().BuilderFlag.FP16)
+    return cfg
+
+
+def pin_profile(session: Session, network: Any, cfg: Any, inputs: Mapping[str, np.ndarray]) -> None:
+    """Add an optimization profile whose min = opt = max are the shapes (and values) of ``inputs``."""
+    profile = session.builder.create_optimization_profile()
+    needed = False
+    for i in range(network.num_inputs):
+        tensor = network.get_input(i)
+        if tensor.name not in inputs:
+            continue
+        value = np.asarray(inputs[tensor.name])
+        if tensor.is_shape_tensor:
+            flat = [int(v) for v in value.ravel()]
+            profile.set_shape_input(tensor.name, flat, flat, flat)
+            needed = True
+        if -1 in tuple(tensor.shape):
+            profile.set_shape(tensor.name, value.shape, value.shape, value.shape)
+            needed = True
+    if needed:
+        cfg.add_optimization_profile(profile)
+
+
+def build_serialized(session: Session, network: Any, cfg: Any) -> bytes:
+    """Build and serialize ``network``; raise :class:`BackendError` with TensorRT's own reason."""
+    session.errors.clear()
+    blob = session.builder.build_serialized_network(network, cfg)
+    if blob is None:
+        reason = session.errors[-1] if session.errors else "no reason given"
+        raise BackendError(f"TensorRT could not build the network: {reason}")
+    return bytes(memoryview(blob))
