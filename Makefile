@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test install conformance bench clean
+.PHONY: test install conformance bench demo clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,3 +25,7 @@ bench: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info
+
+demo: $(STAMP)
+	$(PY) samples/make_samples.py
+	$(VENV)/bin/loopc run samples/running_sum.onnx -i samples/running_sum_inputs.npz

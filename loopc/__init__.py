@@ -6,7 +6,7 @@ from loopc.errors import InternalError, LoopcError, SimulationError
 
 __version__ = "0.1.0"
 
-__all__ = ["InternalError", "LoopcError", "SimulationError", "__version__", "simulate"]
+__all__ = ["InternalError", "LoopcError", "SimulationError", "__version__", "run", "simulate"]
 
 
 def simulate(network, inputs, **kwargs):  # type: ignore[no-untyped-def]
@@ -14,3 +14,10 @@ def simulate(network, inputs, **kwargs):  # type: ignore[no-untyped-def]
     from loopc.sim import simulate as _simulate
 
     return _simulate(network, inputs, **kwargs)
+
+
+def run(model, inputs, **kwargs):  # type: ignore[no-untyped-def]
+    """Run a model file on ``inputs``; see :func:`loopc.api.run`."""
+    from loopc.api import run as _run
+
+    return _run(model, inputs, **kwargs)

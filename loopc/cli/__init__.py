@@ -1,0 +1,1 @@
+"""The ``loopc`` command line."""

@@ -1,0 +1,221 @@
+"""Hold the simulator honest with networks NVIDIA's own ONNX parser builds.
+
+For each ONNX backend node test shipped in the ``onnx`` package: import the model with
+TensorRT's parser, build it with the real builder (profile pinned to the test's input shapes),
+simulate the parsed network and compare with the test's expected outputs. Nothing here was
+built by loopc, so agreement is evidence about the simulator, not about our own converters.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from loopc.errors import LoopcError
+from loopc.sim import Simulator
+from loopc.sim.dtypes import is_float
+from loopc.trt.config import builder_config, build_serialized, pin_profile
+from loopc.trt.onnx_parser import parse_onnx
+
+log = logging.getLogger(__name__)
+
+#: The layer types the simulator promises to cover (the in-scope set for the rate).
+IN_SCOPE = frozenset(
+    """ACTIVATION ASSERTION CAST CONCATENATION CONSTANT CUMULATIVE EINSUM ELEMENTWISE FILL GATHER IDENTITY
+    MATRIX_MULTIPLY NON_ZERO NORMALIZATION ONE_HOT PADDING PARAMETRIC_RELU REDUCE REVERSE_SEQUENCE SCATTER
+    SELECT SHAPE SHUFFLE SLICE SOFTMAX SQUEEZE UNSQUEEZE TOPK UNARY
+    TRIP_LIMIT ITERATOR RECURRENCE LOOP_OUTPUT CONDITION CONDITIONAL_INPUT CONDITIONAL_OUTPUT""".split()
+)
+LOOP_LAYERS = frozenset({"TRIP_LIMIT", "ITERATOR", "RECURRENCE", "LOOP_OUTPUT"})
+
+# Statuses, in the order a case moves through them.
+NOT_TENSORS = "inputs/outputs not tensors"
+PARSE_FAILED = "parser rejected"
+BUILD_FAILED = "builder rejected"
+OUT_OF_SCOPE = "layer types out of scope"
+MATCH = "match"
+MISMATCH = "mismatch"
+SIM_ERROR = "simulator error"
+
+
+@dataclass
+class CaseResult:
+    name: str
+    status: str
+    layer_types: frozenset[str] = frozenset()
+    detail: str = ""
+    seconds: float = 0.0
+
+    @property
+    def built(self) -> bool:
+        return self.status in (OUT_OF_SCOPE, MATCH, MISMATCH, SIM_ERROR)
+
+    @property
+    def in_scope(self) -> bool:
+        return self.status in (MATCH, MISMATCH, SIM_ERROR)
+
+    @property
+    def has_loop(self) -> bool:
+        return bool(self.layer_types & LOOP_LAYERS)
+
+
+def node_test_cases(pattern: str | None = None) -> list[Any]:
+    """The ONNX backend node test cases, optionally only those whose name contains ``pattern``."""
+    from onnx.backend.test.case.node import collect_testcases
+
+    with np.errstate(all="ignore"):
+        cases = collect_testcases(None)
+    return [c for c in cases if pattern is None or pattern in c.name]
+
+
+def run_case(case: Any) -> CaseResult:
+    """Parse, build, simulate and compare one node test case."""
+    start = time.perf_counter()
+    result = _run_case(case)
+    result.seconds = time.perf_counter() - start
+    return result
+
+
+def _run_case(case: Any) -> CaseResult:
+    name = case.name
+    inputs, expected = case.data_sets[0]
+    arrays = [_as_array(v) for v in inputs]
+    wanted = [_as_array(v) for v in expected]
+    if any(a is None for a in arrays + wanted):
+        return CaseResult(name, NOT_TENSORS)
+    model = case.model
+    initializers = {init.name for init in model.graph.initializer}
+    input_names = [i.name for i in model.graph.input if i.name not in initializers]
+    feeds = dict(zip(input_names, arrays))
+    try:
+        parsed = parse_onnx(model)
+    except LoopcError as exc:
+        return CaseResult(name, PARSE_FAILED, detail=str(exc))
+    network = parsed.network
+    feeds = {k: v for k, v in feeds.items() if any(network.get_input(i).name == k for i in range(network.num_inputs))}
+    try:
+        cfg = builder_config(parsed.session)
+        pin_profile(parsed.session, network, cfg, feeds)
+        build_serialized(parsed.session, network, cfg)
+    except LoopcError as exc:
+        return CaseResult(name, BUILD_FAILED, detail=str(exc))
+    except Exception as exc:  # TensorRT raises plain exceptions for bad profiles
+        return CaseResult(name, BUILD_FAILED, detail=f"{type(exc).__name__}: {exc}")
+    types = frozenset(network.get_layer(i).type.name for i in range(network.num_layers))
+    if not types <= IN_SCOPE:
+        return CaseResult(name, OUT_OF_SCOPE, types, ", ".join(sorted(types - IN_SCOPE)))
+    try:
+        sim = Simulator(network)
+        feeds = {t.name: feeds[t.name].astype(t.dtype, copy=False) for t in sim.network.inputs}
+        got = sim.run(feeds)
+    except LoopcError as exc:
+        return CaseResult(name, SIM_ERROR, types, str(exc))
+    except Exception as exc:
+        return CaseResult(name, SIM_ERROR, types, f"{type(exc).__name__}: {exc}")
+    output_names = [o.name for o in model.graph.output]
+    for out_name, want in zip(output_names, wanted):
+        if out_name not in got:
+            return CaseResult(name, MISMATCH, types, f"output {out_name!r} missing from the network")
+        problem = compare(got[out_name], want, case.rtol, case.atol)
+        if problem:
+            return CaseResult(name, MISMATCH, types, f"{out_name}: {problem}")
+    return CaseResult(name, MATCH, types)
+
+
+def _as_array(value: Any) -> np.ndarray | None:
+    if isinstance(value, onnx.TensorProto):
+        return numpy_helper.to_array(value)
+    if isinstance(value, (np.ndarray, np.generic)):
+        return np.asarray(value)
+    return None  # sequences, optionals, maps
+
+
+def tolerances(dtype: np.dtype[Any], test_rtol: float, test_atol: float) -> list[tuple[float, float]]:
+    """Accepted (rtol, atol) pairs: ours for the precision, or the test's own."""
+    if not is_float(dtype):
+        return [(0.0, 0.0)]
+    if dtype.itemsize >= 4:
+        ours = (1e-4, 1e-5)
+    elif dtype == np.float16:
+        ours = (1e-3, 1e-3)
+    else:
+        ours = (1e-2, 1e-2)
+    return [ours, (test_rtol, test_atol)]
+
+
+def compare(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> str:
+    """Empty when ``got`` matches ``want``; otherwise what differs."""
+    if got.shape != want.shape:
+        return f"shape {got.shape} != expected {want.shape}"
+    if want.dtype == np.bool_ or got.dtype == np.bool_:
+        bad = np.asarray(got != want.astype(got.dtype))
+        return f"{int(bad.sum())} of {bad.size} values differ" if bad.any() else ""
+    if not is_float(want.dtype) and not is_float(got.dtype):
+        bad = np.asarray(got.astype(np.int64) != want.astype(np.int64))
+        return f"{int(bad.sum())} of {bad.size} values differ" if bad.any() else ""
+    g = got.astype(np.float64)
+    w = want.astype(np.float64)
+    for r, a in tolerances(got.dtype if is_float(got.dtype) else want.dtype, rtol, atol):
+        if np.allclose(g, w, rtol=r, atol=a, equal_nan=True):
+            return ""
+    with np.errstate(all="ignore"):
+        err = np.nanmax(np.abs(g - w)) if g.size else 0.0
+    return f"max abs error {err:.3g}"
+
+
+@dataclass
+class Sweep:
+    results: list[CaseResult] = field(default_factory=list)
+
+    def by_status(self, status: str) -> list[CaseResult]:
+        return [r for r in self.results if r.status == status]
+
+    @property
+    def built(self) -> list[CaseResult]:
+        return [r for r in self.results if r.built]
+
+    @property
+    def in_scope(self) -> list[CaseResult]:
+        return [r for r in self.results if r.in_scope]
+
+    def rate(self, results: Iterable[CaseResult]) -> float:
+        listed = list(results)
+        return sum(r.status == MATCH for r in listed) / len(listed) if listed else 1.0
+
+    def table(self) -> str:
+        scope = self.in_scope
+        loops = [r for r in scope if r.has_loop]
+        lines = [
+            f"{'ONNX node test cases':<40}{len(self.results):>6}",
+            f"{'  inputs/outputs are tensors':<40}{len(self.results) - len(self.by_status(NOT_TENSORS)):>6}",
+            f"{'  built by TensorRT parser + builder':<40}{len(self.built):>6}",
+            f"{'  in scope (listed layer types only)':<40}{len(scope):>6}",
+            f"{'  simulator matches expected outputs':<40}{len(self.by_status(MATCH)):>6}"
+            f"   {100 * self.rate(scope):.1f}%",
+            f"{'  with loops: in scope / matching':<40}{len(loops):>6} / {sum(r.status == MATCH for r in loops)}"
+            f"   {100 * self.rate(loops):.1f}%",
+        ]
+        failures = [r for r in scope if r.status != MATCH]
+        if failures:
+            lines.append("failures by layer type (a case counts under each type it uses):")
+            counts: dict[str, int] = {}
+            for r in failures:
+                for t in r.layer_types:
+                    counts[t] = counts.get(t, 0) + 1
+            for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])):
+                lines.append(f"  {t:<24}{n:>4}")
+            lines.append("failing cases:")
+            lines.extend(f"  {r.name}: {r.status}: {r.detail[:160]}" for r in failures)
+        return "\n".join(lines)
+
+
+def sweep(cases: Iterable[Any]) -> Iterator[CaseResult]:
+    for case in cases:
+        yield run_case(case)

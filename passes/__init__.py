@@ -1,0 +1,1 @@
+"""Canonicalization and optimization passes over the loop IR, installed as ``loopc.passes``."""

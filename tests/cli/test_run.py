@@ -1,0 +1,109 @@
+"""``loopc run``: the README's example against onnxruntime, and one-line errors that write nothing."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import onnxruntime as ort
+import pytest
+from click.testing import CliRunner
+
+from loopc.cli.main import main as _main  # noqa: F401  (imports register the commands)
+from loopc.cli import commands  # noqa: F401
+from loopc.cli.main import cli
+from loopc.trt import gpu
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "samples" / "running_sum.onnx"
+SAMPLE_INPUTS = ROOT / "samples" / "running_sum_inputs.npz"
+
+
+def loopc(*args: str) -> subprocess.CompletedProcess[str]:
+    exe = pathlib.Path(sys.executable).with_name("loopc")
+    return subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=300)
+
+
+def test_readme_example_matches_onnxruntime(tmp_path: pathlib.Path) -> None:
+    out = tmp_path / "outputs.npz"
+    proc = loopc("run", str(SAMPLE), "-i", str(SAMPLE_INPUTS), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    feeds = dict(np.load(SAMPLE_INPUTS))
+    session = ort.InferenceSession(str(SAMPLE), providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+    expected = dict(zip(names, session.run(None, feeds)))
+    got = dict(np.load(out))
+    assert sorted(got) == sorted(expected)
+    for name, want in expected.items():
+        np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-6)
+
+
+def invoke(*args: str) -> object:
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_missing_model_is_one_line_exit_1(tmp_path: pathlib.Path) -> None:
+    result = invoke("run", str(tmp_path / "absent.onnx"))
+    assert result.exit_code == 1
+    assert "absent.onnx: no such file" in result.output
+    assert len(result.output.strip().splitlines()) == 1
+
+
+def test_corrupt_model_names_the_parser(tmp_path: pathlib.Path) -> None:
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07garbage that is not a protobuf" * 10)
+    result = invoke("run", str(bad))
+    assert result.exit_code == 1
+    assert "ONNX parser rejected" in result.output
+
+
+def test_wrong_input_dtype_writes_nothing(tmp_path: pathlib.Path) -> None:
+    inputs = tmp_path / "in.npz"
+    np.savez(inputs, x=np.zeros((5, 3), np.float64), limit=np.float32(1))
+    out = tmp_path / "out.npz"
+    out.write_bytes(b"previous results")
+    result = invoke("run", str(SAMPLE), "-i", str(inputs), "-o", str(out))
+    assert result.exit_code == 1
+    assert "input 'x' has dtype float64, the network expects float32" in result.output
+    assert out.read_bytes() == b"previous results"
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".loopc-")] == []
+
+
+def test_unreadable_inputs_file(tmp_path: pathlib.Path) -> None:
+    inputs = tmp_path / "in.npz"
+    inputs.write_text("not an npz")
+    result = invoke("run", str(SAMPLE), "-i", str(inputs))
+    assert result.exit_code == 1
+    assert "in.npz: not a readable .npz" in result.output
+
+
+@pytest.mark.skipif(gpu.available(), reason="checks the message shown without a GPU")
+def test_trt_executor_without_gpu_says_so() -> None:
+    result = invoke("run", str(SAMPLE), "-i", str(SAMPLE_INPUTS), "--executor", "trt")
+    assert result.exit_code == 1
+    assert "needs an NVIDIA GPU" in result.output
+
+
+@pytest.mark.gpu
+def test_trt_executor_matches_simulator() -> None:
+    feeds = dict(np.load(SAMPLE_INPUTS))
+    import loopc
+
+    sim = loopc.run(str(SAMPLE), feeds)
+    real = loopc.run(str(SAMPLE), feeds, executor="trt")
+    for name in sim:
+        np.testing.assert_allclose(real[name], sim[name], rtol=1e-5, atol=1e-6)
+
+
+def test_unknown_tensorrt_module_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", "from loopc.trt import trt; trt()"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "LOOPC_TENSORRT": "tensorflow"},
+    )
+    assert result.returncode != 0
+    assert "LOOPC_TENSORRT='tensorflow' is not one of tensorrt, tensorrt_rtx" in result.stderr
