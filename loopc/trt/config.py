@@ -14,57 +14,27 @@ import numpy as np
 
 from loopc.errors import BackendError, LoopcError
 from loopc.trt import gpu, is_rtx, trt
+from loopc.trt.messages import captured
 
 log = logging.getLogger(__name__)
 
 DEFAULT_TARGET = "sm89"
 
 
-class _Logger:
-    """Forwards TensorRT's messages to Python logging; keeps a bounded tail of errors for messages."""
-
-    def __init__(self) -> None:
-        self.errors: list[str] = []
-
-    def make(self) -> Any:
-        owner = self
-        base = trt().ILogger
-
-        class Logger(base):  # type: ignore[misc, valid-type]
-            def __init__(self) -> None:
-                base.__init__(self)
-
-            def log(self, severity: Any, msg: str) -> None:
-                sev = trt().ILogger.Severity
-                if severity in (sev.INTERNAL_ERROR, sev.ERROR):
-                    # Without a GPU some shape analysis reports a missing driver: noise, not a failure.
-                    if "CUDA driver version is insufficient" in msg:
-                        log.debug("TensorRT: %s", msg)
-                        return
-                    owner.errors = (owner.errors + [msg])[-20:]
-                    log.debug("TensorRT error: %s", msg)
-                elif severity == sev.WARNING:
-                    log.debug("TensorRT warning: %s", msg)
-                else:
-                    log.debug("TensorRT: %s", msg)
-
-        return Logger()
-
-
 class Session:
     """A TensorRT logger and builder kept together, since networks die with their builder."""
 
     def __init__(self) -> None:
-        self._log = _Logger()
-        self.logger = self._log.make()
-        self.builder = trt().Builder(self.logger)
-
-    @property
-    def errors(self) -> list[str]:
-        return self._log.errors
+        #: TensorRT's error messages from the calls made through this session, newest last.
+        self.errors: list[str] = []
+        severity = trt().Logger.INFO if log.isEnabledFor(logging.DEBUG) else trt().Logger.ERROR
+        with captured(self.errors):
+            self.logger = trt().Logger(severity)
+            self.builder = trt().Builder(self.logger)
 
     def create_network(self) -> Any:
-        return self.builder.create_network(0)
+        with captured(self.errors):
+            return self.builder.create_network(0)
 
 
 def compute_capability_enum(target: str) -> Any:
@@ -117,7 +87,8 @@ def pin_profile(session: Session, network: Any, cfg: Any, inputs: Mapping[str, n
 def build_serialized(session: Session, network: Any, cfg: Any) -> bytes:
     """Build and serialize ``network``; raise :class:`BackendError` with TensorRT's own reason."""
     session.errors.clear()
-    blob = session.builder.build_serialized_network(network, cfg)
+    with captured(session.errors):
+        blob = session.builder.build_serialized_network(network, cfg)
     if blob is None:
         reason = session.errors[-1] if session.errors else "no reason given"
         raise BackendError(f"TensorRT could not build the network: {reason}")

@@ -11,6 +11,7 @@ import onnx
 from loopc.errors import FrontendError
 from loopc.trt import trt
 from loopc.trt.config import Session
+from loopc.trt.messages import captured
 
 
 @dataclass
@@ -26,14 +27,17 @@ def parse_onnx(model: onnx.ModelProto | str | os.PathLike[str]) -> ParsedNetwork
     """Import ``model`` with ``trt.OnnxParser``; raise :class:`FrontendError` naming the failing node."""
     session = Session()
     network = session.create_network()
-    parser = trt().OnnxParser(network, session.logger)
+    with captured(session.errors):
+        parser = trt().OnnxParser(network, session.logger)
     if isinstance(model, onnx.ModelProto):
-        ok = parser.parse(model.SerializeToString())
+        with captured(session.errors):
+            ok = parser.parse(model.SerializeToString())
     else:
         path = os.fspath(model)
         if not os.path.isfile(path):
             raise FrontendError(f"{path}: no such file")
-        ok = parser.parse_from_file(path)
+        with captured(session.errors):
+            ok = parser.parse_from_file(path)
     if not ok:
         errors = [parser.get_error(i) for i in range(parser.num_errors)]
         detail = "; ".join(_describe(e) for e in errors) or "no reason given"

@@ -1,0 +1,57 @@
+"""TensorRT's own messages, caught instead of printed.
+
+loopc gives TensorRT its native logger, never a Python subclass: a Python logger is called from
+inside TensorRT while it holds internal locks, and a garbage collection that runs in that callback
+and frees another builder deadlocks the process. The native logger prints to file descriptor 1,
+and its ONNX parser prints some complaints to descriptor 2, so the calls that log are wrapped in
+:func:`captured`, which moves what they print into Python logging and keeps the error lines for
+error messages.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import tempfile
+from collections.abc import Iterator
+
+log = logging.getLogger("loopc.tensorrt")
+
+# Printed by TensorRT-RTX's shape analysis on machines without a GPU: noise, not a failure.
+_NOISE = ("CUDA driver version is insufficient",)
+
+
+@contextlib.contextmanager
+def captured(errors: list[str] | None = None) -> Iterator[None]:
+    """Capture TensorRT's output for the duration; append its error lines to ``errors``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield
+        finally:
+            for fd, original in zip((1, 2), saved):
+                os.dup2(original, fd)
+                os.close(original)
+            sink.seek(0)
+            text = sink.read().decode(errors="replace")
+            _forward(text, errors)
+
+
+def _forward(text: str, errors: list[str] | None) -> None:
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        if any(noise in line for noise in _NOISE):
+            log.debug("%s", line)
+        elif "[E]" in line or "[F]" in line:
+            log.info("%s", line)
+            if errors is not None:
+                errors.append(line.split("] ", 3)[-1] if "[TRT]" in line else line)
+        else:
+            log.debug("%s", line)
