@@ -1,0 +1,49 @@
+"""The TensorRT module choice and the builder configuration for machines without a GPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from loopc.errors import BackendError, LoopcError
+from loopc.trt import force, gpu, is_rtx, trt
+from loopc.trt.config import Session, build_serialized, builder_config, compute_capability_enum
+
+def test_default_module_imports() -> None:
+    assert trt().__name__ in ("tensorrt", "tensorrt_rtx")
+
+def test_force_rejects_unknown_module() -> None:
+    with pytest.raises(LoopcError, match="unknown TensorRT module 'tensorflow'"):
+        force("tensorflow")
+
+@pytest.mark.parametrize("spelling", ["sm89", "SM89", "8.9"])
+def test_target_spellings(spelling: str) -> None:
+    if not is_rtx():
+        pytest.skip("compute-capability targets are a TensorRT-RTX feature")
+    assert compute_capability_enum(spelling) == trt().ComputeCapability.SM89
+
+def test_unknown_target_lists_known_ones() -> None:
+    if not is_rtx():
+        pytest.skip("compute-capability targets are a TensorRT-RTX feature")
+    with pytest.raises(LoopcError, match="unknown target 'sm12'.*SM89"):
+        compute_capability_enum("sm12")
+
+def test_builds_ahead_of_time_without_gpu() -> None:
+    session = Session()
+    network = session.create_network()
+    x = network.add_input("x", trt().float32, (2, 3))
+    network.mark_output(network.add_unary(x, trt().UnaryOperation.EXP).get_output(0))
+    plan = build_serialized(session, network, builder_config(session))
+    assert len(plan) > 1000
+
+def test_builder_failure_carries_tensorrt_reason() -> None:
+    session = Session()
+    network = session.create_network()
+    x = network.add_input("x", trt().float32, (-1, 3))  # dynamic, but no optimization profile given
+    network.mark_output(network.add_unary(x, trt().UnaryOperation.EXP).get_output(0))
+    with pytest.raises(BackendError, match="TensorRT could not build the network: .*profile"):
+        build_serialized(session, network, builder_config(session))
+
+def test_gpu_probe_answers() -> None:
+    cc = gpu.compute_capability()
+    assert cc is None or (len(cc) == 2 and cc[0] >= 3)
+    assert gpu.available() == (cc is not None)
