@@ -2,9 +2,9 @@
 
     python samples/make_samples.py
 
-running_sum.onnx: an ONNX Loop over the rows of x [T, 3]: carries the running sum of the rows,
-emits each partial sum as a scan output, and stops early once the sum's first element
-exceeds ``limit`` (a while condition alongside the trip count T).
+running_sum.onnx: an ONNX Loop over the rows of x [T, 3] (trip count T taken from x's shape):
+carries the running sum of the rows, reads row i with Gather(x, iteration_num), and emits
+each partial sum as a scan output.
 """
 
 from __future__ import annotations
@@ -25,10 +25,7 @@ def running_sum() -> onnx.ModelProto:
             helper.make_node("Gather", ["x", "i"], ["row"], axis=0),
             helper.make_node("Add", ["sum_in", "row"], ["sum_out"]),
             helper.make_node("Identity", ["sum_out"], ["partial"]),
-            helper.make_node("Constant", [], ["zero"], value=helper.make_tensor("zero", TensorProto.INT64, [1], [0])),
-            helper.make_node("Gather", ["sum_out", "zero"], ["first"], axis=0),
-            helper.make_node("Squeeze", ["first"], ["first_scalar"]),
-            helper.make_node("Less", ["first_scalar", "limit"], ["cond_out"]),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
         ],
         "body",
         [
@@ -53,7 +50,7 @@ def running_sum() -> onnx.ModelProto:
             helper.make_node("Loop", ["trips", "true", "init"], ["total", "partials"], body=body),
         ],
         "running_sum",
-        [helper.make_tensor_value_info("x", f32, [5, 3]), helper.make_tensor_value_info("limit", f32, [])],
+        [helper.make_tensor_value_info("x", f32, [5, 3])],
         [helper.make_tensor_value_info("total", f32, [3]), helper.make_tensor_value_info("partials", f32, ["n", 3])],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], producer_name="loopc-samples")
@@ -65,7 +62,7 @@ def running_sum() -> onnx.ModelProto:
 def main() -> None:
     onnx.save(running_sum(), HERE / "running_sum.onnx")
     x = np.arange(15, dtype=np.float32).reshape(5, 3)
-    np.savez(HERE / "running_sum_inputs.npz", x=x, limit=np.array(10.0, dtype=np.float32))
+    np.savez(HERE / "running_sum_inputs.npz", x=x)
     print("wrote running_sum.onnx and running_sum_inputs.npz")
 
 

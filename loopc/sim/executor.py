@@ -58,12 +58,14 @@ class Executor:
             "CONDITIONAL_INPUT": self._conditional_input,
             "CONDITIONAL_OUTPUT": self._conditional_output,
         }
+        self._assertions = _assertions_by_scope(network)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         top = Frame(None, None, dict(inputs))
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 10_000 + 4 * len(self.network.layers)))
         try:
+            self._check_assertions(top)
             return {t.name: self.value(t, top) for t in self.network.outputs}
         finally:
             sys.setrecursionlimit(limit)
@@ -112,6 +114,11 @@ class Executor:
         except SimulationError as exc:
             raise SimulationError(f"{layer.describe()}: {exc}") from exc
 
+    def _check_assertions(self, frame: Frame) -> None:
+        """Assertions have no outputs, so nothing demands them: run the ones of ``frame``'s scope."""
+        for layer in self._assertions.get(frame.scope, ()):
+            self._evaluate(layer, frame)
+
     # -- conditionals -------------------------------------------------------------------------
 
     def _conditional_input(self, layer: Layer, frame: Frame) -> None:
@@ -151,6 +158,7 @@ class Executor:
         for rec in recurrences:
             if len(rec.inputs) < 2 or rec.inputs[1] is None:
                 raise SimulationError(f"{rec.describe()}: the recurrence has no next value (input 1)")
+            _check_invariant(loop, _input(rec, 0), f"{rec.describe()}: the initial value (input 0)")
         carried = [self.value(_input(rec, 0), outer) for rec in recurrences]
         scans = [out for out in loop.outputs if out.api.kind.name != "LAST_VALUE"]
         stacked: list[list[np.ndarray]] = [[] for _ in scans]
@@ -168,6 +176,7 @@ class Executor:
                     f"loop {loop.name!r} did not end within {self.max_iterations} iterations; "
                     "raise max_iterations if it should run longer"
                 )
+            self._check_assertions(frame)
             for items, out in zip(stacked, scans):
                 items.append(self.value(_input(out, 0), frame))
             carried = [self.value(rec.inputs[1], frame) for rec in recurrences]  # type: ignore[arg-type]
@@ -181,8 +190,7 @@ class Executor:
                 raise SimulationError(f"loop {loop.name!r} has no trip limit")
             return None
         source = _input(loop.count, 0)
-        if source.scope is not loop.parent:
-            raise SimulationError(f"loop {loop.name!r}: the kCOUNT trip limit must be loop-invariant")
+        _check_invariant(loop, source, f"loop {loop.name!r}: the kCOUNT trip limit")
         count = int(np.asarray(self.value(source, outer)).reshape(()))
         if count < 0:
             count = 0
@@ -210,6 +218,7 @@ class Executor:
             )
         if len(out.inputs) < 2 or out.inputs[1] is None:
             raise SimulationError(f"{out.describe()}: a {kind} output needs its length input (input 1)")
+        _check_invariant(loop, out.inputs[1], f"{out.describe()}: the length (input 1)")
         length = int(np.asarray(self.value(out.inputs[1], outer)).reshape(()))
         if length < trips:
             raise SimulationError(f"{out.describe()}: length {length} is less than the {trips} iterations run")
@@ -233,6 +242,47 @@ class Executor:
         return result
 
 
+def _assertions_by_scope(network: Network) -> dict[Loop | None, list[Layer]]:
+    """Assertion layers by the scope they run in (the innermost scope of their inputs).
+
+    An assertion inside an if-conditional branch only counts when its branch is taken; the
+    executor cannot tell branches apart here, so those assertions are left out.
+    """
+    found: dict[Loop | None, list[Layer]] = {}
+    for layer in network.layers:
+        if layer.type != "ASSERTION" or _inside_conditional(layer):
+            continue
+        scopes = [t.scope for t in layer.inputs if t is not None]
+        scope = max(scopes, key=lambda lp: -1 if lp is None else lp.depth, default=None)
+        found.setdefault(scope, []).append(layer)
+    return found
+
+
+def _inside_conditional(layer: Layer) -> bool:
+    """Whether ``layer`` reads, through the data flow, an if-conditional's input inside its branches."""
+    seen: set[int] = set()
+    stack = [layer]
+    while stack:
+        current = stack.pop()
+        if current.type == "CONDITIONAL_INPUT":
+            return True
+        for tensor in current.inputs:
+            producer = tensor.producer if tensor is not None else None
+            if producer is not None and producer.type != "CONDITIONAL_OUTPUT" and id(producer) not in seen:
+                seen.add(id(producer))
+                stack.append(producer)
+    return False
+
+
+def _check_invariant(loop: Loop, tensor: Tensor, what: str) -> None:
+    """Raise unless ``tensor`` is defined outside ``loop`` (in an enclosing scope, not this loop or one inside it)."""
+    scope = tensor.scope
+    while scope is not None:
+        if scope is loop:
+            raise SimulationError(f"{what} must come from outside the loop")
+        scope = scope.parent
+
+
 def _input(layer: Layer, index: int) -> Tensor:
     tensor = layer.inputs[index] if index < len(layer.inputs) else None
     if tensor is None:
@@ -242,10 +292,12 @@ def _input(layer: Layer, index: int) -> Tensor:
 
 def _conform(layer: Layer, tensor: Tensor, result: Any) -> np.ndarray:
     """Give a kernel's result the declared dtype; check it against the declared static dims."""
-    array = np.asarray(result)
+    array = result if type(result) is np.ndarray else np.asarray(result)
     if array.dtype != tensor.dtype:
         array = array.astype(tensor.dtype)
     declared = tensor.shape
+    if array.shape == declared:  # the common case, checked first: this runs for every layer of every trip
+        return array
     if len(declared) != array.ndim or any(d != -1 and d != a for d, a in zip(declared, array.shape)):
         raise InternalError(
             f"{layer.describe()}: simulated output {tensor.name!r} has shape {array.shape}, "

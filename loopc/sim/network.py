@@ -113,7 +113,11 @@ def read_network(network: Any) -> Network:
         name = api_tensor.name
         found = tensors.get(name)
         if found is None:
-            found = tensors[name] = Tensor(name, to_numpy(api_tensor.dtype), tuple(api_tensor.shape))
+            try:
+                shape = tuple(api_tensor.shape)
+            except RuntimeError as exc:  # TensorRT could not infer it: the network is invalid
+                raise SimulationError(f"TensorRT cannot compute the shape of tensor {name!r}: {exc}") from exc
+            found = tensors[name] = Tensor(name, to_numpy(api_tensor.dtype), shape)
         return found
 
     inputs = [tensor(network.get_input(i)) for i in range(network.num_inputs)]
@@ -214,6 +218,7 @@ def _assign_scopes(layers: list[Layer], loops: list[Loop]) -> None:
     ``deps[t]`` is the set of loops whose iterations ``t`` varies with. It is a fixed point
     because a recurrence carries whatever its next value depends on, and a loop's outputs
     depend on everything its boundary reads (trip limits included), less the loop itself.
+    An iterator or recurrence varies with its loop and with every loop that one depends on.
     """
     deps: dict[str, frozenset[int]] = {}
     loop_deps: dict[int, frozenset[int]] = {id(lp): frozenset() for lp in loops}
@@ -232,7 +237,8 @@ def _assign_scopes(layers: list[Layer], loops: list[Loop]) -> None:
         for lay in layers:
             ins = frozenset().union(*(deps.get(t.name, frozenset()) for t in lay.inputs if t is not None))
             if lay.type in ("ITERATOR", "RECURRENCE") and lay.loop is not None:
-                new = ins | {id(lay.loop)}
+                # a loop's iterations happen within each iteration of the loops it is nested in
+                new = ins | {id(lay.loop)} | loop_deps[id(lay.loop)]
             elif lay.type == "LOOP_OUTPUT" and lay.loop is not None:
                 new = loop_deps[id(lay.loop)]
             elif lay.type == "TRIP_LIMIT":
