@@ -1,0 +1,55 @@
+"""The Fill layer: kLINSPACE, where element [i_0, ..., i_n] is alpha + sum_k beta[k] * i_k."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from loopc.errors import SimulationError
+from loopc.sim.dtypes import to_numpy
+from loopc.sim.ops._common import dims
+from loopc.sim.registry import Kernel, simulates
+
+
+def _has(layer: Any, index: int) -> bool:
+    return index < layer.num_inputs and layer.get_input(index) is not None
+
+
+@simulates("FILL")
+def fill(layer: Any) -> Kernel:
+    op = layer.operation.name
+    if op != "LINSPACE":
+        raise SimulationError(f"fill operation {op} draws random numbers, so its output is not deterministic")
+    target = to_numpy(layer.to_type)
+    dynamic_shape = _has(layer, 0)
+    static_shape = None if dynamic_shape else dims(layer.shape)
+    dynamic_params = _has(layer, 1) or _has(layer, 2)
+    integral = bool(layer.is_alpha_beta_int64())
+    static_alpha = int(layer.alpha) if integral else float(layer.alpha)
+    static_beta = int(layer.beta) if integral else float(layer.beta)
+    if static_shape is not None and not dynamic_params and len(static_shape) > 1:
+        # TensorRT: a static beta is the 1-D tensor [beta], so the output must be 1-D.
+        raise SimulationError(f"a static beta needs a 1-D output, not shape {static_shape}")
+
+    def run(ins: Any) -> list[np.ndarray]:
+        shape = tuple(int(d) for d in ins[0].reshape(-1)) if dynamic_shape else static_shape
+        assert shape is not None
+        if any(d < 0 for d in shape):
+            raise SimulationError(f"fill shape {shape} has a negative dimension")
+        if dynamic_params:
+            if ins[1] is None or ins[2] is None:
+                raise SimulationError("alpha and beta must both be inputs when either is")
+            alpha, beta = np.asarray(ins[1]).reshape(()), np.asarray(ins[2]).reshape(-1)
+        else:
+            alpha, beta = np.asarray(static_alpha), np.asarray([static_beta] * len(shape))
+        if beta.size != len(shape):
+            raise SimulationError(f"beta has {beta.size} values for an output of rank {len(shape)}")
+        exact = target.kind in "iu" and alpha.dtype.kind in "iu" and beta.dtype.kind in "iu"
+        wide = np.dtype(np.int64 if exact else np.float64)
+        out = np.full(shape, alpha, dtype=wide)
+        for k, (n, step) in enumerate(zip(shape, beta.astype(wide))):
+            out += step * np.arange(n, dtype=wide).reshape([-1 if j == k else 1 for j in range(len(shape))])
+        return [out.astype(target)]
+
+    return run
