@@ -40,6 +40,7 @@ NOT_TENSORS = "inputs/outputs not tensors"
 PARSE_FAILED = "parser rejected"
 BUILD_FAILED = "builder rejected"
 OUT_OF_SCOPE = "layer types out of scope"
+WRONG_SHAPE = "parser's network has the wrong output shape"
 MATCH = "match"
 MISMATCH = "mismatch"
 SIM_ERROR = "simulator error"
@@ -55,10 +56,15 @@ class CaseResult:
 
     @property
     def built(self) -> bool:
-        return self.status in (OUT_OF_SCOPE, MATCH, MISMATCH, SIM_ERROR)
+        return self.status in (OUT_OF_SCOPE, WRONG_SHAPE, MATCH, MISMATCH, SIM_ERROR)
 
     @property
     def in_scope(self) -> bool:
+        return self.status in (WRONG_SHAPE, MATCH, MISMATCH, SIM_ERROR)
+
+    @property
+    def judged(self) -> bool:
+        """In scope, and the parser's network could give the expected outputs at all."""
         return self.status in (MATCH, MISMATCH, SIM_ERROR)
 
     @property
@@ -111,6 +117,10 @@ def _run_case(case: Any) -> CaseResult:
     types = frozenset(network.get_layer(i).type.name for i in range(network.num_layers))
     if not types <= IN_SCOPE:
         return CaseResult(name, OUT_OF_SCOPE, types, ", ".join(sorted(types - IN_SCOPE)))
+    output_names = [o.name for o in model.graph.output]
+    wrong = _declared_shape_mismatch(network, dict(zip(output_names, wanted)))
+    if wrong:
+        return CaseResult(name, WRONG_SHAPE, types, wrong)
     try:
         sim = Simulator(network)
         feeds = {t.name: feeds[t.name].astype(t.dtype, copy=False) for t in sim.network.inputs}
@@ -119,7 +129,6 @@ def _run_case(case: Any) -> CaseResult:
         return CaseResult(name, SIM_ERROR, types, str(exc))
     except Exception as exc:
         return CaseResult(name, SIM_ERROR, types, f"{type(exc).__name__}: {exc}")
-    output_names = [o.name for o in model.graph.output]
     for out_name, want in zip(output_names, wanted):
         if out_name not in got:
             return CaseResult(name, MISMATCH, types, f"output {out_name!r} missing from the network")
@@ -127,6 +136,23 @@ def _run_case(case: Any) -> CaseResult:
         if problem:
             return CaseResult(name, MISMATCH, types, f"{out_name}: {problem}")
     return CaseResult(name, MATCH, types)
+
+
+def _declared_shape_mismatch(network: Any, expected: dict[str, np.ndarray]) -> str:
+    """TensorRT's own shape inference, with the profile pinned, against the expected shapes.
+
+    A static output dimension that differs from the test's expected output proves the parser's
+    network wrong without running anything, so such a case says nothing about the simulator.
+    """
+    for i in range(network.num_outputs):
+        tensor = network.get_output(i)
+        want = expected.get(tensor.name)
+        declared = tuple(tensor.shape)
+        if want is None:
+            continue
+        if len(declared) != want.ndim or any(d not in (-1, w) for d, w in zip(declared, want.shape)):
+            return f"TensorRT declares output {tensor.name!r} as {declared}; the test expects {want.shape}"
+    return ""
 
 
 def _as_array(value: Any) -> np.ndarray | None:
@@ -185,24 +211,31 @@ class Sweep:
     def in_scope(self) -> list[CaseResult]:
         return [r for r in self.results if r.in_scope]
 
+    @property
+    def judged(self) -> list[CaseResult]:
+        return [r for r in self.results if r.judged]
+
     def rate(self, results: Iterable[CaseResult]) -> float:
         listed = list(results)
         return sum(r.status == MATCH for r in listed) / len(listed) if listed else 1.0
 
     def table(self) -> str:
         scope = self.in_scope
-        loops = [r for r in scope if r.has_loop]
+        judged = self.judged
+        loops = [r for r in judged if r.has_loop]
         lines = [
             f"{'ONNX node test cases':<40}{len(self.results):>6}",
             f"{'  inputs/outputs are tensors':<40}{len(self.results) - len(self.by_status(NOT_TENSORS)):>6}",
             f"{'  built by TensorRT parser + builder':<40}{len(self.built):>6}",
             f"{'  in scope (listed layer types only)':<40}{len(scope):>6}",
+            f"{'    network provably wrong (out shape)':<40}{len(self.by_status(WRONG_SHAPE)):>6}",
+            f"{'    judged: simulator can be compared':<40}{len(judged):>6}",
             f"{'  simulator matches expected outputs':<40}{len(self.by_status(MATCH)):>6}"
-            f"   {100 * self.rate(scope):.1f}%",
-            f"{'  with loops: in scope / matching':<40}{len(loops):>6} / {sum(r.status == MATCH for r in loops)}"
+            f"   {100 * self.rate(judged):.1f}% of judged, {100 * self.rate(scope):.1f}% of in scope",
+            f"{'  with loops: judged / matching':<40}{len(loops):>6} / {sum(r.status == MATCH for r in loops)}"
             f"   {100 * self.rate(loops):.1f}%",
         ]
-        failures = [r for r in scope if r.status != MATCH]
+        failures = [r for r in scope if r.status != MATCH]  # wrong-shape cases listed too, for the record
         if failures:
             lines.append("failures by layer type (a case counts under each type it uses):")
             counts: dict[str, int] = {}

@@ -21,15 +21,31 @@ log = logging.getLogger(__name__)
 DEFAULT_TARGET = "sm89"
 
 
+_shared_logger: Any = None
+
+
+def shared_logger() -> Any:
+    """The process's one TensorRT logger.
+
+    TensorRT keeps the first logger it is given for process-wide use (the plugin registry logs
+    through it), so a logger that is freed while the process goes on leaves a dangling pointer:
+    the next plugin lookup crashes. One logger that lives as long as the process avoids that.
+    """
+    global _shared_logger
+    if _shared_logger is None:
+        _shared_logger = trt().Logger(trt().Logger.ERROR)
+    _shared_logger.min_severity = trt().Logger.INFO if log.isEnabledFor(logging.DEBUG) else trt().Logger.ERROR
+    return _shared_logger
+
+
 class Session:
-    """A TensorRT logger and builder kept together, since networks die with their builder."""
+    """A builder and the errors TensorRT reported through it."""
 
     def __init__(self) -> None:
         #: TensorRT's error messages from the calls made through this session, newest last.
         self.errors: list[str] = []
-        severity = trt().Logger.INFO if log.isEnabledFor(logging.DEBUG) else trt().Logger.ERROR
         with captured(self.errors):
-            self.logger = trt().Logger(severity)
+            self.logger = shared_logger()
             self.builder = trt().Builder(self.logger)
 
     def create_network(self) -> Any:
