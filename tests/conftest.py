@@ -33,7 +33,7 @@ class NetworkBuilder:
         return self.network.add_input(name, dtype, shape)
 
     def const(self, value: Any, dtype: Any = None) -> Any:
-        array = np.ascontiguousarray(np.asarray(value, dtype=dtype))
+        array = np.array(value, dtype=dtype)  # a C-contiguous copy; 0-D stays 0-D
         layer = self.network.add_constant(array.shape, array)
         self._keep = getattr(self, "_keep", []) + [array]  # weights must outlive the build
         return layer.get_output(0)

@@ -11,12 +11,6 @@ from loopc.errors import SimulationError
 from loopc.sim import Simulator, simulate
 
 
-def scalar(nb: Any, value: Any, dtype: Any = np.int32) -> Any:
-    """A 0-D constant."""
-    array = np.array([value], dtype=dtype)
-    nb._keep = getattr(nb, "_keep", []) + [array]
-    return nb.network.add_constant(nb.trt.Dims(), array).get_output(0)
-
 
 def ew(nb: Any, a: Any, b: Any, op: str) -> Any:
     return nb.network.add_elementwise(a, b, getattr(nb.trt.ElementWiseOperation, op)).get_output(0)
@@ -43,12 +37,12 @@ def scan_loop(nb: Any, rows: int, length: int, scan_iterator: bool = True) -> di
     iterator.name = "row_iterator"
     scanned = iterator.get_output(0)
     if not scan_iterator:
-        rec = loop.add_recurrence(scalar(nb, 0))
-        rec.set_input(1, ew(nb, rec.get_output(0), scalar(nb, 1), "SUM"))
+        rec = loop.add_recurrence(nb.const(0, np.int32))
+        rec.set_input(1, ew(nb, rec.get_output(0), nb.const(1, np.int32), "SUM"))
         scanned = rec.get_output(0)
     out = loop.add_loop_output(scanned, trt.LoopOutput.CONCATENATE, 0)
     out.name = "stack_rows"
-    out.set_input(1, scalar(nb, length))
+    out.set_input(1, nb.const(length, np.int32))
     nb.output(out.get_output(0), "y")
     return {"x": np.zeros((rows, 2), np.float32)}
 
@@ -70,13 +64,13 @@ def test_unsupported_layer_names_the_layer_and_its_type(nb):
 def test_unsupported_layer_inside_a_loop(nb):
     trt, net = nb.trt, nb.network
     loop = net.add_loop()
-    loop.add_trip_limit(scalar(nb, 2), trt.TripLimit.COUNT)
+    loop.add_trip_limit(nb.const(2, np.int32), trt.TripLimit.COUNT)
     image = loop.add_iterator(nb.input("x", trt.float32, (2, 1, 1, 3, 3))).get_output(0)
     kernel = np.ones((1, 1, 2, 2), np.float32)
     conv = net.add_convolution_nd(image, 1, (2, 2), kernel, np.zeros(1, np.float32))
     conv.name = "smooth"
     out = loop.add_loop_output(conv.get_output(0), trt.LoopOutput.CONCATENATE, 0)
-    out.set_input(1, scalar(nb, 2))
+    out.set_input(1, nb.const(2, np.int32))
     nb.output(out.get_output(0), "y")
 
     with pytest.raises(SimulationError, match=r"'smooth' \(CONVOLUTION\)"):
@@ -91,10 +85,10 @@ def test_while_loop_that_never_ends_stops_at_the_iteration_cap(nb):
     trt, net = nb.trt, nb.network
     loop = net.add_loop()
     loop.name = "forever"
-    rec = loop.add_recurrence(scalar(nb, 0))
+    rec = loop.add_recurrence(nb.const(0, np.int32))
     i = rec.get_output(0)
-    rec.set_input(1, ew(nb, i, scalar(nb, 1), "SUM"))
-    never_false = ew(nb, ew(nb, i, scalar(nb, 0), "GREATER"), ew(nb, i, scalar(nb, 0), "EQUAL"), "OR")
+    rec.set_input(1, ew(nb, i, nb.const(1, np.int32), "SUM"))
+    never_false = ew(nb, ew(nb, i, nb.const(0, np.int32), "GREATER"), ew(nb, i, nb.const(0, np.int32), "EQUAL"), "OR")
     loop.add_trip_limit(never_false, trt.TripLimit.WHILE)
     nb.output(loop.add_loop_output(i, trt.LoopOutput.LAST_VALUE).get_output(0), "i")
     assert nb.serialize()
@@ -138,7 +132,7 @@ def test_network_whose_shapes_tensorrt_cannot_infer(nb):
     # The length input of a kCONCATENATE output must be 0-D; this one has shape (1,).
     trt, net = nb.trt, nb.network
     loop = net.add_loop()
-    loop.add_trip_limit(scalar(nb, 2), trt.TripLimit.COUNT)
+    loop.add_trip_limit(nb.const(2, np.int32), trt.TripLimit.COUNT)
     row = loop.add_iterator(nb.input("x", trt.float32, (2, 3))).get_output(0)
     out = loop.add_loop_output(row, trt.LoopOutput.CONCATENATE, 0)
     out.set_input(1, nb.const(np.array([2], np.int32)))

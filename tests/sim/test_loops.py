@@ -29,17 +29,11 @@ INT32_POISON = np.iinfo(np.int32).min
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def scalar(nb: Any, value: Any, dtype: Any = np.int32) -> Any:
-    """A 0-D constant (``nb.const`` of a 0-D array gives shape (1,), not ())."""
-    array = np.array([value], dtype=dtype)
-    nb._keep = getattr(nb, "_keep", []) + [array]
-    return nb.network.add_constant(nb.trt.Dims(), array).get_output(0)
-
 
 def counted_loop(nb: Any, trips: Any) -> Any:
     """A loop with a kCOUNT trip limit; ``trips`` is an int (made a constant) or an INT32 0-D tensor."""
     loop = nb.network.add_loop()
-    count = scalar(nb, trips) if isinstance(trips, int) else trips
+    count = nb.const(trips, np.int32) if isinstance(trips, int) else trips
     loop.add_trip_limit(count, nb.trt.TripLimit.COUNT)
     return loop
 
@@ -47,7 +41,7 @@ def counted_loop(nb: Any, trips: Any) -> Any:
 def scan_output(nb: Any, loop: Any, tensor: Any, length: int, axis: int = 0, reverse: bool = False) -> Any:
     kind = nb.trt.LoopOutput.REVERSE if reverse else nb.trt.LoopOutput.CONCATENATE
     layer = loop.add_loop_output(tensor, kind, axis)
-    layer.set_input(1, scalar(nb, length))
+    layer.set_input(1, nb.const(length, np.int32))
     return layer.get_output(0)
 
 
@@ -57,9 +51,9 @@ def last_value(nb: Any, loop: Any, tensor: Any) -> Any:
 
 def counter(nb: Any, loop: Any, start: int = 0) -> Any:
     """The recurrence ``i = start; i += 1`` (INT32, 0-D)."""
-    rec = loop.add_recurrence(scalar(nb, start))
+    rec = loop.add_recurrence(nb.const(start, np.int32))
     i = rec.get_output(0)
-    rec.set_input(1, ew(nb, i, scalar(nb, 1), "SUM"))
+    rec.set_input(1, ew(nb, i, nb.const(1, np.int32), "SUM"))
     return i
 
 
@@ -226,9 +220,9 @@ def test_last_value_is_value_after_the_last_trip(nb):
 def test_while_loop(nb):
     # s = 1; while s < limit: s = 3 * s + 1   (also counts trips with a Cast of an INT32 counter)
     loop = nb.network.add_loop()
-    rec = loop.add_recurrence(scalar(nb, 1.0, np.float32))
+    rec = loop.add_recurrence(nb.const(1.0, np.float32))
     s = rec.get_output(0)
-    rec.set_input(1, ew(nb, ew(nb, s, scalar(nb, 3.0, np.float32), "PROD"), scalar(nb, 1.0, np.float32), "SUM"))
+    rec.set_input(1, ew(nb, ew(nb, s, nb.const(3.0, np.float32), "PROD"), nb.const(1.0, np.float32), "SUM"))
     loop.add_trip_limit(ew(nb, s, nb.input("limit", nb.trt.float32, ()), "LESS"), nb.trt.TripLimit.WHILE)
     i = counter(nb, loop)
     as_float = nb.network.add_cast(i, nb.trt.float32).get_output(0)
@@ -251,7 +245,7 @@ def test_counted_and_while_limits_together(nb, count, trips):
     x = matrix(6, 1)[:, 0]
     loop = counted_loop(nb, nb.input("count", nb.trt.int32, ()))
     i = counter(nb, loop)
-    loop.add_trip_limit(ew(nb, i, scalar(nb, 3), "LESS"), nb.trt.TripLimit.WHILE)
+    loop.add_trip_limit(ew(nb, i, nb.const(3, np.int32), "LESS"), nb.trt.TripLimit.WHILE)
     element = loop.add_iterator(nb.input("x", nb.trt.float32, x.shape)).get_output(0)
     nb.output(scan_output(nb, loop, element, 6), "elements")
     nb.output(last_value(nb, loop, i), "n")
@@ -318,7 +312,7 @@ def test_nested_loop_over_the_outer_iterator_value(nb):
     row = outer.add_iterator(nb.input("x", nb.trt.float32, x.shape)).get_output(0)
     inner = counted_loop(nb, 3)
     element = inner.add_iterator(row).get_output(0)
-    total = inner.add_recurrence(scalar(nb, 0.0, np.float32))
+    total = inner.add_recurrence(nb.const(0.0, np.float32))
     running = ew(nb, total.get_output(0), element, "SUM")
     total.set_input(1, running)
     prefix = scan_output(nb, inner, running, 3)
@@ -347,7 +341,7 @@ def test_inner_loop_reads_outer_iterator_only_inside(nb):
     outer = counted_loop(nb, 2)
     element = outer.add_iterator(nb.input("x", nb.trt.float32, x.shape)).get_output(0)
     inner = counted_loop(nb, 3)
-    acc = inner.add_recurrence(scalar(nb, 1.0, np.float32))
+    acc = inner.add_recurrence(nb.const(1.0, np.float32))
     acc.set_input(1, ew(nb, acc.get_output(0), element, "PROD"))
     nb.output(scan_output(nb, outer, last_value(nb, inner, acc.get_output(0)), 2), "cubes")
 
@@ -361,8 +355,8 @@ def test_inner_trip_count_from_the_outer_loop(nb):
     outer = counted_loop(nb, 4)
     i = counter(nb, outer)
     inner = counted_loop(nb, i)
-    total = inner.add_recurrence(scalar(nb, 0))
-    total.set_input(1, ew(nb, total.get_output(0), scalar(nb, 2), "SUM"))
+    total = inner.add_recurrence(nb.const(0, np.int32))
+    total.set_input(1, ew(nb, total.get_output(0), nb.const(2, np.int32), "SUM"))
     nb.output(scan_output(nb, outer, last_value(nb, inner, total.get_output(0)), 4), "totals")
 
     got = build_and_simulate(nb, {})["totals"]
@@ -379,7 +373,7 @@ def test_three_nested_loops(nb):
     element = elements.add_iterator(row).get_output(0)
     steps = counted_loop(nb, 2)
     value = steps.add_recurrence(element)
-    value.set_input(1, ew(nb, value.get_output(0), scalar(nb, 0.5, np.float32), "SUM"))
+    value.set_input(1, ew(nb, value.get_output(0), nb.const(0.5, np.float32), "SUM"))
     per_element = scan_output(nb, elements, last_value(nb, steps, value.get_output(0)), 3)
     nb.output(scan_output(nb, rows, per_element, 2), "y")
 
@@ -417,7 +411,7 @@ def test_if_conditional_inside_loop(nb):
     loop = counted_loop(nb, 4)
     element = loop.add_iterator(nb.input("x", nb.trt.float32, x.shape)).get_output(0)
     cond = nb.network.add_if_conditional()
-    cond.set_condition(ew(nb, element, scalar(nb, 0.0, np.float32), "GREATER"))
+    cond.set_condition(ew(nb, element, nb.const(0.0, np.float32), "GREATER"))
     inside = cond.add_input(element).get_output(0)
     chosen = cond.add_output(unary(nb, inside, "SQRT"), unary(nb, inside, "NEG")).get_output(0)
     nb.output(scan_output(nb, loop, chosen, 4), "y")
@@ -434,13 +428,13 @@ def test_if_conditional_inside_loop_with_a_recurrence(nb):
     loop = nb.network.add_loop()
     rec = loop.add_recurrence(nb.input("start", nb.trt.int32, ()))
     c = rec.get_output(0)
-    loop.add_trip_limit(unary(nb, ew(nb, c, scalar(nb, 1), "EQUAL"), "NOT"), nb.trt.TripLimit.WHILE)
-    even = ew(nb, ew(nb, ew(nb, c, scalar(nb, 2), "FLOOR_DIV"), scalar(nb, 2), "PROD"), c, "EQUAL")
+    loop.add_trip_limit(unary(nb, ew(nb, c, nb.const(1, np.int32), "EQUAL"), "NOT"), nb.trt.TripLimit.WHILE)
+    even = ew(nb, ew(nb, ew(nb, c, nb.const(2, np.int32), "FLOOR_DIV"), nb.const(2, np.int32), "PROD"), c, "EQUAL")
     cond = nb.network.add_if_conditional()
     cond.set_condition(even)
     value = cond.add_input(c).get_output(0)
-    half = ew(nb, value, scalar(nb, 2), "FLOOR_DIV")
-    triple = ew(nb, ew(nb, value, scalar(nb, 3), "PROD"), scalar(nb, 1), "SUM")
+    half = ew(nb, value, nb.const(2, np.int32), "FLOOR_DIV")
+    triple = ew(nb, ew(nb, value, nb.const(3, np.int32), "PROD"), nb.const(1, np.int32), "SUM")
     rec.set_input(1, cond.add_output(half, triple).get_output(0))
     nb.output(scan_output(nb, loop, c, 10), "path")
 

@@ -12,12 +12,6 @@ from loopc.errors import BackendError, SimulationError
 from loopc.sim import simulate
 
 
-def scalar_const(nb: Any, value: Any, dtype: Any) -> Any:
-    """A 0-D constant (the fixture's ``const`` always makes at least 1-D)."""
-    array = np.array(value, dtype=dtype)
-    nb._keep = getattr(nb, "_keep", []) + [array]
-    return nb.network.add_constant((), array).get_output(0)
-
 
 def run(nb: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     nb.serialize(inputs)  # the real builder accepts the network
@@ -145,7 +139,7 @@ def test_scatter_duplicate_writes_are_poisoned(nb: Any) -> None:
 def test_one_hot_axes_and_negative_indices(nb: Any, axis: int) -> None:
     idx = nb.input("i", nb.trt.int32, (2, 3))
     values = nb.const([0.5, 9.0], np.float32)
-    depth = scalar_const(nb, 4, np.int32)
+    depth = nb.const(4, np.int32)
     nb.output(nb.network.add_one_hot(idx, values, depth, axis).get_output(0), "y")
     indices = np.array([[0, 3, -1], [-4, 7, 2]], np.int32)  # -1 -> 3, -4 -> 0, 7 is out of range
     got = run(nb, {"i": indices})["y"]

@@ -11,12 +11,6 @@ from loopc.errors import SimulationError
 from loopc.sim import simulate
 
 
-def scalar_const(nb: Any, value: int, dtype: Any = np.int32) -> Any:
-    """A 0-D constant (the fixture's ``const`` always makes at least 1-D)."""
-    array = np.array(value, dtype=dtype)
-    nb._keep = getattr(nb, "_keep", []) + [array]
-    return nb.network.add_constant((), array).get_output(0)
-
 
 def run(nb: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     nb.serialize(inputs)  # the real builder accepts the network
@@ -220,7 +214,7 @@ def test_instance_normalization(nb: Any) -> None:
 )
 def test_cumulative_sum_variants(nb: Any, exclusive: bool, reverse: bool, want: list[int]) -> None:
     x = nb.input("x", nb.trt.float32, (2, 4))
-    layer = nb.network.add_cumulative(x, scalar_const(nb, 1), nb.trt.CumulativeOperation.SUM, exclusive, reverse)
+    layer = nb.network.add_cumulative(x, nb.const(1, np.int32), nb.trt.CumulativeOperation.SUM, exclusive, reverse)
     nb.output(layer.get_output(0), "y")
     data = np.array([[1, 2, 3, 4], [10, 20, 30, 40]], np.float32)
     got = run(nb, {"x": data})["y"]
@@ -230,7 +224,7 @@ def test_cumulative_sum_variants(nb: Any, exclusive: bool, reverse: bool, want: 
 def test_cumulative_integer_negative_axis(nb: Any) -> None:
     x = nb.input("x", nb.trt.int32, (3, 2))
     layer = nb.network.add_cumulative(
-        x, scalar_const(nb, -2, np.int64), nb.trt.CumulativeOperation.SUM, True, True
+        x, nb.const(-2, np.int64), nb.trt.CumulativeOperation.SUM, True, True
     )
     nb.output(layer.get_output(0), "y")
     data = np.array([[1, 2], [3, 4], [5, 6]], np.int32)

@@ -13,12 +13,6 @@ from loopc.sim import simulate
 from loopc.sim.ops.shuffle import resolve_reshape
 
 
-def scalar_const(nb: Any, value: Any, dtype: Any) -> Any:
-    """A 0-D constant (the fixture's ``const`` always makes at least 1-D)."""
-    array = np.array(value, dtype=dtype)
-    nb._keep = getattr(nb, "_keep", []) + [array]
-    return nb.network.add_constant((), array).get_output(0)
-
 
 def run(nb: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     nb.serialize(inputs)  # the real builder accepts the network
@@ -143,7 +137,7 @@ def test_slice_sample_modes_with_dynamic_parameters(
     layer.set_input(2, nb.const([size], np.int64))
     layer.set_input(3, nb.const([stride], np.int64))
     if mode == "FILL":
-        layer.set_input(4, scalar_const(nb, -1.0, np.float32))
+        layer.set_input(4, nb.const(-1.0, np.float32))
     nb.output(layer.get_output(0), "y")
     got = run(nb, {"x": ROW})["y"]
     np.testing.assert_array_equal(got, np.array(expect, np.float32))
@@ -225,7 +219,7 @@ def test_reverse_sequence_batch_first(nb: Any) -> None:
 
 def test_fill_linspace_2d_with_dynamic_alpha_and_beta(nb: Any) -> None:
     layer = nb.network.add_fill((3, 4), nb.trt.FillOperation.LINSPACE, nb.trt.float32)
-    layer.set_input(1, scalar_const(nb, 1.0, np.float32))
+    layer.set_input(1, nb.const(1.0, np.float32))
     layer.set_input(2, nb.const([100.0, 10.0], np.float32))
     nb.output(layer.get_output(0), "y")
     got = run(nb, {})["y"]
@@ -246,7 +240,7 @@ def test_fill_linspace_static_int64(nb: Any) -> None:
 def test_fill_with_dynamic_shape_input(nb: Any) -> None:
     layer = nb.network.add_fill((1,), nb.trt.FillOperation.LINSPACE, nb.trt.int32)
     layer.set_input(0, nb.const([2, 3], np.int64))
-    layer.set_input(1, scalar_const(nb, 5, np.int32))
+    layer.set_input(1, nb.const(5, np.int32))
     layer.set_input(2, nb.const([3, -1], np.int32))
     nb.output(layer.get_output(0), "y")
     got = run(nb, {})["y"]
