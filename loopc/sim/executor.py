@@ -52,12 +52,6 @@ class Executor:
         self.network = network
         self.max_iterations = max_iterations
         self._kernels: dict[int, Kernel] = {}
-        self._structural = {
-            "LOOP_OUTPUT": self._loop_output,
-            "ITERATOR": self._iterator,
-            "CONDITIONAL_INPUT": self._conditional_input,
-            "CONDITIONAL_OUTPUT": self._conditional_output,
-        }
         self._assertions = _assertions_by_scope(network)
 
     def run(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -88,9 +82,9 @@ class Executor:
         return found
 
     def _evaluate(self, layer: Layer, frame: Frame) -> None:
-        structural = self._structural.get(layer.type)
+        structural = _STRUCTURAL.get(layer.type)
         if structural is not None:
-            structural(layer, frame)
+            structural(self, layer, frame)
             return
         kernel = self._kernels.get(layer.index)
         if kernel is None:
@@ -240,6 +234,16 @@ class Executor:
             pad[axis] = (0, length - trips)
             result = np.pad(result, pad, constant_values=poison(result.dtype))
         return result
+
+
+# Layers the executor runs itself: loop and conditional structure, not arithmetic. (A class-level
+# table of plain functions, so that an executor holds no references to itself.)
+_STRUCTURAL = {
+    "LOOP_OUTPUT": Executor._loop_output,
+    "ITERATOR": Executor._iterator,
+    "CONDITIONAL_INPUT": Executor._conditional_input,
+    "CONDITIONAL_OUTPUT": Executor._conditional_output,
+}
 
 
 def _assertions_by_scope(network: Network) -> dict[Loop | None, list[Layer]]:
