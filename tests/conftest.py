@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from loopc.sim import simulate
 from loopc.trt import gpu, trt
 from loopc.trt.config import Session, build_serialized, builder_config, pin_profile
 
@@ -49,6 +50,11 @@ class NetworkBuilder:
         if inputs:
             pin_profile(self.session, self.network, cfg, inputs)
         return build_serialized(self.session, self.network, cfg)
+
+    def build_and_simulate(self, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Check that the real builder accepts the network, then simulate it."""
+        self.serialize(inputs)
+        return simulate(self.network, inputs)
 
 
 @pytest.fixture

@@ -21,7 +21,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-from loopc.sim import simulate
 
 INT32_POISON = np.iinfo(np.int32).min
 
@@ -65,11 +64,6 @@ def unary(nb: Any, x: Any, op: str) -> Any:
     return nb.network.add_unary(x, getattr(nb.trt.UnaryOperation, op)).get_output(0)
 
 
-def build_and_simulate(nb: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Check that the real builder accepts the network, then simulate it."""
-    assert nb.serialize(inputs)
-    return simulate(nb.network, inputs)
-
 
 def matrix(rows: int, cols: int) -> np.ndarray:
     return np.arange(rows * cols, dtype=np.float32).reshape(rows, cols) + 1
@@ -85,7 +79,7 @@ def test_iterator_axis_0(nb):
     doubled = ew(nb, row, nb.const(np.full(4, 2, np.float32)), "PROD")
     nb.output(scan_output(nb, loop, doubled, 3), "y")
 
-    got = build_and_simulate(nb, {"x": x})["y"]
+    got = nb.build_and_simulate({"x": x})["y"]
 
     expected = np.stack([2 * x[i, :] for i in range(3)])
     np.testing.assert_array_equal(got, expected)
@@ -98,7 +92,7 @@ def test_iterator_axis_1_yields_columns(nb):
     column = loop.add_iterator(nb.input("x", nb.trt.float32, x.shape), 1).get_output(0)
     nb.output(scan_output(nb, loop, unary(nb, column, "NEG"), 4), "y")
 
-    got = build_and_simulate(nb, {"x": x})["y"]
+    got = nb.build_and_simulate({"x": x})["y"]
 
     assert got.shape == (4, 3)
     np.testing.assert_array_equal(got, np.stack([-x[:, i] for i in range(4)]))
@@ -111,7 +105,7 @@ def test_reverse_iterator(nb):
     row = loop.add_iterator(nb.input("x", nb.trt.float32, x.shape), 0, True).get_output(0)
     nb.output(scan_output(nb, loop, row, 3), "y")
 
-    got = build_and_simulate(nb, {"x": x})["y"]
+    got = nb.build_and_simulate({"x": x})["y"]
 
     np.testing.assert_array_equal(got, [[5, 6], [3, 4], [1, 2]])
 
@@ -122,7 +116,7 @@ def test_reverse_iterator_on_axis_1(nb):
     column = loop.add_iterator(nb.input("x", nb.trt.float32, x.shape), 1, True).get_output(0)
     nb.output(scan_output(nb, loop, column, 3), "y")
 
-    got = build_and_simulate(nb, {"x": x})["y"]
+    got = nb.build_and_simulate({"x": x})["y"]
 
     np.testing.assert_array_equal(got, [x[:, 2], x[:, 1], x[:, 0]])
 
@@ -135,7 +129,7 @@ def test_concatenate_axis(nb, axis):
     row = loop.add_iterator(nb.input("x", nb.trt.float32, x.shape)).get_output(0)
     nb.output(scan_output(nb, loop, row, 2, axis=axis), "y")
 
-    got = build_and_simulate(nb, {"x": x})["y"]
+    got = nb.build_and_simulate({"x": x})["y"]
 
     expected = [[1, 2, 3], [4, 5, 6]] if axis == 0 else [[1, 4], [2, 5], [3, 6]]
     np.testing.assert_array_equal(got, expected)
@@ -148,7 +142,7 @@ def test_reverse_output(nb, axis):
     row = loop.add_iterator(nb.input("x", nb.trt.float32, x.shape)).get_output(0)
     nb.output(scan_output(nb, loop, row, 2, axis=axis, reverse=True), "y")
 
-    got = build_and_simulate(nb, {"x": x})["y"]
+    got = nb.build_and_simulate({"x": x})["y"]
 
     expected = [[4, 5, 6], [1, 2, 3]] if axis == 0 else [[4, 1], [5, 2], [6, 3]]
     np.testing.assert_array_equal(got, expected)
@@ -164,7 +158,7 @@ def test_length_larger_than_trip_count_pads_with_poison(nb):
     nb.output(scan_output(nb, loop, i, 5), "i")
     nb.output(scan_output(nb, loop, row, 5, axis=1, reverse=True), "rows_reversed")
 
-    got = build_and_simulate(nb, {"n": np.array(3, np.int32), "x": x})
+    got = nb.build_and_simulate({"n": np.array(3, np.int32), "x": x})
 
     rows, i, rows_reversed = got["rows"], got["i"], got["rows_reversed"]
     np.testing.assert_array_equal(rows[:3], x[:3])
@@ -189,7 +183,7 @@ def test_i_plus_equals_k(nb):
     nb.output(scan_output(nb, loop, i, 4), "each_i")
     nb.output(last_value(nb, loop, i), "last_i")
 
-    got = build_and_simulate(nb, {"j": j, "k": k})
+    got = nb.build_and_simulate({"j": j, "k": k})
 
     # <X, Y_0, Y_1, ...> with Y_t = i_t + k
     sequence, value = [], j
@@ -211,7 +205,7 @@ def test_last_value_is_value_after_the_last_trip(nb):
     nb.output(last_value(nb, loop, rec.get_output(0)), "max")
     nb.output(scan_output(nb, loop, rec.get_output(0), 3), "before_each_trip")
 
-    got = build_and_simulate(nb, {"x": x})
+    got = nb.build_and_simulate({"x": x})
 
     np.testing.assert_array_equal(got["max"], [5, 9])
     np.testing.assert_array_equal(got["before_each_trip"], [[-np.inf, -np.inf], [1, 9], [5, 9]])
@@ -230,7 +224,7 @@ def test_while_loop(nb):
     nb.output(last_value(nb, loop, i), "trips")
     nb.output(scan_output(nb, loop, as_float, 6), "i_as_float")
 
-    got = build_and_simulate(nb, {"limit": np.array(50, np.float32)})
+    got = nb.build_and_simulate({"limit": np.array(50, np.float32)})
 
     # s_0..: 1, 4, 13, 40, 121; the least n with s_n >= 50 is 4
     assert got["s"] == 121
@@ -250,7 +244,7 @@ def test_counted_and_while_limits_together(nb, count, trips):
     nb.output(scan_output(nb, loop, element, 6), "elements")
     nb.output(last_value(nb, loop, i), "n")
 
-    got = build_and_simulate(nb, {"count": np.array(count, np.int32), "x": x})
+    got = nb.build_and_simulate({"count": np.array(count, np.int32), "x": x})
 
     assert got["n"] == trips
     np.testing.assert_array_equal(got["elements"][:trips], x[:trips])
@@ -265,7 +259,7 @@ def test_zero_trip_loop(nb):
     nb.output(scan_output(nb, loop, rec.get_output(0), 2), "scan")
     init = np.array([0.5, -1], np.float32)
 
-    got = build_and_simulate(nb, {"n": np.array(0, np.int32), "init": init})
+    got = nb.build_and_simulate({"n": np.array(0, np.int32), "init": init})
 
     np.testing.assert_array_equal(got["last"], init)
     assert got["scan"].shape == (2, 2) and np.isnan(got["scan"]).all()
@@ -280,7 +274,7 @@ def test_loop_invariant_interior_values_are_replicated(nb):
     nb.output(scan_output(nb, loop, invariant, 3), "replicated")
     nb.output(scan_output(nb, loop, ew(nb, row, invariant, "SUM"), 3), "shifted")
 
-    got = build_and_simulate(nb, {"x": x, "offset": offset})
+    got = nb.build_and_simulate({"x": x, "offset": offset})
 
     np.testing.assert_array_equal(got["replicated"], [-offset] * 3)
     np.testing.assert_array_equal(got["shifted"], np.stack([x[t] - offset for t in range(3)]))
@@ -297,7 +291,7 @@ def test_shape_identity_and_select_inside_a_loop(nb):
     picked = nb.network.add_select(big, row, ew(nb, width, nb.const(np.zeros(3, np.float32)), "SUM"))
     nb.output(scan_output(nb, loop, picked.get_output(0), 2), "y")
 
-    got = build_and_simulate(nb, {"x": x})
+    got = nb.build_and_simulate({"x": x})
 
     np.testing.assert_array_equal(got["y"], [[3, 5, 3], [7, 3, 9]])
 
@@ -319,7 +313,7 @@ def test_nested_loop_over_the_outer_iterator_value(nb):
     nb.output(scan_output(nb, outer, prefix, 2), "prefix_sums")
     nb.output(scan_output(nb, outer, last_value(nb, inner, total.get_output(0)), 2), "row_sums")
 
-    got = build_and_simulate(nb, {"x": x})
+    got = nb.build_and_simulate({"x": x})
 
     expected_prefix, expected_sums = [], []
     for r in range(2):
@@ -345,7 +339,7 @@ def test_inner_loop_reads_outer_iterator_only_inside(nb):
     acc.set_input(1, ew(nb, acc.get_output(0), element, "PROD"))
     nb.output(scan_output(nb, outer, last_value(nb, inner, acc.get_output(0)), 2), "cubes")
 
-    got = build_and_simulate(nb, {"x": x})
+    got = nb.build_and_simulate({"x": x})
 
     np.testing.assert_array_equal(got["cubes"], x**3)
 
@@ -359,7 +353,7 @@ def test_inner_trip_count_from_the_outer_loop(nb):
     total.set_input(1, ew(nb, total.get_output(0), nb.const(2, np.int32), "SUM"))
     nb.output(scan_output(nb, outer, last_value(nb, inner, total.get_output(0)), 4), "totals")
 
-    got = build_and_simulate(nb, {})["totals"]
+    got = nb.build_and_simulate({})["totals"]
 
     np.testing.assert_array_equal(got, [2 * trips for trips in range(4)])
 
@@ -377,7 +371,7 @@ def test_three_nested_loops(nb):
     per_element = scan_output(nb, elements, last_value(nb, steps, value.get_output(0)), 3)
     nb.output(scan_output(nb, rows, per_element, 2), "y")
 
-    got = build_and_simulate(nb, {"x": x})["y"]
+    got = nb.build_and_simulate({"x": x})["y"]
 
     np.testing.assert_array_equal(got, x + 2 * 0.5)
 
@@ -400,7 +394,7 @@ def test_loop_inside_if_conditional(nb, flag):
     else_value = unary(nb, cond.add_input(nb.input("bias", nb.trt.float32, (2,))).get_output(0), "NEG")
     nb.output(cond.add_output(then_value, else_value).get_output(0), "y")
 
-    got = build_and_simulate(nb, {"flag": np.array(flag), "x": x, "bias": bias})["y"]
+    got = nb.build_and_simulate({"flag": np.array(flag), "x": x, "bias": bias})["y"]
 
     np.testing.assert_array_equal(got, [9, 12] if flag else [-0.5, 4])
 
@@ -416,7 +410,7 @@ def test_if_conditional_inside_loop(nb):
     chosen = cond.add_output(unary(nb, inside, "SQRT"), unary(nb, inside, "NEG")).get_output(0)
     nb.output(scan_output(nb, loop, chosen, 4), "y")
 
-    got = build_and_simulate(nb, {"x": x})["y"]
+    got = nb.build_and_simulate({"x": x})["y"]
 
     expected = [np.sqrt(v) if v > 0 else -v for v in x]
     np.testing.assert_array_equal(got, expected)
@@ -438,7 +432,7 @@ def test_if_conditional_inside_loop_with_a_recurrence(nb):
     rec.set_input(1, cond.add_output(half, triple).get_output(0))
     nb.output(scan_output(nb, loop, c, 10), "path")
 
-    got = build_and_simulate(nb, {"start": np.array(6, np.int32)})["path"]
+    got = nb.build_and_simulate({"start": np.array(6, np.int32)})["path"]
 
     # 6 -> 3 -> 10 -> 5 -> 16 -> 8 -> 4 -> 2 -> 1 (stop: 8 trips)
     np.testing.assert_array_equal(got, [6, 3, 10, 5, 16, 8, 4, 2, INT32_POISON, INT32_POISON])

@@ -11,10 +11,6 @@ from loopc.errors import SimulationError
 from loopc.sim import simulate
 
 
-def run(nb: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    nb.serialize(inputs)  # the real builder accepts the network
-    return simulate(nb.network, inputs)
-
 
 def data(shape: tuple[int, ...], seed: int) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-2, 2, size=shape).astype(np.float32)
@@ -26,7 +22,7 @@ def matmul_net(nb: Any, a: np.ndarray, op0: str, b: np.ndarray, op1: str) -> dic
     y = nb.input("b", nb.trt.float32, b.shape)
     layer = nb.network.add_matrix_multiply(x, getattr(ops, op0), y, getattr(ops, op1))
     nb.output(layer.get_output(0), "c")
-    return run(nb, {"a": a, "b": b})
+    return nb.build_and_simulate({"a": a, "b": b})
 
 
 def test_matmul_by_hand(nb: Any) -> None:
@@ -98,7 +94,7 @@ def test_matmul_half_computes_in_float32(nb: Any) -> None:
     none = nb.trt.MatrixOperation.NONE
     layer = nb.network.add_matrix_multiply(x, none, y, none)
     nb.output(layer.get_output(0), "c")
-    got = run(nb, {"a": a, "b": b})["c"]
+    got = nb.build_and_simulate({"a": a, "b": b})["c"]
     assert got.dtype == np.float16
     assert got[0, 0] == 2050
 
@@ -138,6 +134,6 @@ def test_einsum(nb: Any, equation: str, operands: list[np.ndarray], want: np.nda
     tensors = [nb.input(n, nb.trt.float32, a.shape) for n, a in zip(names, operands)]
     layer = nb.network.add_einsum(tensors, equation)
     nb.output(layer.get_output(0), "y")
-    got = run(nb, dict(zip(names, operands)))["y"]
+    got = nb.build_and_simulate(dict(zip(names, operands)))["y"]
     assert got.shape == np.shape(want)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

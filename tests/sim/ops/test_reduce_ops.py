@@ -12,10 +12,6 @@ from loopc.sim import simulate
 
 
 
-def run(nb: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    nb.serialize(inputs)  # the real builder accepts the network
-    return simulate(nb.network, inputs)
-
 
 # -- Reduce -------------------------------------------------------------------------------------
 
@@ -36,7 +32,7 @@ def test_reduce_two_axes_without_keep_dims(nb: Any, op: str, expect: Any) -> Non
     x = nb.input("x", nb.trt.float32, (2, 3, 4))
     layer = nb.network.add_reduce(x, getattr(nb.trt.ReduceOperation, op), 0b101, False)
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {"x": X234})["y"]
+    got = nb.build_and_simulate({"x": X234})["y"]
     assert got.shape == (3,)
     np.testing.assert_allclose(got, expect(X234.astype(np.float64)), rtol=1e-5, atol=1e-6)
 
@@ -45,7 +41,7 @@ def test_reduce_keep_dims_keeps_unit_axes(nb: Any) -> None:
     x = nb.input("x", nb.trt.float32, (2, 3, 4))
     layer = nb.network.add_reduce(x, nb.trt.ReduceOperation.MAX, 0b110, True)
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {"x": X234})["y"]
+    got = nb.build_and_simulate({"x": X234})["y"]
     assert got.shape == (2, 1, 1)
     np.testing.assert_array_equal(got.ravel(), [X234[0, 2, 3], X234[1, 2, 3]])
 
@@ -55,7 +51,7 @@ def test_reduce_integer_avg_truncates_toward_zero(nb: Any) -> None:
     layer = nb.network.add_reduce(x, nb.trt.ReduceOperation.AVG, 0b10, False)
     nb.output(layer.get_output(0), "y")
     data = np.array([[-7, 0], [7, 0], [5, 6], [-1, 0]], dtype=np.int32)
-    got = run(nb, {"x": data})["y"]
+    got = nb.build_and_simulate({"x": data})["y"]
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, [-3, 3, 5, 0])
 
@@ -67,7 +63,7 @@ def test_reduce_integer_sum_and_min(nb: Any) -> None:
     nb.output(total.get_output(0), "sum")
     nb.output(least.get_output(0), "min")
     data = np.array([[1, -5, 3], [10, 20, -30]], dtype=np.int64)
-    got = run(nb, {"x": data})
+    got = nb.build_and_simulate({"x": data})
     np.testing.assert_array_equal(got["sum"], [11, 15, -27])
     np.testing.assert_array_equal(got["min"], [[-30]])
 
@@ -90,7 +86,7 @@ def test_reduce_over_empty_volume_gives_documented_identity(nb: Any, dtype: Any,
     x = nb.input("x", trt_type, (2, -1))
     layer = nb.network.add_reduce(x, getattr(nb.trt.ReduceOperation, op), 0b10, False)
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {"x": np.zeros((2, 0), dtype=dtype)})["y"]
+    got = nb.build_and_simulate({"x": np.zeros((2, 0), dtype=dtype)})["y"]
     np.testing.assert_array_equal(got, np.full(2, want, dtype=dtype))
 
 
@@ -104,7 +100,7 @@ def test_softmax_by_hand(nb: Any) -> None:
     nb.output(layer.get_output(0), "y")
     # exp(log 1), exp(log 2), exp(log 3) normalise to 1/6, 2/6, 3/6
     data = np.log(np.array([[1.0, 2.0, 3.0]], dtype=np.float32)) + np.float32(50)
-    got = run(nb, {"x": data})["y"]
+    got = nb.build_and_simulate({"x": data})["y"]
     np.testing.assert_allclose(got, [[1 / 6, 2 / 6, 3 / 6]], rtol=1e-5)
 
 
@@ -114,7 +110,7 @@ def test_softmax_along_each_axis(nb: Any, axis: int) -> None:
     layer = nb.network.add_softmax(x)
     layer.axes = 1 << axis
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {"x": X234})["y"]
+    got = nb.build_and_simulate({"x": X234})["y"]
     e = np.exp(X234.astype(np.float64))
     np.testing.assert_allclose(got, e / e.sum(axis=axis, keepdims=True), rtol=1e-5)
 
@@ -134,7 +130,7 @@ def test_layer_normalization_by_hand(nb: Any) -> None:
     layer = nb.network.add_normalization(x, one, zero, 1 << 1)
     layer.epsilon = 0.0
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {"x": np.array([[1, 2, 3, 4]], np.float32)})["y"]
+    got = nb.build_and_simulate({"x": np.array([[1, 2, 3, 4]], np.float32)})["y"]
     # mean 2.5, variance 1.25
     np.testing.assert_allclose(got, [[-1.5, -0.5, 0.5, 1.5]] / np.sqrt(1.25), rtol=1e-5)
 
@@ -147,7 +143,7 @@ def test_layer_normalization_over_last_axis_with_scale_and_bias(nb: Any) -> None
     layer.epsilon = 1e-3
     nb.output(layer.get_output(0), "y")
     data = X234 * X234
-    got = run(nb, {"x": data})["y"]
+    got = nb.build_and_simulate({"x": data})["y"]
     want = np.empty_like(data, dtype=np.float64)
     for i in range(2):
         for j in range(3):
@@ -171,7 +167,7 @@ def test_group_normalization(nb: Any, v2: bool) -> None:
     layer.epsilon = eps
     nb.output(layer.get_output(0), "y")
     data = (np.arange(n * c * w, dtype=np.float32).reshape(n, c, w) % 5) * np.float32(0.7)
-    got = run(nb, {"x": data})["y"]
+    got = nb.build_and_simulate({"x": data})["y"]
     size = c // groups
     want = np.empty((n, c, w))
     for i in range(n):
@@ -192,7 +188,7 @@ def test_instance_normalization(nb: Any) -> None:
     layer = nb.network.add_normalization(x, nb.const(scale), nb.const(bias), 0b1100)
     nb.output(layer.get_output(0), "y")
     data = np.sin(np.arange(24, dtype=np.float32)).reshape(2, 3, 2, 2)
-    got = run(nb, {"x": data})["y"]
+    got = nb.build_and_simulate({"x": data})["y"]
     want = np.empty((2, 3, 2, 2))
     for i in range(2):
         for ch in range(3):
@@ -217,7 +213,7 @@ def test_cumulative_sum_variants(nb: Any, exclusive: bool, reverse: bool, want: 
     layer = nb.network.add_cumulative(x, nb.const(1, np.int32), nb.trt.CumulativeOperation.SUM, exclusive, reverse)
     nb.output(layer.get_output(0), "y")
     data = np.array([[1, 2, 3, 4], [10, 20, 30, 40]], np.float32)
-    got = run(nb, {"x": data})["y"]
+    got = nb.build_and_simulate({"x": data})["y"]
     np.testing.assert_array_equal(got, [want, [10 * v for v in want]])
 
 
@@ -228,7 +224,7 @@ def test_cumulative_integer_negative_axis(nb: Any) -> None:
     )
     nb.output(layer.get_output(0), "y")
     data = np.array([[1, 2], [3, 4], [5, 6]], np.int32)
-    got = run(nb, {"x": data})["y"]
+    got = nb.build_and_simulate({"x": data})["y"]
     assert got.dtype == np.int32
     np.testing.assert_array_equal(got, [[8, 10], [5, 6], [0, 0]])
 
@@ -244,7 +240,7 @@ def test_topk_min_with_dynamic_k_breaks_ties_by_lower_index(nb: Any) -> None:
     nb.output(layer.get_output(0), "values")
     nb.output(layer.get_output(1), "indices")
     data = np.array([[3, 1, 2, 1, 5], [0, 0, -1, 4, 0]], np.float32)
-    got = run(nb, {"x": data, "k": np.array(3, np.int32)})
+    got = nb.build_and_simulate({"x": data, "k": np.array(3, np.int32)})
     np.testing.assert_array_equal(got["values"], [[1, 1, 2], [-1, 0, 0]])
     np.testing.assert_array_equal(got["indices"], [[1, 3, 2], [2, 0, 1]])
     assert got["indices"].dtype == np.int32
@@ -256,7 +252,7 @@ def test_topk_max_on_first_axis_with_int64_indices(nb: Any) -> None:
     nb.output(layer.get_output(0), "values")
     nb.output(layer.get_output(1), "indices")
     data = np.array([[3, 7], [5, 7], [5, 1], [2, 9]], np.int32)
-    got = run(nb, {"x": data})
+    got = nb.build_and_simulate({"x": data})
     np.testing.assert_array_equal(got["values"], [[5, 9], [5, 7]])
     np.testing.assert_array_equal(got["indices"], [[1, 3], [2, 0]])
     assert got["indices"].dtype == np.int64

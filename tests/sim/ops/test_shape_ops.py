@@ -14,10 +14,6 @@ from loopc.sim.ops.shuffle import resolve_reshape
 
 
 
-def run(nb: Any, inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    nb.serialize(inputs)  # the real builder accepts the network
-    return simulate(nb.network, inputs)
-
 
 X234 = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
 
@@ -32,7 +28,7 @@ def test_shuffle_transpose_reshape_transpose(nb: Any) -> None:
     layer.reshape_dims = (0, -1)  # 0 copies dim 0 (4), -1 infers 6
     layer.second_transpose = (1, 0)  # -> (6, 4)
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {"x": X234})["y"]
+    got = nb.build_and_simulate({"x": X234})["y"]
     expect = X234.transpose(2, 0, 1).reshape(4, 6).T
     np.testing.assert_array_equal(got, expect)
 
@@ -42,7 +38,7 @@ def test_shuffle_placeholder_zeros_align_with_leading_dims(nb: Any) -> None:
     layer = nb.network.add_shuffle(x)
     layer.reshape_dims = (0, 0, 2, 2)  # (2, 3, 2, 2)
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {"x": X234})["y"]
+    got = nb.build_and_simulate({"x": X234})["y"]
     np.testing.assert_array_equal(got, X234.reshape(2, 3, 2, 2))
 
 
@@ -51,7 +47,7 @@ def test_shuffle_dynamic_reshape_input(nb: Any) -> None:
     layer = nb.network.add_shuffle(x)
     layer.set_input(1, nb.const([0, -1, 3], np.int64))  # 0 is still a placeholder: (2, 4, 3)
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {"x": X234})["y"]
+    got = nb.build_and_simulate({"x": X234})["y"]
     np.testing.assert_array_equal(got, X234.reshape(2, 4, 3))
 
 
@@ -61,7 +57,7 @@ def test_shuffle_zero_is_a_real_zero_without_placeholder(nb: Any) -> None:
     layer.zero_is_placeholder = False
     layer.reshape_dims = (3, 0)
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {"x": np.zeros((0, 3), np.float32)})["y"]
+    got = nb.build_and_simulate({"x": np.zeros((0, 3), np.float32)})["y"]
     assert got.shape == (3, 0)
 
 
@@ -84,7 +80,7 @@ def test_squeeze_and_unsqueeze_with_axes_inputs(nb: Any) -> None:
     nb.output(squeezed, "s")
     nb.output(unsqueezed, "u")
     value = np.arange(12, dtype=np.float32).reshape(1, 3, 1, 4)
-    got = run(nb, {"x": value})
+    got = nb.build_and_simulate({"x": value})
     np.testing.assert_array_equal(got["s"], value.reshape(3, 4))
     np.testing.assert_array_equal(got["u"], value.reshape(3, 1, 4, 1))
 
@@ -92,7 +88,7 @@ def test_squeeze_and_unsqueeze_with_axes_inputs(nb: Any) -> None:
 def test_squeeze_without_axes_removes_static_unit_dims(nb: Any) -> None:
     x = nb.input("x", nb.trt.float32, (1, 3, 1))
     nb.output(nb.network.add_squeeze(x).get_output(0), "y")
-    got = run(nb, {"x": np.array([[[1], [2], [3]]], np.float32)})["y"]
+    got = nb.build_and_simulate({"x": np.array([[[1], [2], [3]]], np.float32)})["y"]
     np.testing.assert_array_equal(got, [1, 2, 3])
 
 
@@ -102,7 +98,7 @@ def test_concatenation_on_axis_1(nb: Any) -> None:
     layer = nb.network.add_concatenation([a, b, a])
     layer.axis = 1
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {"a": np.array([[1], [2]], np.int32)})["y"]
+    got = nb.build_and_simulate({"a": np.array([[1], [2]], np.int32)})["y"]
     np.testing.assert_array_equal(got, [[1, 10, 11, 12, 1], [2, 13, 14, 15, 2]])
 
 
@@ -139,7 +135,7 @@ def test_slice_sample_modes_with_dynamic_parameters(
     if mode == "FILL":
         layer.set_input(4, nb.const(-1.0, np.float32))
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {"x": ROW})["y"]
+    got = nb.build_and_simulate({"x": ROW})["y"]
     np.testing.assert_array_equal(got, np.array(expect, np.float32))
 
 
@@ -147,7 +143,7 @@ def test_slice_negative_stride_in_two_dims(nb: Any) -> None:
     x = nb.input("x", nb.trt.float32, (2, 3, 4))
     layer = nb.network.add_slice(x, (1, 2, 3), (2, 2, 2), (-1, -2, -2))
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {"x": X234})["y"]
+    got = nb.build_and_simulate({"x": X234})["y"]
     expect = [[[X234[b, r, c] for c in (3, 1)] for r in (2, 0)] for b in (1, 0)]
     np.testing.assert_array_equal(got, expect)
 
@@ -160,7 +156,7 @@ def test_slice_with_axes_input_keeps_other_axes_whole(nb: Any) -> None:
     layer.set_input(3, nb.const([2], np.int32))
     layer.set_input(5, nb.const([-1], np.int32))  # the last axis
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {"x": X234})["y"]
+    got = nb.build_and_simulate({"x": X234})["y"]
     np.testing.assert_array_equal(got, X234[:, :, [1, 3]])
 
 
@@ -180,7 +176,7 @@ def test_padding_pads_with_zeros_and_crops_negative_amounts(nb: Any) -> None:
     layer = nb.network.add_padding_nd(x, (1, -1), (-1, 2))  # H: +1 before, -1 after; W: -1 before, +2 after
     nb.output(layer.get_output(0), "y")
     value = np.arange(24, dtype=np.float32).reshape(1, 2, 3, 4) + 1
-    got = run(nb, {"x": value})["y"]
+    got = nb.build_and_simulate({"x": value})["y"]
     assert got.shape == (1, 2, 3, 5)
     expect = np.zeros((1, 2, 3, 5), np.float32)
     expect[:, :, 1:, :3] = value[:, :, :2, 1:]  # rows 0..1 of x land at 1..2; columns 1..3 at 0..2
@@ -196,7 +192,7 @@ def test_reverse_sequence_reverses_each_prefix(nb: Any) -> None:
     layer = nb.network.add_reverse_sequence(x, lens)  # defaults: batch_axis 1, sequence_axis 0
     nb.output(layer.get_output(0), "y")
     value = np.array([[0, 10, 20], [1, 11, 21], [2, 12, 22], [3, 13, 23]], np.int32)
-    got = run(nb, {"x": value, "lens": np.array([4, 1, 2], np.int32)})["y"]
+    got = nb.build_and_simulate({"x": value, "lens": np.array([4, 1, 2], np.int32)})["y"]
     np.testing.assert_array_equal(got, [[3, 10, 21], [2, 11, 20], [1, 12, 22], [0, 13, 23]])
 
 
@@ -207,7 +203,7 @@ def test_reverse_sequence_batch_first(nb: Any) -> None:
     layer.batch_axis, layer.sequence_axis = 0, 1
     nb.output(layer.get_output(0), "y")
     value = np.arange(12, dtype=np.float32).reshape(2, 3, 2)
-    got = run(nb, {"x": value, "lens": np.array([3, 2], np.int32)})["y"]
+    got = nb.build_and_simulate({"x": value, "lens": np.array([3, 2], np.int32)})["y"]
     expect = value.copy()
     expect[0] = value[0, ::-1]
     expect[1, :2] = value[1, 1::-1]
@@ -222,7 +218,7 @@ def test_fill_linspace_2d_with_dynamic_alpha_and_beta(nb: Any) -> None:
     layer.set_input(1, nb.const(1.0, np.float32))
     layer.set_input(2, nb.const([100.0, 10.0], np.float32))
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {})["y"]
+    got = nb.build_and_simulate({})["y"]
     # TensorRT's example: element [i, j] is alpha + beta[0] * i + beta[1] * j
     np.testing.assert_array_equal(got, [[1, 11, 21, 31], [101, 111, 121, 131], [201, 211, 221, 231]])
 
@@ -232,7 +228,7 @@ def test_fill_linspace_static_int64(nb: Any) -> None:
     layer.alpha, layer.beta = 7, -3
     assert layer.is_alpha_beta_int64()
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {})["y"]
+    got = nb.build_and_simulate({})["y"]
     assert got.dtype == np.int64
     np.testing.assert_array_equal(got, [7, 4, 1, -2, -5])
 
@@ -243,7 +239,7 @@ def test_fill_with_dynamic_shape_input(nb: Any) -> None:
     layer.set_input(1, nb.const(5, np.int32))
     layer.set_input(2, nb.const([3, -1], np.int32))
     nb.output(layer.get_output(0), "y")
-    got = run(nb, {})["y"]
+    got = nb.build_and_simulate({})["y"]
     np.testing.assert_array_equal(got, [[5, 4, 3], [8, 7, 6]])
 
 
