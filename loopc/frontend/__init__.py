@@ -1,0 +1,1 @@
+"""Frontends: model files into loopc's IR."""

@@ -1,0 +1,232 @@
+"""Read an ONNX model (defensively) and translate its graph into loopc's IR.
+
+Ordinary nodes keep their ONNX op type, inputs and attributes (the IR contract: the form of the
+newest opset; older forms are rewritten on the way in by :mod:`loopc.frontend.onnx.upgrade`).
+Nodes with subgraphs — Loop, Scan, If — and the recurrent ops loopc lowers itself are handed to
+the translators registered in :data:`STRUCTURAL`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from loopc.errors import FrontendError
+from loopc.ir import Graph, Model, Node, Value
+
+#: Largest model file loopc reads; protobuf itself refuses more than 2 GiB.
+MAX_MODEL_BYTES = 2**31 - 1
+
+
+@dataclass
+class Context:
+    """What translating one model needs: its opset, inferred value types, and the names in scope."""
+
+    opset: int
+    value_info: dict[str, onnx.TypeProto] = field(default_factory=dict)
+    counter: int = 0
+
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        return f"{base}__{self.counter}"
+
+    def value(self, name: str) -> Value:
+        """A new IR value for ONNX name ``name``, typed from shape inference when it knows."""
+        dtype, shape = _type_of(self.value_info.get(name))
+        return Value(name, dtype, shape)
+
+    def describe(self, node: onnx.NodeProto) -> str:
+        label = node.name or (node.output[0] if node.output else "?")
+        return f"node {label!r} ({node.op_type}, opset {self.opset})"
+
+
+#: Translators for nodes that are not plain ops: (context, node, scope, graph) -> None.
+Translator = Callable[[Context, onnx.NodeProto, "Scope", Graph], None]
+STRUCTURAL: dict[str, Translator] = {}
+
+
+class Scope:
+    """ONNX names visible in a graph: its own values, then its enclosing graphs' (outer-scope reads)."""
+
+    def __init__(self, parent: Scope | None = None) -> None:
+        self.parent = parent
+        self.names: dict[str, Value] = {}
+
+    def bind(self, name: str, value: Value) -> None:
+        self.names[name] = value
+
+    def lookup(self, name: str) -> Value | None:
+        scope: Scope | None = self
+        while scope is not None:
+            if name in scope.names:
+                return scope.names[name]
+            scope = scope.parent
+        return None
+
+
+def import_model(model: onnx.ModelProto | str | os.PathLike[str]) -> Model:
+    """Translate ``model`` (a ModelProto or a path) into an IR :class:`Model`."""
+    source = "<model>" if isinstance(model, onnx.ModelProto) else os.fspath(model)
+    proto = model if isinstance(model, onnx.ModelProto) else load(source)
+    opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
+    if not 1 <= opset <= onnx.defs.onnx_opset_version():
+        raise FrontendError(f"{source}: default-domain opset {opset} is not one this onnx package knows")
+    ctx = Context(opset, _infer_types(proto, source))
+    graph = translate_graph(ctx, proto.graph, Scope(), proto.graph.name or "main")
+    return Model(graph, source, opset)
+
+
+def load(path: str) -> onnx.ModelProto:
+    """Load an ONNX file and its external data; every failure becomes one clear FrontendError."""
+    if not os.path.isfile(path):
+        raise FrontendError(f"{path}: no such file")
+    if os.path.getsize(path) > MAX_MODEL_BYTES:
+        raise FrontendError(f"{path}: larger than 2 GiB, which ONNX protobuf files cannot be")
+    try:
+        proto = onnx.load(path, load_external_data=False)
+    except Exception as exc:
+        raise FrontendError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+    try:
+        onnx.external_data_helper.load_external_data_for_model(proto, os.path.dirname(os.path.abspath(path)))
+    except FileNotFoundError as exc:
+        raise FrontendError(f"{path}: external data file missing: {exc.filename or exc}") from None
+    except Exception as exc:
+        raise FrontendError(f"{path}: cannot load external data ({type(exc).__name__}: {exc})") from None
+    return proto
+
+
+def translate_graph(
+    ctx: Context, graph: onnx.GraphProto, scope: Scope, name: str, inputs: list[Value] | None = None
+) -> Graph:
+    """Translate ``graph``; ``inputs`` (already bound in ``scope``) replace its declared inputs."""
+    ir = Graph(name)
+    initializers = {init.name for init in graph.initializer}
+    if inputs is None:
+        for vi in graph.input:
+            if vi.name in initializers:
+                continue
+            value = Value(vi.name, *_type_of(vi.type))
+            scope.bind(vi.name, value)
+            ir.inputs.append(value)
+    else:
+        ir.inputs = list(inputs)
+    for init in graph.initializer:
+        constant(ctx, scope, ir, init.name, _array(init, f"initializer {init.name!r}"))
+    for node in graph.node:
+        translate_node(ctx, node, scope, ir)
+    for vi in graph.output:
+        value = scope.lookup(vi.name)
+        if value is None:
+            raise FrontendError(f"graph {graph.name!r} output {vi.name!r} is never produced")
+        ir.outputs.append(value)
+    return ir
+
+
+def translate_node(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
+    if node.domain not in ("", "ai.onnx"):
+        raise FrontendError(f"{ctx.describe(node)}: domain {node.domain!r} is not supported")
+    structural = STRUCTURAL.get(node.op_type)
+    if structural is not None:
+        structural(ctx, node, scope, graph)
+        return
+    inputs = [lookup(ctx, node, scope, name) if name else None for name in node.input]
+    attrs = {a.name: attribute(ctx, node, a) for a in node.attribute}
+    if node.op_type == "Constant":
+        constant(ctx, scope, graph, node.output[0], _constant_value(ctx, node, attrs))
+        return
+    outputs = [ctx.value(name) if name else Value(ctx.fresh("unused")) for name in node.output]
+    graph.add(Node(node.op_type, inputs, outputs, attrs, name=node.name or outputs[0].name, origin=ctx.describe(node)))
+    for name, value in zip(node.output, outputs):
+        if name:
+            scope.bind(name, value)
+
+
+def lookup(ctx: Context, node: onnx.NodeProto, scope: Scope, name: str) -> Value:
+    value = scope.lookup(name)
+    if value is None:
+        raise FrontendError(f"{ctx.describe(node)}: input {name!r} is not defined before it is used")
+    return value
+
+
+def constant(ctx: Context, scope: Scope, graph: Graph, name: str, array: np.ndarray) -> Value:
+    """Bind ``name`` to a Constant node holding ``array``."""
+    value = Value(name, array.dtype, tuple(array.shape))
+    graph.add(Node("Constant", [], [value], {"value": array}, name=name))
+    scope.bind(name, value)
+    return value
+
+
+def attribute(ctx: Context, node: onnx.NodeProto, attr: onnx.AttributeProto) -> Any:
+    """An attribute's Python value: tensors as arrays, graphs left as GraphProto for their translator."""
+    if attr.ref_attr_name:
+        raise FrontendError(f"{ctx.describe(node)}: attribute {attr.name!r} refers to a function attribute")
+    value = helper.get_attribute_value(attr)
+    if isinstance(value, onnx.TensorProto):
+        return _array(value, f"{ctx.describe(node)} attribute {attr.name!r}")
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, list) and value and isinstance(value[0], bytes):
+        return [v.decode("utf-8", errors="replace") for v in value]
+    return value
+
+
+def _constant_value(ctx: Context, node: onnx.NodeProto, attrs: dict[str, Any]) -> np.ndarray:
+    if "value" in attrs:
+        return np.asarray(attrs["value"])
+    for key, dtype in (("value_float", np.float32), ("value_int", np.int64)):
+        if key in attrs:
+            return np.array(attrs[key], dtype=dtype)
+    for key, dtype in (("value_floats", np.float32), ("value_ints", np.int64)):
+        if key in attrs:
+            return np.array(attrs[key], dtype=dtype)
+    raise FrontendError(f"{ctx.describe(node)}: Constant without a supported value attribute")
+
+
+def _array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
+    try:
+        return numpy_helper.to_array(tensor)
+    except Exception as exc:
+        raise FrontendError(f"{what}: unreadable tensor data ({exc})") from None
+
+
+def _infer_types(proto: onnx.ModelProto, source: str) -> dict[str, onnx.TypeProto]:
+    try:
+        inferred = onnx.shape_inference.infer_shapes(proto, data_prop=True)
+    except Exception:
+        inferred = proto  # inference is a help, not a requirement: types then come from the graph
+    types: dict[str, onnx.TypeProto] = {}
+
+    def collect(graph: onnx.GraphProto) -> None:
+        for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
+            types[vi.name] = vi.type
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    collect(attr.g)
+
+    collect(inferred.graph)
+    return types
+
+
+def _type_of(type_proto: onnx.TypeProto | None) -> tuple[np.dtype[Any] | None, tuple[Any, ...] | None]:
+    if type_proto is None or not type_proto.HasField("tensor_type"):
+        return None, None
+    tensor = type_proto.tensor_type
+    dtype = None
+    if tensor.elem_type:
+        try:
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+        except Exception:
+            dtype = None
+    if not tensor.HasField("shape"):
+        return dtype, None
+    dims = tuple(
+        d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim
+    )
+    return dtype, dims
