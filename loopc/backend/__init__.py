@@ -1,0 +1,1 @@
+"""Backends: loopc IR to executable networks."""

@@ -1,0 +1,1 @@
+"""TensorRT backend: IR to INetworkDefinition with real loop layers."""

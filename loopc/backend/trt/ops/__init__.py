@@ -1,0 +1,1 @@
+"""Converters by op family; importing this package registers them all."""
