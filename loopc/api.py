@@ -10,17 +10,22 @@ import numpy as np
 
 from loopc.errors import LoopcError
 from loopc.sim import DEFAULT_MAX_ITERATIONS, Simulator
-from loopc.trt.onnx_parser import ParsedNetwork, parse_onnx
+from loopc.trt.onnx_parser import parse_onnx
 
-FRONTENDS = ("trt-onnx",)
+#: ``loopc``: loopc's own frontend, passes and backend; ``trt-onnx``: TensorRT's own ONNX parser.
+FRONTENDS = ("loopc", "trt-onnx")
 EXECUTORS = ("sim", "trt")
 
 
-def load_network(model: str | os.PathLike[str], frontend: str = "trt-onnx") -> ParsedNetwork:
-    """Turn a model file into a TensorRT network with the chosen frontend."""
+def load_network(model: str | os.PathLike[str], frontend: str = "loopc") -> Any:
+    """Turn a model file into a TensorRT network (with its ``session``) using the chosen frontend."""
     if frontend not in FRONTENDS:
         raise LoopcError(f"unknown frontend {frontend!r}; choose one of {', '.join(FRONTENDS)}")
-    return parse_onnx(model)
+    if frontend == "trt-onnx":
+        return parse_onnx(model)
+    from loopc.compiler import compile
+
+    return compile(model)
 
 
 def run(
@@ -28,7 +33,7 @@ def run(
     inputs: Mapping[str, Any],
     *,
     executor: str = "sim",
-    frontend: str = "trt-onnx",
+    frontend: str = "loopc",
     max_iterations: int = DEFAULT_MAX_ITERATIONS,
 ) -> dict[str, np.ndarray]:
     """Run ``model`` on ``inputs`` with the simulator (``sim``) or a real engine (``trt``, GPU only).

@@ -1,13 +1,74 @@
-"""The subcommands: ``run`` and ``ops``."""
+"""The subcommands: ``build``, ``inspect``, ``run`` and ``ops``."""
 
 from __future__ import annotations
+
+import pathlib
 
 import click
 
 from loopc import api
 from loopc.cli.main import cli
-from loopc.fileio import load_arrays, save_arrays
+from loopc.fileio import load_arrays, save_arrays, write_atomically
 from loopc.sim import DEFAULT_MAX_ITERATIONS, supported_layer_types
+
+
+def _dump_ir(stage: str, text: str) -> None:
+    click.echo(f"--- IR after {stage} ---\n{text}", err=True)
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the .plan.")
+@click.option("--shapes", help="Input shapes, trtexec style: x:1x3x224,y:4 (sets min = opt = max).")
+@click.option("--min-shapes", help="Smallest shapes of the optimization profile.")
+@click.option("--opt-shapes", help="Shapes the builder optimizes for.")
+@click.option("--max-shapes", help="Largest shapes of the optimization profile.")
+@click.option("--target", help="Compute capability to build for, e.g. sm89 (default: the GPU present, else sm89).")
+@click.option("--fp16", is_flag=True, help="Allow FP16 kernels.")
+@click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write a JSON build report here.")
+@click.option("--dump-ir", is_flag=True, help="Print the IR after the frontend and after each pass that changes it.")
+def build(
+    model: str, output: str, shapes: str | None, min_shapes: str | None, opt_shapes: str | None,
+    max_shapes: str | None, target: str | None, fp16: bool, report_path: str | None, dump_ir: bool,
+) -> None:
+    """Compile MODEL into a TensorRT engine whose loops are TensorRT loops."""
+    from loopc.compiler import build as build_engine
+    from loopc.profiles import ShapeProfile
+
+    profile = ShapeProfile.from_specs(shapes, min_shapes, opt_shapes, max_shapes)
+    click.echo(f"loopc: compiling {model}", err=True)
+    report = build_engine(model, output, shapes=profile, target=target, fp16=fp16, dump_ir=_dump_ir if dump_ir else None)
+    for loop in report.loops:
+        click.echo(
+            f"  loop {loop.name}: {'+'.join(loop.trip_limits)}, {loop.iterators} iterator(s), "
+            f"{loop.recurrences} recurrence(s), outputs {', '.join(loop.outputs) or 'none'}, "
+            f"{loop.layers_per_iteration} layer(s) per iteration"
+        )
+    click.echo(
+        f"wrote {output}: {report.engine_bytes} bytes, {report.layers} layers, {len(report.loops)} loop(s); "
+        f"compile {report.compile_seconds:.2f} s, build {report.build_seconds:.2f} s"
+    )
+    if report_path:
+        write_atomically(report_path, lambda handle: handle.write(report.to_json().encode()))
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--dump-ir", is_flag=True, help="Also print the IR after the frontend and after each pass.")
+def inspect(model: str, dump_ir: bool) -> None:
+    """Print MODEL's loops as loopc sees them after canonicalization."""
+    from loopc.compiler import load_ir, optimize
+    from loopc.ir import Loop, format_graph, format_loop
+
+    ir = load_ir(model)
+    if dump_ir:
+        _dump_ir("frontend", format_graph(ir.graph))
+    optimize(ir, dump=(lambda name, g: _dump_ir(name, format_graph(g))) if dump_ir else None)
+    loops = [node for _, node in ir.graph.walk() if isinstance(node, Loop)]
+    click.echo(f"{pathlib.Path(model).name}: {len(loops)} loop(s)")
+    for _, node in ir.graph.walk():
+        if isinstance(node, Loop):
+            click.echo(format_loop(node))
 
 
 @cli.command()
@@ -16,8 +77,8 @@ from loopc.sim import DEFAULT_MAX_ITERATIONS, supported_layer_types
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Write outputs to this .npz.")
 @click.option("--executor", type=click.Choice(api.EXECUTORS), default="sim", show_default=True,
               help="sim: the CPU simulator; trt: a real engine (needs a GPU).")
-@click.option("--frontend", type=click.Choice(api.FRONTENDS), default="trt-onnx", show_default=True,
-              help="How the model becomes a TensorRT network (trt-onnx: TensorRT's own ONNX parser).")
+@click.option("--frontend", type=click.Choice(api.FRONTENDS), default="loopc", show_default=True,
+              help="How the model becomes a TensorRT network (loopc, or trt-onnx: TensorRT's own ONNX parser).")
 @click.option("--max-iterations", type=click.IntRange(min=1), default=DEFAULT_MAX_ITERATIONS, show_default=True,
               help="A loop still running after this many trips is an error (sim only).")
 def run(

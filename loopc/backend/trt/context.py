@@ -1,0 +1,240 @@
+"""What converting one model needs, in one object: the network, the value → tensor map, settings.
+
+Nothing is global (the Torch-TensorRT habit): every converter receives a :class:`ConversionContext`
+and builds layers through it, so the helpers below are the one place that knows TensorRT's
+quirks — equal-rank broadcasting, weights that must outlive the build, no float64.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from loopc.errors import BackendError, InternalError
+from loopc.ir import Node, Value
+from loopc.trt import trt
+from loopc.trt.config import Session
+
+
+@dataclass
+class Settings:
+    """Choices that change what the backend emits."""
+
+    fp16: bool = False
+
+
+#: NumPy dtype name → TensorRT DataType member name.
+_TRT_TYPES = {
+    "float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16", "int8": "INT8", "uint8": "UINT8",
+    "int32": "INT32", "int64": "INT64", "bool": "BOOL",
+}
+#: Types TensorRT lacks, computed in the nearest type it has.
+_NARROWED = {"float64": "float32", "int16": "int32", "uint16": "int32", "uint32": "int64"}
+
+
+def trt_dtype(dtype: np.dtype[Any] | Any) -> Any:
+    """The TensorRT DataType for a NumPy dtype (float64 becomes float32: TensorRT has no doubles)."""
+    name = np.dtype(dtype).name
+    name = _NARROWED.get(name, name)
+    if name not in _TRT_TYPES:
+        raise BackendError(f"TensorRT has no data type for {name}")
+    return getattr(trt().DataType, _TRT_TYPES[name])
+
+
+def np_dtype(dtype: Any) -> np.dtype[Any]:
+    """The NumPy dtype of a TensorRT DataType."""
+    for name, member in _TRT_TYPES.items():
+        if dtype == getattr(trt().DataType, member):
+            return np.dtype(name) if name != "bfloat16" else np.dtype(np.float32)
+    raise BackendError(f"no NumPy dtype for TensorRT type {dtype}")
+
+
+@dataclass
+class ConversionContext:
+    """The network being built and where each IR value's tensor is.
+
+    ``tensors`` maps ``id(Value)`` to its ITensor. Conditional branches push an *overlay* that
+    redirects the outer values they read to the conditional's input tensors.
+    """
+
+    session: Session
+    network: Any
+    settings: Settings = field(default_factory=Settings)
+    tensors: dict[int, Any] = field(default_factory=dict)
+    #: Output names fixed by the model: values with these names get exactly them.
+    reserved: dict[int, str] = field(default_factory=dict)
+    _overlays: list[dict[int, Any]] = field(default_factory=list)
+    _names: set[str] = field(default_factory=set)
+    _keep: list[np.ndarray] = field(default_factory=list)
+    _count: int = 0
+
+    # -- values ------------------------------------------------------------------------------
+
+    def get(self, value: Value | None, node: Node | None = None) -> Any:
+        """The tensor of ``value``; an IR value with no tensor yet is a bug in the walk."""
+        if value is None:
+            raise InternalError(f"{node.describe() if node else 'a node'}: a required input is missing")
+        for overlay in reversed(self._overlays):
+            if id(value) in overlay:
+                return overlay[id(value)]
+        try:
+            return self.tensors[id(value)]
+        except KeyError:
+            where = f"{node.describe()}: " if node else ""
+            raise InternalError(f"{where}value {value.name!r} has no tensor (not converted yet)") from None
+
+    def has(self, value: Value) -> bool:
+        return id(value) in self.tensors or any(id(value) in o for o in self._overlays)
+
+    def set(self, value: Value, tensor: Any) -> None:
+        """Bind ``value`` to ``tensor`` and give the tensor the value's name (unique in the network)."""
+        target = self._overlays[-1] if self._overlays else self.tensors
+        target[id(value)] = tensor
+        if tensor.name not in self._names:
+            tensor.name = self.reserved.get(id(value)) or self.unique(value.name)
+            self._names.add(tensor.name)
+
+    def unique(self, base: str) -> str:
+        """``base``, or ``base.N`` when the network already has a tensor of that name."""
+        name, k = base, 0
+        while name in self._names or name in self.reserved.values():
+            k += 1
+            name = f"{base}.{k}"
+        return name
+
+    def claim(self, name: str) -> None:
+        self._names.add(name)
+
+    @contextlib.contextmanager
+    def overlay(self, bindings: dict[int, Any]) -> Iterator[None]:
+        """Within the block, ``get`` sees ``bindings`` first (conditional branches)."""
+        self._overlays.append(dict(bindings))
+        try:
+            yield
+        finally:
+            self._overlays.pop()
+
+    def constant_of(self, value: Value | None) -> np.ndarray | None:
+        """The array of ``value`` when a Constant node produces it (attributes-as-inputs need it)."""
+        if value is None or value.producer is None or value.producer.op != "Constant":
+            return None
+        return np.asarray(value.producer.attrs["value"])
+
+    # -- layers ------------------------------------------------------------------------------
+
+    def named(self, layer: Any, node: Node | str, suffix: str = "") -> Any:
+        """Name ``layer`` after its node (helper layers get ``node/suffix``) and return it."""
+        base = node if isinstance(node, str) else node.name
+        self._count += 1
+        layer.name = f"{base}/{suffix}" if suffix else base
+        return layer
+
+    def out(self, layer: Any, node: Node | str, suffix: str = "") -> Any:
+        """Name ``layer`` and return its first output."""
+        return self.named(layer, node, suffix).get_output(0)
+
+    def constant(self, array: Any, node: Node | str, suffix: str = "const", dtype: Any = None) -> Any:
+        """A constant tensor; the array is kept alive until the build (TensorRT does not copy it)."""
+        a = np.array(array, dtype=dtype)
+        a = a.astype(_NARROWED.get(a.dtype.name, a.dtype.name))
+        a = np.ascontiguousarray(a)
+        self._keep.append(a)
+        return self.out(self.network.add_constant(a.shape, a), node, suffix)
+
+    def scalar(self, value: Any, like: Any, node: Node | str, suffix: str = "scalar", rank: int | None = None) -> Any:
+        """A constant with ``like``'s dtype, shaped [1]*rank for broadcasting against ``like``."""
+        r = len(like.shape) if rank is None else rank
+        return self.constant(np.full((1,) * r, value, dtype=np_dtype(like.dtype)), node, suffix)
+
+    def cast(self, tensor: Any, dtype: Any, node: Node | str, suffix: str = "cast") -> Any:
+        """``tensor`` as TensorRT type ``dtype`` (no layer when it already is)."""
+        if tensor.dtype == dtype:
+            return tensor
+        return self.out(self.network.add_cast(tensor, dtype), node, suffix)
+
+    def reshape(self, tensor: Any, dims: Sequence[int] | Any, node: Node | str, suffix: str = "reshape",
+                zero_copies: bool = False) -> Any:
+        """Shuffle to ``dims`` (a list of ints, or a 1-D shape tensor)."""
+        layer = self.network.add_shuffle(tensor)
+        if isinstance(dims, (list, tuple)):
+            layer.reshape_dims = tuple(int(d) for d in dims)
+        else:
+            layer.set_input(1, dims)
+        layer.zero_is_placeholder = zero_copies
+        return self.out(layer, node, suffix)
+
+    def unsqueeze(self, tensor: Any, axes: Sequence[int], node: Node | str, suffix: str = "unsqueeze") -> Any:
+        """Insert unit axes (positions in the result); static shapes take a plain reshape."""
+        shape = list(tensor.shape)
+        rank = len(shape) + len(axes)
+        axes = sorted(a % rank for a in axes)
+        if -1 not in shape:
+            for a in axes:
+                shape.insert(a, 1)
+            return self.reshape(tensor, shape, node, suffix)
+        axes_t = self.constant(np.array(axes, np.int64), node, f"{suffix}_axes")
+        return self.out(self.network.add_unsqueeze(tensor, axes_t), node, suffix)
+
+    def squeeze(self, tensor: Any, axes: Sequence[int], node: Node | str, suffix: str = "squeeze") -> Any:
+        rank = len(tensor.shape)
+        axes = sorted(a % rank for a in axes)
+        shape = list(tensor.shape)
+        if -1 not in shape:
+            return self.reshape(tensor, [d for i, d in enumerate(shape) if i not in axes], node, suffix)
+        axes_t = self.constant(np.array(axes, np.int64), node, f"{suffix}_axes")
+        return self.out(self.network.add_squeeze(tensor, axes_t), node, suffix)
+
+    def to_rank(self, tensor: Any, rank: int, node: Node | str, suffix: str = "bcast") -> Any:
+        """Prepend unit axes up to ``rank``: TensorRT broadcasts only between equal ranks."""
+        missing = rank - len(tensor.shape)
+        if missing <= 0:
+            return tensor
+        return self.unsqueeze(tensor, list(range(missing)), node, suffix)
+
+    def broadcast(self, tensors: Sequence[Any], node: Node | str) -> list[Any]:
+        """``tensors`` brought to one rank, NumPy style (leading unit axes)."""
+        rank = max(len(t.shape) for t in tensors)
+        return [self.to_rank(t, rank, node, f"bcast{i}") for i, t in enumerate(tensors)]
+
+    def elementwise(self, a: Any, b: Any, op: str, node: Node | str, suffix: str = "") -> Any:
+        """``a op b`` with equal-rank broadcasting; ``op`` is an ElementWiseOperation name."""
+        a, b = self.broadcast([a, b], node)
+        return self.out(self.network.add_elementwise(a, b, getattr(trt().ElementWiseOperation, op)), node, suffix)
+
+    def unary(self, x: Any, op: str, node: Node | str, suffix: str = "") -> Any:
+        return self.out(self.network.add_unary(x, getattr(trt().UnaryOperation, op)), node, suffix)
+
+    # -- shapes ------------------------------------------------------------------------------
+
+    def shape_of(self, tensor: Any, node: Node | str, suffix: str = "shape") -> Any:
+        """``tensor``'s shape as a 1-D INT64 tensor: a constant when static, else an IShapeLayer."""
+        shape = tuple(tensor.shape)
+        if -1 not in shape:
+            return self.constant(np.array(shape, np.int64), node, suffix)
+        return self.out(self.network.add_shape(tensor), node, suffix)
+
+    def gather1(self, vector: Any, indices: Sequence[int], node: Node | str, suffix: str = "pick") -> Any:
+        """Entries ``indices`` of a 1-D tensor, as a 1-D tensor."""
+        idx = self.constant(np.array(indices, np.int64), node, f"{suffix}_idx")
+        return self.out(self.network.add_gather(vector, idx, 0), node, suffix)
+
+    def concat(self, tensors: Sequence[Any], node: Node | str, suffix: str = "concat", axis: int = 0) -> Any:
+        if len(tensors) == 1:
+            return tensors[0]
+        layer = self.network.add_concatenation(list(tensors))
+        layer.axis = axis
+        return self.out(layer, node, suffix)
+
+    def scalar0d(self, tensor: Any, node: Node | str, suffix: str = "scalar") -> Any:
+        """A one-element tensor as 0-D (trip limits, conditions and lengths must be 0-D)."""
+        if len(tensor.shape) == 0:
+            return tensor
+        return self.reshape(tensor, [], node, suffix)
+
+    def keep(self, array: np.ndarray) -> np.ndarray:
+        self._keep.append(array)
+        return array

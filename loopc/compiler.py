@@ -1,0 +1,142 @@
+"""``loopc.compile`` and ``loopc.build``: model file → IR → passes → TensorRT network → engine.
+
+Every check a user's model can fail happens before the builder runs, and the ``.plan`` is
+written atomically, so a failed build never leaves a partial or clobbered file.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import onnx
+
+from loopc.fileio import write_atomically
+from loopc.ir import Graph, Model, format_graph
+from loopc.profiles import ShapeProfile
+from loopc.trt.config import Session, build_serialized, builder_config
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class LoopSummary:
+    """One TensorRT loop as built: what the report and ``loopc inspect`` show."""
+
+    name: str
+    trip_limits: list[str]
+    iterators: int
+    recurrences: int
+    outputs: list[str]
+    layers_per_iteration: int
+
+
+@dataclass
+class BuildReport:
+    model: str
+    loops: list[LoopSummary] = field(default_factory=list)
+    passes: dict[str, int] = field(default_factory=dict)
+    layers: int = 0
+    compile_seconds: float = 0.0
+    build_seconds: float = 0.0
+    engine_bytes: int = 0
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), indent=2)
+
+
+@dataclass
+class Compiled:
+    """A compiled network with the objects that must outlive it."""
+
+    model: Model
+    session: Session
+    network: Any
+    report: BuildReport
+
+
+def load_ir(model: onnx.ModelProto | str | os.PathLike[str]) -> Model:
+    """Import a model file with loopc's own frontend (ONNX by content)."""
+    from loopc.frontend.onnx import import_model
+
+    return import_model(model)
+
+
+def optimize(model: Model, dump: Callable[[str, Graph], None] | None = None) -> dict[str, int]:
+    """Run the canonicalization passes (verifying after each); return their statistics."""
+    from loopc.passes import PassManager, default_passes
+
+    manager = PassManager(default_passes(), dump=dump)
+    model.graph = manager.run(model.graph)
+    return manager.stats
+
+
+def compile(  # noqa: A001  (the public name users expect)
+    model: onnx.ModelProto | str | os.PathLike[str], *, dump_ir: Callable[[str, str], None] | None = None
+) -> Compiled:
+    """Import, canonicalize and convert ``model`` to a TensorRT network (not yet built)."""
+    from loopc.backend.trt.network import to_network
+
+    start = time.perf_counter()
+    ir = load_ir(model)
+    if dump_ir:
+        dump_ir("frontend", format_graph(ir.graph))
+    stats = optimize(ir, dump=(lambda name, g: dump_ir(name, format_graph(g))) if dump_ir else None)
+    session, network = to_network(ir)
+    report = BuildReport(ir.source, passes=stats, layers=network.num_layers)
+    report.loops = summarize_loops(network)
+    report.compile_seconds = time.perf_counter() - start
+    return Compiled(ir, session, network, report)
+
+
+def build(
+    model: onnx.ModelProto | str | os.PathLike[str],
+    output: str | os.PathLike[str],
+    *,
+    shapes: ShapeProfile | None = None,
+    target: str | None = None,
+    fp16: bool = False,
+    dump_ir: Callable[[str, str], None] | None = None,
+) -> BuildReport:
+    """Compile ``model`` and write the serialized engine to ``output`` (atomically)."""
+    compiled = compile(model, dump_ir=dump_ir)
+    session, network = compiled.session, compiled.network
+    cfg = builder_config(session, target=target, fp16=fp16)
+    (shapes or ShapeProfile()).apply(session.builder, network, cfg)
+    start = time.perf_counter()
+    plan = build_serialized(session, network, cfg)
+    compiled.report.build_seconds = time.perf_counter() - start
+    compiled.report.engine_bytes = len(plan)
+    write_atomically(output, lambda handle: handle.write(plan))
+    return compiled.report
+
+
+def summarize_loops(network: Any) -> list[LoopSummary]:
+    """Read the loops back from the built network itself (the simulator's read-back and scopes)."""
+    from loopc.sim.network import read_network
+
+    readback = read_network(network)
+    summaries = []
+    for loop in readback.loops:
+        limits = [kind for kind, layer in (("kCOUNT", loop.count), ("kWHILE", loop.while_)) if layer is not None]
+        interior = [
+            lay for lay in readback.layers
+            if lay.loop is None and any(t.scope is loop for t in lay.outputs)
+        ]
+        summaries.append(
+            LoopSummary(
+                loop.name,
+                limits,
+                len(loop.iterators),
+                len(loop.recurrences),
+                ["k" + out.api.kind.name for out in loop.outputs],
+                len(interior),
+            )
+        )
+    return summaries
+

@@ -1,0 +1,32 @@
+"""A carried value that never changes (its next value is its own state) is a loop invariant.
+
+Reads of the state inside the body become reads of the initial value, which TensorRT uses
+directly inside the loop; a "last" output of it is the initial value too (after any number of
+trips, including zero). The recurrence and that output are then removed.
+"""
+
+from __future__ import annotations
+
+from loopc.ir import Graph, Loop
+from loopc.passes._util import replace_uses
+from loopc.passes.manager import PassResult
+
+
+class Invariants:
+    name = "invariants"
+
+    def __call__(self, graph: Graph) -> PassResult:
+        hoisted = 0
+        for _, node in list(graph.walk()):
+            if not isinstance(node, Loop):
+                continue
+            for rec in [r for r in node.recurrences if r.next is r.state]:
+                node.recurrences.remove(rec)
+                for out in [o for o in node.loop_outputs if o.value is rec.state and o.kind == "last"]:
+                    node.loop_outputs.remove(out)
+                    node.sync()
+                    replace_uses(graph, out.result, rec.init)
+                node.sync()
+                replace_uses(graph, rec.state, rec.init)
+                hoisted += 1
+        return PassResult(graph, hoisted > 0, {"recurrences": hoisted} if hoisted else {})

@@ -1,0 +1,53 @@
+"""Canonicalize trip limits into what TensorRT's ITripLimitLayer takes.
+
+- A condition that is a loop-invariant constant true adds nothing to a counted loop: drop it
+  (then the loop needs no kWHILE limit). Without a trip count such a loop never ends: refuse it.
+- A constant trip count must fit TensorRT's INT32 kCOUNT input; negative counts mean zero trips.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loopc.errors import PassError
+from loopc.ir import Graph, Loop, Node, Value
+from loopc.passes._util import constant_value
+from loopc.passes.manager import PassResult
+
+INT32_MAX = 2**31 - 1
+
+
+class TripLimits:
+    name = "trip-limits"
+
+    def __call__(self, graph: Graph) -> PassResult:
+        stats = {"conditions_dropped": 0, "counts_clamped": 0}
+        for g, node in list(graph.walk()):
+            if isinstance(node, Loop):
+                self._condition(node, stats)
+                self._count(g, node, stats)
+        return PassResult(graph, any(stats.values()), {k: v for k, v in stats.items() if v})
+
+    def _condition(self, loop: Loop, stats: dict[str, int]) -> None:
+        value = constant_value(loop.condition)
+        if value is None or not bool(np.all(value)):
+            return
+        if loop.trip_count is None:
+            raise PassError(f"{loop.describe()}: the loop never ends (its condition is always true and it has no trip count)")
+        loop.condition = None
+        loop.sync()
+        stats["conditions_dropped"] += 1
+
+    def _count(self, graph: Graph, loop: Loop, stats: dict[str, int]) -> None:
+        value = constant_value(loop.trip_count)
+        if value is None:
+            return
+        count = int(np.asarray(value).reshape(-1)[0])
+        if count > INT32_MAX:
+            raise PassError(f"{loop.describe()}: trip count {count} exceeds TensorRT's INT32 limit")
+        if count < 0 and loop.trip_count is not None:
+            zero = Value(f"{loop.trip_count.name}_clamped", np.dtype(np.int64), ())
+            graph.nodes.insert(graph.nodes.index(loop), Node("Constant", [], [zero], {"value": np.array(0, np.int64)}))
+            loop.trip_count = zero
+            loop.sync()
+            stats["counts_clamped"] += 1
