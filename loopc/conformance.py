@@ -18,11 +18,11 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from loopc.api import load_network
 from loopc.errors import LoopcError
 from loopc.sim import Simulator
 from loopc.sim.dtypes import is_float
 from loopc.trt.config import builder_config, build_serialized, pin_profile
-from loopc.trt.onnx_parser import parse_onnx
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +37,7 @@ LOOP_LAYERS = frozenset({"TRIP_LIMIT", "ITERATOR", "RECURRENCE", "LOOP_OUTPUT"})
 
 # Statuses, in the order a case moves through them.
 NOT_TENSORS = "inputs/outputs not tensors"
-PARSE_FAILED = "parser rejected"
+PARSE_FAILED = "frontend rejected"
 BUILD_FAILED = "builder rejected"
 OUT_OF_SCOPE = "layer types out of scope"
 WRONG_SHAPE = "parser's network has the wrong output shape"
@@ -81,15 +81,15 @@ def node_test_cases(pattern: str | None = None) -> list[Any]:
     return [c for c in cases if pattern is None or pattern in c.name]
 
 
-def run_case(case: Any) -> CaseResult:
-    """Parse, build, simulate and compare one node test case."""
+def run_case(case: Any, frontend: str = "trt-onnx") -> CaseResult:
+    """Import (with ``frontend``, see :data:`loopc.api.FRONTENDS`), build, simulate and compare one case."""
     start = time.perf_counter()
-    result = _run_case(case)
+    result = _run_case(case, frontend)
     result.seconds = time.perf_counter() - start
     return result
 
 
-def _run_case(case: Any) -> CaseResult:
+def _run_case(case: Any, frontend: str) -> CaseResult:
     name = case.name
     inputs, expected = case.data_sets[0]
     arrays = [_as_array(v) for v in inputs]
@@ -101,7 +101,7 @@ def _run_case(case: Any) -> CaseResult:
     input_names = [i.name for i in model.graph.input if i.name not in initializers]
     feeds = dict(zip(input_names, arrays))
     try:
-        parsed = parse_onnx(model)
+        parsed = load_network(model, frontend)
     except LoopcError as exc:
         return CaseResult(name, PARSE_FAILED, detail=str(exc))
     network = parsed.network
@@ -249,6 +249,6 @@ class Sweep:
         return "\n".join(lines)
 
 
-def sweep(cases: Iterable[Any]) -> Iterator[CaseResult]:
+def sweep(cases: Iterable[Any], frontend: str = "trt-onnx") -> Iterator[CaseResult]:
     for case in cases:
-        yield run_case(case)
+        yield run_case(case, frontend)

@@ -1,0 +1,70 @@
+"""ONNX's loop node tests, loopc side by side with TensorRT's own parser, in one run.
+
+For every node test whose model contains Loop or Scan, or is an LSTM / GRU / RNN test: did
+TensorRT's parser (+ builder) build it, did loopc build it, and do loopc's simulated outputs
+match the test's expected outputs? Also times both (import + build + simulate), as a ratio.
+
+    python benchmarks/loop_conformance.py [-k NAME_SUBSTRING]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from loopc.conformance import MATCH, node_test_cases, run_case
+
+LOOP_OPS = {"Loop", "Scan", "LSTM", "GRU", "RNN"}
+
+
+def has_loop(case: Any) -> bool:
+    def ops(graph: Any) -> set[str]:
+        found = set()
+        for node in graph.node:
+            found.add(node.op_type)
+            for attr in node.attribute:
+                if attr.g.node:
+                    found |= ops(attr.g)
+        return found
+
+    return bool(ops(case.model.graph) & LOOP_OPS)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("-k", dest="pattern", help="only cases whose name contains this")
+    args = parser.parse_args()
+    cases = [c for c in node_test_cases(args.pattern) if has_loop(c)]
+    rows = []
+    times = {"trt-onnx": 0.0, "loopc": 0.0}
+    print(f"{'case':<52}{'parser built':>13}{'loopc built':>12}{'loopc correct':>14}  note")
+    for case in cases:
+        theirs = run_case(case, "trt-onnx")
+        ours = run_case(case, "loopc")
+        times["trt-onnx"] += theirs.seconds
+        times["loopc"] += ours.seconds
+        rows.append((case.name, theirs, ours))
+        note = "" if ours.status == MATCH else f"{ours.status}: {ours.detail[:90]}"
+        print(
+            f"{case.name:<52}{'yes' if theirs.built else 'no':>13}{'yes' if ours.built else 'no':>12}"
+            f"{'yes' if ours.status == MATCH else 'no':>14}  {note}",
+            flush=True,
+        )
+    parser_built = sum(t.built for _, t, _ in rows)
+    loopc_built = sum(o.built for _, _, o in rows)
+    correct = sum(o.status == MATCH for _, _, o in rows)
+    print(f"\n{len(rows)} cases: TensorRT's parser built {parser_built}; loopc built {loopc_built}, correct {correct}")
+    missing = [n for n, t, o in rows if t.built and o.status != MATCH]
+    print(f"cases the parser builds that loopc does not build correctly: {len(missing)} {missing}")
+    if times["trt-onnx"]:
+        print(
+            f"time (import + build + simulate, all cases): loopc {times['loopc']:.1f} s, "
+            f"parser {times['trt-onnx']:.1f} s, ratio {times['loopc'] / times['trt-onnx']:.2f}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
