@@ -29,8 +29,7 @@ class TripLimits:
         return PassResult(graph, any(stats.values()), {k: v for k, v in stats.items() if v})
 
     def _condition(self, loop: Loop, stats: dict[str, int]) -> None:
-        value = constant_value(loop.condition)
-        if value is None or not bool(np.all(value)):
+        if loop.condition is None or not _always_true(loop, loop.condition):
             return
         if loop.trip_count is None:
             raise PassError(f"{loop.describe()}: the loop never ends (its condition is always true and it has no trip count)")
@@ -51,3 +50,16 @@ class TripLimits:
             loop.trip_count = zero
             loop.sync()
             stats["counts_clamped"] += 1
+
+
+def _always_true(loop: Loop, value: Value) -> bool:
+    """A constant true, possibly through Identity, or a carried flag that starts and stays true."""
+    while value.producer is not None and value.producer.op == "Identity" and value.producer.inputs[0] is not None:
+        value = value.producer.inputs[0]
+    constant = constant_value(value)
+    if constant is not None:
+        return bool(np.all(constant))
+    rec = next((r for r in loop.recurrences if r.state is value), None)
+    if rec is None:
+        return False
+    return _always_true(loop, rec.init) and (rec.next is rec.state or _always_true(loop, rec.next))

@@ -125,3 +125,51 @@ def test_trip_count_beyond_int32_is_refused() -> None:
     loop.trip_count.producer.attrs["value"] = np.array(2**40, np.int64)
     with pytest.raises(PassError, match="exceeds TensorRT's INT32 limit"):
         TripLimits()(graph)
+
+
+def test_list_append_then_stack_becomes_a_concatenate_output() -> None:
+    """rows = []; for i: h = relu(x[i]); rows.append(h); stack(rows, dim=0) — as PyTorch exports it."""
+    main = Graph("main")
+    x = Value("x", F32, (4, 3))
+    main.inputs = [x]
+    n = const(main, "n", 4, I64)
+    empty = Value("empty", None, None)
+    main.add(Node("SequenceEmpty", [], [empty], {"dtype": 1}))
+    body = Graph("body")
+    row, h, seq, seq_next = Value("row", F32, (3,)), Value("h", F32, (3,)), Value("seq"), Value("seq_next")
+    body.add(Node("Relu", [row], [h]))
+    body.add(Node("SequenceInsert", [seq, h], [seq_next]))
+    final = Value("final")
+    loop = Loop(body, trip_count=n, iterators=[LoopIterator(row, x)], recurrences=[Recurrence(seq, empty, seq_next)],
+                loop_outputs=[LoopOutput("last", seq, final)])
+    main.add(loop)
+    stacked = Value("stacked", F32, None)
+    main.add(Node("ConcatFromSequence", [final], [stacked], {"axis": 0, "new_axis": 1}))
+    main.outputs = [stacked]
+    verify(main)
+
+    graph = PassManager(default_passes()).run(main)
+
+    loop = the_loop(graph)
+    assert [(o.kind, o.value.name, o.axis) for o in loop.loop_outputs] == [("concat", "h", 0)]
+    assert loop.recurrences == []
+    assert [n.op for n in graph.nodes] == ["Constant", "Loop"]
+    assert graph.outputs[0] is loop.loop_outputs[0].result
+
+
+def test_carried_always_true_flag_is_no_while_limit() -> None:
+    graph = loop_graph()
+    loop = the_loop(graph)
+    true = const(graph, "true", True, BOOL)
+    graph.nodes.insert(0, graph.nodes.pop())
+    flag, flag_next = Value("flag", BOOL, ()), Value("flag_next", BOOL, ())
+    body_true = Value("body_true", BOOL, ())
+    loop.body.nodes[:0] = [Node("Constant", [], [body_true], {"value": np.array(True)}),
+                           Node("Identity", [body_true], [flag_next])]
+    loop.recurrences.append(Recurrence(flag, true, flag_next))
+    loop.condition = flag
+    loop.sync()
+    verify(graph)
+    graph = PassManager(default_passes()).run(graph)
+    loop = the_loop(graph)
+    assert loop.condition is None and [r.state.name for r in loop.recurrences] == ["s"]

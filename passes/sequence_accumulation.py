@@ -1,0 +1,89 @@
+"""A list built up inside a loop and stacked afterwards is a TensorRT concatenate output.
+
+PyTorch exports ``rows.append(h)`` in a loop and ``torch.stack(rows)`` after it as a carried
+sequence: init ``SequenceEmpty``, next ``SequenceInsert(state, h)``, and a
+``ConcatFromSequence(new_axis=1, axis=a)`` of the loop's final sequence. When the state is
+read by nothing else, that final sequence is exactly the trips' ``h`` values in order, so the
+stack is ILoopOutputLayer kCONCATENATE on axis ``a``. (``new_axis=0`` concatenates along an
+existing axis instead; that needs a static element shape to merge the two axes with a Reshape.)
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
+from loopc.passes._util import read_counts, replace_uses
+from loopc.passes.manager import PassResult
+
+
+class SequenceAccumulation:
+    name = "sequence-accumulation"
+
+    def __call__(self, graph: Graph) -> PassResult:
+        rewritten = 0
+        for g, node in list(graph.walk()):
+            if isinstance(node, Loop):
+                for rec in list(node.recurrences):
+                    rewritten += self._rewrite(graph, g, node, rec)
+        return PassResult(graph, rewritten > 0, {"sequences": rewritten} if rewritten else {})
+
+    def _rewrite(self, root: Graph, outer: Graph, loop: Loop, rec: Recurrence) -> int:
+        insert, empty = rec.next.producer, rec.init.producer
+        if insert is None or insert.op != "SequenceInsert" or len(insert.inputs) != 2 or insert.inputs[0] is not rec.state:
+            return 0
+        if empty is None or empty.op != "SequenceEmpty":
+            return 0
+        finals = [o for o in loop.loop_outputs if o.value is rec.state]
+        counts = read_counts(root)
+        # the state is read by the insert and by its own "last" outputs (body.outputs), nothing else
+        if counts.get(id(rec.state), 0) != 1 + len(finals):
+            return 0
+        stacks = [n for n in outer.nodes if n.op == "ConcatFromSequence" and any(n.inputs[0] is f.result for f in finals)]
+        if not finals or len(stacks) != sum(counts.get(id(f.result), 0) for f in finals):
+            return 0
+        element = insert.inputs[1]
+        assert element is not None
+        for stack in stacks:
+            result = self._stacked(loop, outer, stack, element)
+            if result is None:
+                return 0
+            replace_uses(root, stack.outputs[0], result)
+            outer.nodes.remove(stack)
+        loop.recurrences.remove(rec)
+        for out in finals:
+            loop.loop_outputs.remove(out)
+        loop.body.nodes.remove(insert)
+        loop.sync()
+        return 1
+
+    def _stacked(self, loop: Loop, outer: Graph, stack: Node, element: Value) -> Value | None:
+        rank = len(element.shape) if element.shape is not None else None
+        axis = int(stack.attrs.get("axis", 0))
+        if int(stack.attrs.get("new_axis", 0)) == 1:
+            if axis < 0:
+                if rank is None:
+                    return None
+                axis += rank + 1
+            shape = None if element.shape is None else element.shape[:axis] + (None,) + element.shape[axis:]
+            result = Value(stack.outputs[0].name + "_stacked", element.dtype, shape)
+            loop.loop_outputs.append(LoopOutput("concat", element, result, axis))
+            loop.sync()
+            return result
+        # new_axis=0: concatenate along an existing axis = stack on it, then merge it with the next
+        if element.shape is None or any(not isinstance(d, int) for d in element.shape) or rank == 0:
+            return None
+        axis = axis + rank if axis < 0 else axis
+        stacked = Value(stack.outputs[0].name + "_stacked", element.dtype, element.shape[:axis] + (None,) + element.shape[axis:])
+        loop.loop_outputs.append(LoopOutput("concat", element, stacked, axis))
+        loop.sync()
+        target = [int(d) for d in element.shape]
+        target[axis] = -1
+        dims = Value(stack.outputs[0].name + "_dims", np.dtype(np.int64), (len(target),))
+        merged = Value(stack.outputs[0].name + "_merged", element.dtype, None)
+        at = outer.nodes.index(stack)
+        outer.nodes[at:at] = [
+            Node("Constant", [], [dims], {"value": np.array(target, np.int64)}),
+            Node("Reshape", [stacked, dims], [merged]),
+        ]
+        return merged
