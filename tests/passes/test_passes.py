@@ -173,3 +173,44 @@ def test_carried_always_true_flag_is_no_while_limit() -> None:
     graph = PassManager(default_passes()).run(graph)
     loop = the_loop(graph)
     assert loop.condition is None and [r.state.name for r in loop.recurrences] == ["s"]
+
+
+def growing(trips: int, read_inside: bool) -> Graph:
+    """acc = cat([acc, 2*x[i]]) over trips; optionally also reads acc inside the loop."""
+    main = Graph("main")
+    x = Value("x", F32, (trips, 1, 3))
+    main.inputs = [x]
+    n = const(main, "n", trips, I64)
+    empty = const(main, "empty", np.zeros((0, 3)), F32)
+    body = Graph("body")
+    row, acc, grown = Value("row", F32, (1, 3)), Value("acc", F32, (None, 3)), Value("grown", F32, (None, 3))
+    two = Value("two", F32, ())
+    body.add(Node("Constant", [], [two], {"value": np.array(2, np.float32)}))
+    piece = Value("piece", F32, (1, 3))
+    body.add(Node("Mul", [row, two], [piece]))
+    body.add(Node("Concat", [acc, piece], [grown], {"axis": 0}))
+    outputs = [LoopOutput("last", acc, Value("result", F32, (None, 3)))]
+    if read_inside:
+        total = Value("total", F32, ())
+        body.add(Node("ReduceSum", [acc], [total], {"keepdims": 0}))
+        outputs.append(LoopOutput("concat", total, Value("totals", F32, (trips,))))
+    loop = Loop(body, trip_count=n, iterators=[LoopIterator(row, x)], recurrences=[Recurrence(acc, empty, grown)],
+                loop_outputs=outputs)
+    main.add(loop)
+    main.outputs = [o.result for o in outputs]
+    verify(main)
+    return main
+
+
+def test_growing_carry_read_by_nothing_else_becomes_a_concatenate_output() -> None:
+    graph = PassManager(default_passes()).run(growing(trips=3, read_inside=False))
+    loop = the_loop(graph)
+    assert loop.recurrences == []
+    assert [(o.kind, o.value.name, o.axis) for o in loop.loop_outputs] == [("concat", "piece", 0)]
+    assert graph.outputs[0].producer.op == "Reshape"  # the stacked pieces merged back into axis 0
+
+
+def test_growing_carry_read_inside_with_constant_trips_is_unrolled() -> None:
+    graph = PassManager(default_passes()).run(growing(trips=3, read_inside=True))
+    assert not any(isinstance(n, Loop) for _, n in graph.walk())
+    assert sum(n.op == "Concat" for n in graph.nodes) == 3 + 1  # one per trip, one joining the totals

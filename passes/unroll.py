@@ -1,0 +1,96 @@
+"""Unroll a loop with a small constant trip count whose carried shapes change from trip to trip.
+
+TensorRT recurrences keep one shape, so ``out = cat([out, f(x[i], out[-1:])])`` read inside the
+loop cannot stay a loop. With a constant trip count the loop is just a sequence of bodies: trip
+``i`` binds the counter to ``i``, each iterator to ``Gather(source, i)`` (``-1 - i`` reversed),
+each state to the previous trip's next value; "last" outputs are the final states, concatenated
+outputs are the trips' values unsqueezed and concatenated in order (reversed for "reverse").
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loopc.ir import Graph, Loop, Node, Value
+from loopc.passes._util import constant_value, replace_uses
+from loopc.passes.manager import PassResult
+
+MAX_TRIPS = 64
+
+
+class Unroll:
+    name = "unroll"
+
+    def __call__(self, graph: Graph) -> PassResult:
+        unrolled = 0
+        for g, node in list(graph.walk()):
+            if isinstance(node, Loop) and self._wanted(node):
+                self._unroll(graph, g, node)
+                unrolled += 1
+        return PassResult(graph, unrolled > 0, {"loops": unrolled} if unrolled else {})
+
+    def _wanted(self, loop: Loop) -> bool:
+        count = constant_value(loop.trip_count)
+        if count is None or loop.condition is not None or not 1 <= int(np.asarray(count).reshape(-1)[0]) <= MAX_TRIPS:
+            return False
+        if any(node.subgraphs() for node in loop.body.nodes):
+            return False  # cloning nested loops and branches is not done here
+        return any(_shape_changes(r.init, r.next) for r in loop.recurrences)
+
+    def _unroll(self, root: Graph, outer: Graph, loop: Loop) -> None:
+        trips = int(np.asarray(constant_value(loop.trip_count)).reshape(-1)[0])
+        emitted: list[Node] = []
+        states = [r.init for r in loop.recurrences]
+        collected: list[list[Value]] = [[] for _ in loop.loop_outputs]
+        for i in range(trips):
+            mapping: dict[int, Value] = {id(r.state): s for r, s in zip(loop.recurrences, states)}
+            index = _const(emitted, f"{loop.name}_t{i}", np.array(i, np.int64))
+            if loop.counter is not None:
+                mapping[id(loop.counter)] = index
+            for it in loop.iterators:
+                at = index if not it.reverse else _const(emitted, f"{loop.name}_r{i}", np.array(-1 - i, np.int64))
+                element = Value(f"{it.param.name}_t{i}", it.param.dtype, it.param.shape)
+                emitted.append(Node("Gather", [it.source, at], [element], {"axis": it.axis}))
+                mapping[id(it.param)] = element
+            for node in loop.body.nodes:
+                outputs = [Value(f"{v.name}_t{i}", v.dtype, v.shape) for v in node.outputs]
+                inputs = [None if v is None else mapping.get(id(v), v) for v in node.inputs]
+                emitted.append(Node(node.op, inputs, outputs, dict(node.attrs), origin=node.origin))
+                mapping.update({id(old): new for old, new in zip(node.outputs, outputs)})
+            for values, out in zip(collected, loop.loop_outputs):
+                values.append(mapping.get(id(out.value), out.value))
+            states = [mapping.get(id(r.next), r.next) for r in loop.recurrences]
+        finals = {id(r.state): s for r, s in zip(loop.recurrences, states)}
+        results: list[tuple[Value, Value]] = []
+        for values, out in zip(collected, loop.loop_outputs):
+            if out.kind == "last":
+                results.append((out.result, finals[id(out.value)]))
+                continue
+            ordered = values[::-1] if out.kind == "reverse" else values
+            axes = _const(emitted, f"{out.result.name}_axes", np.array([out.axis], np.int64))
+            pieces = []
+            for k, v in enumerate(ordered):
+                piece = Value(f"{out.result.name}_{k}", v.dtype, None)
+                emitted.append(Node("Unsqueeze", [v, axes], [piece]))
+                pieces.append(piece)
+            joined = Value(f"{out.result.name}_unrolled", out.result.dtype, out.result.shape)
+            emitted.append(Node("Concat", pieces, [joined], {"axis": out.axis}))
+            results.append((out.result, joined))
+        at = outer.nodes.index(loop)
+        outer.nodes[at : at + 1] = emitted
+        for old, new in results:
+            replace_uses(root, old, new)
+
+
+def _shape_changes(init: Value, nxt: Value) -> bool:
+    if init.shape is None or nxt.shape is None:
+        return init.shape != nxt.shape
+    return len(init.shape) != len(nxt.shape) or any(
+        not (isinstance(a, int) and a == b) for a, b in zip(init.shape, nxt.shape)
+    )
+
+
+def _const(nodes: list[Node], name: str, array: np.ndarray) -> Value:
+    value = Value(name, array.dtype, tuple(array.shape))
+    nodes.append(Node("Constant", [], [value], {"value": array}))
+    return value
