@@ -44,6 +44,8 @@ class Session:
     def __init__(self) -> None:
         #: TensorRT's error messages from the calls made through this session, newest last.
         self.errors: list[str] = []
+        #: Objects a network built through this session needs until its build (weights arrays).
+        self.keep_alive: list[Any] = []
         with captured(self.errors):
             self.logger = shared_logger()
             self.builder = trt().Builder(self.logger)

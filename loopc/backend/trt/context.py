@@ -70,7 +70,6 @@ class ConversionContext:
     _overlays: list[dict[int, Any]] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
     _keep: list[np.ndarray] = field(default_factory=list)
-    _count: int = 0
 
     # -- values ------------------------------------------------------------------------------
 
@@ -129,7 +128,6 @@ class ConversionContext:
     def named(self, layer: Any, node: Node | str, suffix: str = "") -> Any:
         """Name ``layer`` after its node (helper layers get ``node/suffix``) and return it."""
         base = node if isinstance(node, str) else node.name
-        self._count += 1
         layer.name = f"{base}/{suffix}" if suffix else base
         return layer
 
@@ -140,8 +138,10 @@ class ConversionContext:
     def constant(self, array: Any, node: Node | str, suffix: str = "const", dtype: Any = None) -> Any:
         """A constant tensor; the array is kept alive until the build (TensorRT does not copy it)."""
         a = np.array(array, dtype=dtype)
-        a = a.astype(_NARROWED.get(a.dtype.name, a.dtype.name))
-        a = np.ascontiguousarray(a)
+        a = a.astype(_NARROWED.get(a.dtype.name, a.dtype.name), order="C")  # a copy; 0-D stays 0-D
+        if a.size == 0:
+            where = node if isinstance(node, str) else node.describe()
+            raise BackendError(f"{where}: an empty constant (shape {a.shape}); TensorRT constants hold data")
         self._keep.append(a)
         return self.out(self.network.add_constant(a.shape, a), node, suffix)
 
@@ -234,7 +234,3 @@ class ConversionContext:
         if len(tensor.shape) == 0:
             return tensor
         return self.reshape(tensor, [], node, suffix)
-
-    def keep(self, array: np.ndarray) -> np.ndarray:
-        self._keep.append(array)
-        return array

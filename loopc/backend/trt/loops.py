@@ -1,0 +1,107 @@
+"""IR Loop → TensorRT ILoop: the IR already speaks TensorRT's loop language, so this is a walk.
+
+=============================  ==========================================================
+IR role                        TensorRT
+=============================  ==========================================================
+trip_count                     ITripLimitLayer kCOUNT (0-D INT32)
+condition                      ITripLimitLayer kWHILE on the body's condition tensor
+counter                        IRecurrenceLayer 0 → counter + 1
+iterator (axis, reverse)       IIteratorLayer
+recurrence (init → next)       IRecurrenceLayer, input 1 set after the body is converted
+output last                    ILoopOutputLayer kLAST_VALUE of the recurrence
+output concat / reverse        kCONCATENATE / kREVERSE, length = max_trips or trip count
+=============================  ==========================================================
+
+Outer values read in the body are used directly: TensorRT treats them as loop invariants.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from loopc.backend.trt.context import ConversionContext
+from loopc.errors import BackendError
+from loopc.ir import Loop
+from loopc.trt import trt
+
+
+def convert_loop(ctx: ConversionContext, node: Loop) -> None:
+    """Build ``node`` as one ILoop whose interior is the converted body."""
+    T = trt()
+    net = ctx.network
+    loop = net.add_loop()
+    loop.name = node.name
+    count = _int32_scalar(ctx, node.trip_count, node, "trip_count") if node.trip_count is not None else None
+    if count is not None:
+        ctx.named(loop.add_trip_limit(count, T.TripLimit.COUNT), node, "count")
+    for k, it in enumerate(node.iterators):
+        layer = loop.add_iterator(ctx.get(it.source, node), it.axis, it.reverse)
+        ctx.set(it.param, ctx.out(layer, node, f"iterator{k}"))
+    if node.counter is not None:
+        _counter(ctx, node, loop)
+    recurrences = []
+    for k, rec in enumerate(node.recurrences):
+        layer = ctx.named(loop.add_recurrence(ctx.get(rec.init, node)), node, f"recurrence{k}")
+        ctx.set(rec.state, layer.get_output(0))
+        recurrences.append(layer)
+
+    from loopc.backend.trt.network import convert_graph
+
+    convert_graph(ctx, node.body)
+
+    for k, (rec, layer) in enumerate(zip(node.recurrences, recurrences)):
+        # TensorRT-RTX rejects a Unary/Activation output as a recurrence's next value ("invalid
+        # inferred type"); an Identity in between is free and always accepted.
+        nxt = ctx.out(net.add_identity(ctx.get(rec.next, node)), node, f"next{k}")
+        layer.set_input(1, nxt)
+    if node.condition is not None:
+        cond = ctx.scalar0d(ctx.get(node.condition, node), node, "condition")
+        if cond.dtype != T.bool:
+            raise BackendError(f"{node.describe()}: the loop condition must be bool, not {cond.dtype}")
+        ctx.named(loop.add_trip_limit(cond, T.TripLimit.WHILE), node, "while")
+    length = None
+    for k, out in enumerate(node.loop_outputs):
+        value = ctx.get(out.value, node)
+        if out.kind == "last":
+            layer = loop.add_loop_output(value, T.LoopOutput.LAST_VALUE)
+        else:
+            if length is None:
+                length = _length(ctx, node, count)
+            kind = T.LoopOutput.CONCATENATE if out.kind == "concat" else T.LoopOutput.REVERSE
+            layer = loop.add_loop_output(value, kind, out.axis)
+            layer.set_input(1, length)
+        ctx.set(out.result, ctx.out(layer, node, f"output{k}"))
+
+
+def _counter(ctx: ConversionContext, node: Loop, loop: Any) -> None:
+    """The iteration number as a recurrence 0, 1, 2, ... in the counter value's own dtype."""
+    assert node.counter is not None
+    dtype = node.counter.dtype if node.counter.dtype is not None else np.dtype(np.int64)
+    start = ctx.constant(np.zeros((), dtype), node, "counter_init")
+    rec = ctx.named(loop.add_recurrence(start), node, "counter")
+    i = rec.get_output(0)
+    one = ctx.constant(np.ones((), dtype), node, "counter_one")
+    nxt = ctx.elementwise(i, one, "SUM", node, "counter_next")
+    rec.set_input(1, nxt)
+    ctx.set(node.counter, i)
+
+
+def _int32_scalar(ctx: ConversionContext, value: Any, node: Loop, role: str) -> Any:
+    """A trip count or length as TensorRT wants it: a 0-D INT32 tensor (constant when known)."""
+    known = ctx.constant_of(value)
+    if known is not None:
+        n = int(np.asarray(known).reshape(-1)[0])
+        return ctx.constant(np.array(min(max(n, 0), 2**31 - 1), np.int32), node, role)
+    tensor = ctx.scalar0d(ctx.get(value, node), node, f"{role}_0d")
+    return ctx.cast(tensor, trt().int32, node, f"{role}_i32")
+
+
+def _length(ctx: ConversionContext, node: Loop, count: Any) -> Any:
+    """The build-time length of concatenated outputs: max_trips when given, else the trip count."""
+    if node.max_trips is not None:
+        return _int32_scalar(ctx, node.max_trips, node, "max_trips")
+    if count is None:
+        raise BackendError(f"{node.describe()}: a while loop's concatenated output needs max_trips")
+    return count

@@ -1,0 +1,82 @@
+"""IR model → INetworkDefinition: inputs, nodes in order, outputs under the model's names."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from loopc.backend.trt.context import ConversionContext, Settings, trt_dtype
+from loopc.backend.trt.registry import converter_for
+from loopc.errors import BackendError, LoopcError
+from loopc.ir import Graph, If, Loop, Model, Node
+from loopc.trt.config import Session
+from loopc.trt.messages import captured
+
+log = logging.getLogger(__name__)
+
+
+def to_network(
+    model: Model, session: Session | None = None, settings: Settings | None = None
+) -> tuple[Session, Any]:
+    """Build the TensorRT network of ``model``; returns the session (it owns the builder) and network.
+
+    Dynamic dims (symbolic or unknown) become -1; the caller adds an optimization profile.
+    """
+    session = session or Session()
+    network = session.create_network()
+    ctx = ConversionContext(session, network, settings or Settings())
+    graph = model.graph
+    ctx.reserved = {id(v): v.name for v in graph.outputs if v not in graph.inputs}
+    with captured(session.errors):
+        for value in graph.inputs:
+            if value.dtype is None or value.shape is None:
+                raise BackendError(f"input {value.name!r} has no known dtype and rank; TensorRT needs both")
+            dims = tuple(d if isinstance(d, int) else -1 for d in value.shape)
+            tensor = network.add_input(value.name, trt_dtype(value.dtype), dims)
+            ctx.claim(value.name)
+            ctx.set(value, tensor)
+        convert_graph(ctx, graph)
+        _mark_outputs(ctx, graph)
+    # TensorRT reads constant weights at build time without copying them: the session keeps them.
+    session.keep_alive.append(ctx)
+    return session, network
+
+
+def convert_graph(ctx: ConversionContext, graph: Graph) -> None:
+    """Convert ``graph``'s nodes in order (their inputs are already bound)."""
+    for node in graph.nodes:
+        convert_node(ctx, node)
+
+
+def convert_node(ctx: ConversionContext, node: Node) -> None:
+    if isinstance(node, Loop):
+        from loopc.backend.trt.loops import convert_loop
+
+        convert_loop(ctx, node)
+    elif isinstance(node, If):
+        from loopc.backend.trt.conditionals import convert_if
+
+        convert_if(ctx, node)
+    else:
+        fn = converter_for(node)
+        try:
+            fn(ctx, node)
+        except LoopcError:
+            raise
+        except (TypeError, ValueError, RuntimeError) as exc:  # TensorRT's API refused a call
+            reason = ctx.session.errors[-1] if ctx.session.errors else str(exc)
+            raise BackendError(f"{node.describe()}: TensorRT rejected the {node.op} layer: {reason}") from exc
+    log.debug("converted %s", node.describe())
+
+
+def _mark_outputs(ctx: ConversionContext, graph: Graph) -> None:
+    """Mark the outputs under the model's names; an input, or a tensor already marked, gets an Identity."""
+    marked: set[str] = set()
+    inputs = {v.name for v in graph.inputs}
+    for value in graph.outputs:
+        tensor = ctx.get(value)
+        if tensor.name != value.name or tensor.name in marked or tensor.name in inputs:
+            tensor = ctx.out(ctx.network.add_identity(tensor), f"output.{value.name}")
+            tensor.name = value.name
+        ctx.network.mark_output(tensor)
+        marked.add(value.name)

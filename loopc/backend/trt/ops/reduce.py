@@ -1,0 +1,144 @@
+"""Ops that reduce along axes: Reduce*, Softmax, LogSoftmax, ArgMax/ArgMin, TopK, CumSum,
+LayerNormalization. Axes arrive as inputs in the newest opsets; TensorRT needs them at build
+time, so they must be constants."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from loopc.backend.trt.context import ConversionContext
+from loopc.backend.trt.registry import converter, unsupported
+from loopc.ir import Node, Value
+from loopc.trt import trt
+
+_REDUCE = {"ReduceSum": "SUM", "ReduceMean": "AVG", "ReduceMax": "MAX", "ReduceMin": "MIN", "ReduceProd": "PROD",
+           "ReduceSumSquare": "SUM", "ReduceL2": "SUM", "ReduceL1": "SUM", "ReduceLogSumExp": "SUM",
+           "ReduceLogSum": "SUM"}
+
+
+def const_ints(ctx: ConversionContext, node: Node, value: Value | None, what: str) -> list[int] | None:
+    """A constant integer input as a list (``None`` when absent); a computed one is unsupported."""
+    if value is None:
+        return None
+    array = ctx.constant_of(value)
+    if array is None:
+        raise unsupported(node, f"a computed {what} input")
+    return [int(v) for v in array.reshape(-1)]
+
+
+def mask(axes: list[int], rank: int) -> int:
+    bits = 0
+    for a in axes:
+        bits |= 1 << (a % rank)
+    return bits
+
+
+@converter(*_REDUCE)
+def reduce(ctx: ConversionContext, node: Node) -> None:
+    x = ctx.get(node.inputs[0], node)
+    rank = len(x.shape)
+    axes = const_ints(ctx, node, node.inputs[1] if len(node.inputs) > 1 else None, "axes")
+    if axes is None and "axes" in node.attrs:  # tolerate the pre-18 attribute form
+        axes = [int(a) for a in node.attrs["axes"]]
+    keep = bool(node.attrs.get("keepdims", 1))
+    if not axes:
+        if node.attrs.get("noop_with_empty_axes", 0):
+            ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(x), node))
+            return
+        axes = list(range(rank))
+    if node.op in ("ReduceSumSquare", "ReduceL2"):
+        x = ctx.elementwise(x, x, "PROD", node, "square")
+    elif node.op == "ReduceL1":
+        x = ctx.unary(x, "ABS", node, "abs")
+    elif node.op == "ReduceLogSumExp":
+        x = ctx.unary(x, "EXP", node, "exp")
+    post = {"ReduceL2": "SQRT", "ReduceLogSumExp": "LOG", "ReduceLogSum": "LOG"}.get(node.op)
+    if rank == 0:
+        y = ctx.out(ctx.network.add_identity(x), node, "reduce" if post else "")
+    else:
+        op = getattr(trt().ReduceOperation, _REDUCE[node.op])
+        y = ctx.out(ctx.network.add_reduce(x, op, mask(axes, rank), keep), node, "reduce" if post else "")
+    if post:
+        y = ctx.unary(y, post, node)
+    ctx.set(node.outputs[0], y)
+
+
+@converter("Softmax", "LogSoftmax")
+def softmax(ctx: ConversionContext, node: Node) -> None:
+    x = ctx.get(node.inputs[0], node)
+    layer = ctx.network.add_softmax(x)
+    layer.axes = mask([int(node.attrs.get("axis", -1))], len(x.shape))
+    y = ctx.out(layer, node, "softmax" if node.op == "LogSoftmax" else "")
+    if node.op == "LogSoftmax":
+        y = ctx.unary(y, "LOG", node)
+    ctx.set(node.outputs[0], y)
+
+
+def topk(ctx: ConversionContext, node: Node, x: Any, k: int | Any, axis: int, largest: bool) -> tuple[Any, Any]:
+    """TensorRT TopK (sorted; ties keep the lower index); ``k`` is an int or a 0-D tensor."""
+    T = trt()
+    op = T.TopKOperation.MAX if largest else T.TopKOperation.MIN
+    static_k = k if isinstance(k, int) else 1
+    layer = ctx.named(ctx.network.add_topk(x, op, static_k, mask([axis], len(x.shape))), node, "topk")
+    if not isinstance(k, int):
+        layer.set_input(1, ctx.cast(ctx.scalar0d(k, node, "k0d"), T.int32, node, "k32"))
+    return layer.get_output(0), layer.get_output(1)
+
+
+@converter("ArgMax", "ArgMin")
+def argmax(ctx: ConversionContext, node: Node) -> None:
+    """TopK with k = 1; its indices are the first extreme's, as select_last_index = 0 asks."""
+    if node.attrs.get("select_last_index", 0):
+        raise unsupported(node, "select_last_index=1")
+    x = ctx.get(node.inputs[0], node)
+    axis = int(node.attrs.get("axis", 0)) % max(len(x.shape), 1)
+    _, idx = topk(ctx, node, x, 1, axis, node.op == "ArgMax")
+    keep = bool(node.attrs.get("keepdims", 1))
+    if not keep:
+        idx = ctx.squeeze(idx, [axis], node, "squeeze")
+    ctx.set(node.outputs[0], ctx.cast(idx, trt().int64, node))
+
+
+@converter("TopK")
+def topk_op(ctx: ConversionContext, node: Node) -> None:
+    x = ctx.get(node.inputs[0], node)
+    axis = int(node.attrs.get("axis", -1)) % len(x.shape)
+    known = ctx.constant_of(node.inputs[1])
+    k: int | Any = int(known.reshape(-1)[0]) if known is not None else ctx.get(node.inputs[1], node)
+    values, idx = topk(ctx, node, x, k, axis, bool(node.attrs.get("largest", 1)))
+    ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(values), node, "values"))
+    if len(node.outputs) > 1:
+        ctx.set(node.outputs[1], ctx.cast(idx, trt().int64, node, "indices"))
+
+
+@converter("CumSum")
+def cumsum(ctx: ConversionContext, node: Node) -> None:
+    x = ctx.get(node.inputs[0], node)
+    axis = const_ints(ctx, node, node.inputs[1], "axis")
+    assert axis is not None
+    axis_t = ctx.constant(np.array(axis[0] % len(x.shape), np.int32), node, "axis")
+    layer = ctx.network.add_cumulative(x, axis_t, trt().CumulativeOperation.SUM,
+                                       bool(node.attrs.get("exclusive", 0)), bool(node.attrs.get("reverse", 0)))
+    ctx.set(node.outputs[0], ctx.out(layer, node))
+
+
+@converter("LayerNormalization")
+def layer_norm(ctx: ConversionContext, node: Node) -> None:
+    """(x - mean) / sqrt(var + eps) * scale + bias over the axes from ``axis`` to the last.
+
+    Only Y is produced; the optional Mean / InvStdDev outputs are training outputs.
+    """
+    x = ctx.get(node.inputs[0], node)
+    rank = len(x.shape)
+    axis = int(node.attrs.get("axis", -1)) % rank
+    scale = ctx.to_rank(ctx.get(node.inputs[1], node), rank, node, "scale")
+    if len(node.inputs) > 2 and node.inputs[2] is not None:
+        bias = ctx.to_rank(ctx.get(node.inputs[2], node), rank, node, "bias")
+    else:
+        bias = ctx.elementwise(scale, scale, "SUB", node, "zero_bias")
+    layer = ctx.network.add_normalization(x, scale, bias, mask(list(range(axis, rank)), rank))
+    layer.epsilon = float(node.attrs.get("epsilon", 1e-5))
+    ctx.set(node.outputs[0], ctx.out(layer, node))
+

@@ -1,0 +1,273 @@
+"""Ops that move data or compute shapes: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Expand,
+Shape, Size, Concat, Split, Slice.
+
+Static shapes give static layers; dynamic dims are computed at run time with INT64 shape tensors
+(IShapeLayer plus elementwise arithmetic), which TensorRT resolves when it builds the profile.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from loopc.backend.trt.context import ConversionContext
+from loopc.backend.trt.ops.reduce import const_ints
+from loopc.backend.trt.registry import converter, unsupported
+from loopc.ir import Node
+from loopc.trt import trt
+
+Ints = Sequence[int]
+#: Slice bounds beyond this are clamped first, so that later shape arithmetic cannot overflow.
+_BIG = 2**62
+
+
+def _tensor(ctx: ConversionContext, node: Node, v: Ints | Any, suffix: str) -> Any:
+    if isinstance(v, (list, tuple)):
+        return ctx.constant(np.array(v, np.int64), node, suffix)
+    return v
+
+
+def slice_axes(ctx: ConversionContext, node: Node, x: Any, axes: Ints, start: Ints | Any, size: Ints | Any,
+               stride: Ints | Any, suffix: str = "") -> Any:
+    """ISliceLayer over ``axes`` only; each parameter is a list of ints or a 1-D INT64 tensor."""
+    shape = tuple(x.shape)
+    rank = len(shape)
+    axes = [a % rank for a in axes]
+    static = all(isinstance(p, (list, tuple)) for p in (start, size, stride))
+    others_static = all(shape[i] != -1 for i in range(rank) if i not in axes)
+    if static and others_static:
+        full_start, full_size, full_stride = [0] * rank, list(shape), [1] * rank
+        for a, s, n, st in zip(axes, start, size, stride):  # type: ignore[call-overload]
+            full_start[a], full_size[a], full_stride[a] = s, n, st
+        return ctx.out(ctx.network.add_slice(x, full_start, full_size, full_stride), node, suffix)
+    n = len(axes)
+    layer = ctx.network.add_slice(x, [0] * n, [1] * n, [1] * n)
+    layer.set_input(1, _tensor(ctx, node, start, f"{suffix or 'slice'}_start"))
+    layer.set_input(2, _tensor(ctx, node, size, f"{suffix or 'slice'}_size"))
+    layer.set_input(3, _tensor(ctx, node, stride, f"{suffix or 'slice'}_stride"))
+    if axes != list(range(rank)):
+        layer.set_input(5, ctx.constant(np.array(axes, np.int64), node, f"{suffix or 'slice'}_axes"))
+    return ctx.out(layer, node, suffix)
+
+
+def broadcast_to(ctx: ConversionContext, node: Node, x: Any, target: Ints | Any, suffix: str = "") -> Any:
+    """NumPy broadcast of ``x`` against ``target`` (ints or a 1-D INT64 tensor): a slice with stride 0
+    on the unit axes that grow."""
+    n = len(target) if isinstance(target, (list, tuple)) else int(target.shape[0])
+    rank = max(n, len(x.shape))
+    x = ctx.to_rank(x, rank, node, "lift")
+    shape = tuple(x.shape)
+    if isinstance(target, (list, tuple)):
+        target = [1] * (rank - n) + list(target)
+        if -1 not in shape:
+            out = list(np.broadcast_shapes(shape, tuple(target)))
+            stride = [1 if d == o else 0 for d, o in zip(shape, out)]
+            return ctx.out(ctx.network.add_slice(x, [0] * rank, out, stride), node, suffix)
+    if rank > n:
+        ones = ctx.constant(np.ones(rank - n, np.int64), node, "lead")
+        target = ctx.concat([ones, _tensor(ctx, node, target, "target")], node, "target_full")
+    target_t = _tensor(ctx, node, target, "target")
+    have = ctx.shape_of(x, node, "have")
+    out = ctx.elementwise(have, target_t, "MAX", node, "out_shape")
+    # stride 1 where the input already has the size, 0 where a unit axis grows: max(min(d - 1, 1), 0)
+    one = ctx.constant(np.ones(rank, np.int64), node, "ones")
+    stride = ctx.elementwise(ctx.elementwise(have, one, "SUB", node, "d_minus_1"), one, "MIN", node, "min1")
+    stride = ctx.elementwise(stride, ctx.constant(np.zeros(rank, np.int64), node, "zeros"), "MAX", node, "stride")
+    return slice_axes(ctx, node, x, list(range(rank)), [0] * rank, out, stride, suffix)
+
+
+@converter("Reshape")
+def reshape(ctx: ConversionContext, node: Node) -> None:
+    """A 0 in the target copies the input dim unless allowzero; one -1 is inferred (TensorRT does the same)."""
+    x = ctx.get(node.inputs[0], node)
+    zero_copies = not node.attrs.get("allowzero", 0)
+    known = ctx.constant_of(node.inputs[1])
+    target: Any = [int(d) for d in known.reshape(-1)] if known is not None else ctx.get(node.inputs[1], node)
+    ctx.set(node.outputs[0], ctx.reshape(x, target, node, "", zero_copies))
+
+
+@converter("Flatten")
+def flatten(ctx: ConversionContext, node: Node) -> None:
+    x = ctx.get(node.inputs[0], node)
+    shape = tuple(x.shape)
+    axis = int(node.attrs.get("axis", 1))
+    axis = axis + len(shape) if axis < 0 else axis
+    left, right = shape[:axis], shape[axis:]
+    if -1 not in left:
+        dims: Any = [math.prod(left), -1]
+    elif -1 not in right:
+        dims = [-1, math.prod(right)]
+    else:
+        lead = ctx.gather1(ctx.shape_of(x, node), list(range(axis)), node, "left")
+        prod = ctx.out(ctx.network.add_reduce(lead, trt().ReduceOperation.PROD, 1, True), node, "left_volume")
+        dims = ctx.concat([prod, ctx.constant(np.array([-1], np.int64), node, "rest")], node, "dims")
+    ctx.set(node.outputs[0], ctx.reshape(x, dims, node, ""))
+
+
+@converter("Squeeze")
+def squeeze(ctx: ConversionContext, node: Node) -> None:
+    x = ctx.get(node.inputs[0], node)
+    axes = const_ints(ctx, node, node.inputs[1] if len(node.inputs) > 1 else None, "axes")
+    if axes is None:
+        axes = [i for i, d in enumerate(x.shape) if d == 1]
+    y = ctx.squeeze(x, axes, node, "") if axes else ctx.out(ctx.network.add_identity(x), node)
+    ctx.set(node.outputs[0], y)
+
+
+@converter("Unsqueeze")
+def unsqueeze(ctx: ConversionContext, node: Node) -> None:
+    x = ctx.get(node.inputs[0], node)
+    axes = const_ints(ctx, node, node.inputs[1], "axes") or []
+    ctx.set(node.outputs[0], ctx.unsqueeze(x, axes, node, ""))
+
+
+@converter("Transpose")
+def transpose(ctx: ConversionContext, node: Node) -> None:
+    x = ctx.get(node.inputs[0], node)
+    rank = len(x.shape)
+    perm = [int(p) % rank for p in node.attrs.get("perm", list(range(rank))[::-1])]
+    layer = ctx.network.add_shuffle(x)
+    layer.first_transpose = tuple(perm)
+    ctx.set(node.outputs[0], ctx.out(layer, node))
+
+
+@converter("Expand")
+def expand(ctx: ConversionContext, node: Node) -> None:
+    x = ctx.get(node.inputs[0], node)
+    known = ctx.constant_of(node.inputs[1])
+    target: Any = [int(d) for d in known.reshape(-1)] if known is not None else ctx.get(node.inputs[1], node)
+    ctx.set(node.outputs[0], broadcast_to(ctx, node, x, target))
+
+
+@converter("Shape")
+def shape_op(ctx: ConversionContext, node: Node) -> None:
+    """A constant when the dims are static (so later shape arithmetic folds), else an IShapeLayer."""
+    x = ctx.get(node.inputs[0], node)
+    rank = len(x.shape)
+    start, end, _ = slice(node.attrs.get("start", 0), node.attrs.get("end", rank)).indices(rank)
+    picked = tuple(x.shape)[start:end]
+    if -1 not in picked:
+        ctx.set(node.outputs[0], ctx.constant(np.array(picked, np.int64), node, ""))
+        return
+    full = ctx.out(ctx.network.add_shape(x), node, "" if (start, end) == (0, rank) else "shape")
+    if (start, end) != (0, rank):
+        full = slice_axes(ctx, node, full, [0], [start], [max(end - start, 0)], [1])
+    ctx.set(node.outputs[0], full)
+
+
+@converter("Size")
+def size(ctx: ConversionContext, node: Node) -> None:
+    x = ctx.get(node.inputs[0], node)
+    shape = tuple(x.shape)
+    if -1 not in shape:
+        ctx.set(node.outputs[0], ctx.constant(np.array(math.prod(shape), np.int64), node, ""))
+        return
+    dims = ctx.out(ctx.network.add_shape(x), node, "shape")
+    ctx.set(node.outputs[0], ctx.out(ctx.network.add_reduce(dims, trt().ReduceOperation.PROD, 1, False), node))
+
+
+@converter("Concat")
+def concat(ctx: ConversionContext, node: Node) -> None:
+    tensors = [ctx.get(v, node) for v in node.inputs if v is not None]
+    layer = ctx.network.add_concatenation(tensors)
+    layer.axis = int(node.attrs["axis"]) % len(tensors[0].shape)
+    ctx.set(node.outputs[0], ctx.out(layer, node))
+
+
+@converter("Split")
+def split(ctx: ConversionContext, node: Node) -> None:
+    """Pieces along ``axis``: the ``split`` sizes, or ``num_outputs`` chunks of ceil(d / n) (the last smaller)."""
+    x = ctx.get(node.inputs[0], node)
+    rank = len(x.shape)
+    axis = int(node.attrs.get("axis", 0)) % rank
+    d = int(x.shape[axis])
+    n = len(node.outputs)
+    sizes = const_ints(ctx, node, node.inputs[1] if len(node.inputs) > 1 else None, "split")
+    if sizes is None and d != -1:
+        chunk = -(-d // n)
+        sizes = [max(0, min(chunk, d - k * chunk)) for k in range(n)]
+    if sizes is not None:
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).tolist()
+        for k, out in enumerate(node.outputs):
+            ctx.set(out, slice_axes(ctx, node, x, [axis], [int(starts[k])], [sizes[k]], [1], f"part{k}"))
+        return
+    # dynamic axis length: chunk = ceil(d / n); piece k starts at min(k * chunk, d), has min(chunk, d - start)
+    dim = ctx.gather1(ctx.shape_of(x, node), [axis], node, "dim")
+    nn = ctx.constant(np.array([n], np.int64), node, "n")
+    one = ctx.constant(np.array([1], np.int64), node, "one")
+    chunk = ctx.elementwise(ctx.elementwise(dim, ctx.elementwise(nn, one, "SUB", node, "n_1"), "SUM", node, "dn"),
+                            nn, "FLOOR_DIV", node, "chunk")
+    for k, out in enumerate(node.outputs):
+        start = ctx.elementwise(chunk, ctx.constant(np.array([k], np.int64), node, f"k{k}"), "PROD", node, f"s{k}")
+        start = ctx.elementwise(start, dim, "MIN", node, f"start{k}")
+        length = ctx.elementwise(chunk, ctx.elementwise(dim, start, "SUB", node, f"rest{k}"), "MIN", node, f"len{k}")
+        ctx.set(out, slice_axes(ctx, node, x, [axis], start, length, [1], f"part{k}"))
+
+
+@converter("Slice")
+def slice_op(ctx: ConversionContext, node: Node) -> None:
+    """ONNX Slice: negative starts/ends count from the end, and both are clamped to the axis (as Python does)."""
+    x = ctx.get(node.inputs[0], node)
+    rank = len(x.shape)
+    inputs = list(node.inputs) + [None] * (5 - len(node.inputs))
+    n_axes = None
+    axes = const_ints(ctx, node, inputs[3], "axes")
+    starts_c, ends_c = ctx.constant_of(inputs[1]), ctx.constant_of(inputs[2])
+    if starts_c is not None:
+        n_axes = starts_c.size
+    elif inputs[1] is not None and inputs[1].shape and isinstance(inputs[1].shape[0], int):
+        n_axes = inputs[1].shape[0]
+    elif x.shape and len(ctx.get(inputs[1], node).shape) == 1 and ctx.get(inputs[1], node).shape[0] != -1:
+        n_axes = int(ctx.get(inputs[1], node).shape[0])
+    if axes is None:
+        if n_axes is None:
+            raise unsupported(node, "Slice with starts of unknown length and no axes")
+        axes = list(range(n_axes))
+    axes = [a % rank for a in axes]
+    steps = const_ints(ctx, node, inputs[4], "steps") or [1] * len(axes)
+    if any(s == 0 for s in steps):
+        raise unsupported(node, "a zero slice step")
+    dims = [int(x.shape[a]) for a in axes]
+    if starts_c is not None and ends_c is not None and -1 not in dims:
+        start, size = [], []
+        for d, s, e, st in zip(dims, starts_c.reshape(-1), ends_c.reshape(-1), steps):
+            s0, e0, st0 = slice(int(s), int(e), st).indices(d)
+            start.append(s0)
+            size.append(len(range(s0, e0, st0)))
+        ctx.set(node.outputs[0], slice_axes(ctx, node, x, axes, start, size, steps))
+        return
+    ctx.set(node.outputs[0], _dynamic_slice(ctx, node, x, axes, inputs[1], inputs[2], steps))
+
+
+def _dynamic_slice(ctx: ConversionContext, node: Node, x: Any, axes: list[int], starts_v: Any, ends_v: Any,
+                   steps: list[int]) -> Any:
+    """The same clamping as ``slice.indices``, computed on INT64 shape tensors."""
+    T = trt()
+    n = len(axes)
+    vec = lambda a, name: ctx.constant(np.array(a, np.int64), node, name)  # noqa: E731
+    d = ctx.gather1(ctx.shape_of(x, node), axes, node, "dims")
+    neg = [1 if st < 0 else 0 for st in steps]
+    lo, hi = vec([-_BIG] * n, "lo"), vec([_BIG] * n, "hi")
+    bounds = []
+    for which, value in (("start", starts_v), ("end", ends_v)):
+        v = ctx.cast(ctx.get(value, node), T.int64, node, f"{which}_i64")
+        v = ctx.elementwise(ctx.elementwise(v, lo, "MAX", node, f"{which}_lo"), hi, "MIN", node, f"{which}_hi")
+        wrapped = ctx.elementwise(v, d, "SUM", node, f"{which}_plus_d")
+        negative = ctx.elementwise(v, vec([0] * n, f"{which}_zero"), "LESS", node, f"{which}_neg")
+        bounds.append(ctx.out(ctx.network.add_select(negative, wrapped, v), node, f"{which}_wrapped"))
+    start, end = bounds
+    top = ctx.elementwise(d, vec(neg, "neg"), "SUB", node, "top")  # d for step > 0, d - 1 for step < 0
+    start = ctx.elementwise(ctx.elementwise(start, vec([0] * n, "zero"), "MAX", node, "start_ge0"), top, "MIN",
+                            node, "start")
+    end = ctx.elementwise(ctx.elementwise(end, vec([-k for k in neg], "floor"), "MAX", node, "end_ge"), top, "MIN",
+                          node, "end")
+    dist = ctx.elementwise(ctx.elementwise(end, start, "SUB", node, "span"), vec([1 if s > 0 else -1 for s in steps],
+                           "sign"), "PROD", node, "distance")
+    mag = [abs(s) for s in steps]
+    count = ctx.elementwise(ctx.elementwise(dist, vec([m - 1 for m in mag], "round_up"), "SUM", node, "dist_up"),
+                            vec(mag, "step_abs"), "FLOOR_DIV", node, "count")
+    size = ctx.elementwise(count, vec([0] * n, "none"), "MAX", node, "size")
+    return slice_axes(ctx, node, x, axes, start, size, steps)

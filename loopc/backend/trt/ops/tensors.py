@@ -1,0 +1,87 @@
+"""Ops that make or pass tensors: Constant, Identity, Cast, Where, Range, ConstantOfShape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from onnx import helper
+
+from loopc.backend.trt.context import ConversionContext, trt_dtype
+from loopc.backend.trt.ops.shape import broadcast_to
+from loopc.backend.trt.registry import converter, unsupported
+from loopc.ir import Node
+from loopc.trt import trt
+
+
+@converter("Constant")
+def constant(ctx: ConversionContext, node: Node) -> None:
+    array = np.asarray(node.attrs["value"])
+    if array.size == 0:
+        raise unsupported(node, "an empty constant")
+    ctx.set(node.outputs[0], ctx.constant(array, node, ""))
+
+
+@converter("Identity")
+def identity(ctx: ConversionContext, node: Node) -> None:
+    ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(ctx.get(node.inputs[0], node)), node))
+
+
+@converter("Cast")
+def cast(ctx: ConversionContext, node: Node) -> None:
+    target = trt_dtype(helper.tensor_dtype_to_np_dtype(int(node.attrs["to"])))
+    x = ctx.get(node.inputs[0], node)
+    ctx.set(node.outputs[0], ctx.out(ctx.network.add_cast(x, target), node))
+
+
+@converter("Where")
+def where(ctx: ConversionContext, node: Node) -> None:
+    cond, a, b = ctx.broadcast([ctx.get(v, node) for v in node.inputs], node)
+    ctx.set(node.outputs[0], ctx.out(ctx.network.add_select(cond, a, b), node))
+
+
+@converter("Range")
+def range_op(ctx: ConversionContext, node: Node) -> None:
+    """A constant when the bounds are; else a kLINSPACE fill of max(ceil((limit - start) / delta), 0) values."""
+    T = trt()
+    known = [ctx.constant_of(v) for v in node.inputs]
+    if all(k is not None for k in known):
+        start, limit, delta = (np.asarray(k).reshape(()) for k in known)  # type: ignore[union-attr]
+        ctx.set(node.outputs[0], ctx.constant(np.arange(start, limit, delta, dtype=start.dtype), node, ""))
+        return
+    start, limit, delta = (ctx.scalar0d(ctx.get(v, node), node, f"arg{k}") for k, v in enumerate(node.inputs))
+    dtype = start.dtype
+    if dtype not in (T.int32, T.int64):
+        # the length is a shape, and TensorRT computes shapes from integer tensors only
+        raise unsupported(node, "Range of computed floating-point bounds")
+    wide = [ctx.cast(t, T.int64, node, f"i{k}") for k, t in enumerate((start, limit, delta))]
+    span = ctx.elementwise(wide[1], wide[0], "SUB", node, "span")
+    # ceil(span / delta) = floor((span + delta - sign(delta)) / delta)
+    sign = ctx.unary(wide[2], "SIGN", node, "sign")
+    rounded = ctx.elementwise(ctx.elementwise(span, wide[2], "SUM", node, "span_delta"), sign, "SUB", node, "up")
+    count = ctx.elementwise(rounded, wide[2], "FLOOR_DIV", node, "count")
+    count = ctx.elementwise(count, ctx.constant(np.array(0, np.int64), node, "zero"), "MAX", node, "count_ge0")
+    shape = ctx.reshape(count, [1], node, "shape")
+    fill_type = T.int64
+    layer = ctx.network.add_fill([0], T.FillOperation.LINSPACE, fill_type)
+    layer.set_input(0, shape)
+    layer.set_input(1, ctx.cast(start, fill_type, node, "alpha"))
+    layer.set_input(2, ctx.reshape(ctx.cast(delta, fill_type, node, "beta0"), [1], node, "beta"))
+    y = ctx.out(layer, node, "fill" if fill_type != dtype else "")
+    ctx.set(node.outputs[0], ctx.cast(y, dtype, node))
+
+
+@converter("ConstantOfShape")
+def constant_of_shape(ctx: ConversionContext, node: Node) -> None:
+    value = np.asarray(node.attrs.get("value", np.zeros(1, np.float32))).reshape(-1)[:1]
+    known = ctx.constant_of(node.inputs[0])
+    if known is not None:
+        shape = tuple(int(d) for d in known.reshape(-1))
+        ctx.set(node.outputs[0], ctx.constant(np.full(shape, value[0], value.dtype), node, ""))
+        return
+    target: Any = ctx.get(node.inputs[0], node)
+    rank = int(target.shape[0])
+    if rank < 0:
+        raise unsupported(node, "ConstantOfShape with a shape of unknown length")
+    seed = ctx.constant(np.full((1,) * rank, value[0], value.dtype), node, "value")
+    ctx.set(node.outputs[0], broadcast_to(ctx, node, seed, target))

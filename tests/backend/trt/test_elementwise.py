@@ -1,0 +1,75 @@
+"""Binary and variadic pointwise converters against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.backend.trt.oracle import check_onnx
+
+RNG = np.random.default_rng(0)
+HEADER = '<ir_version: 8, opset_import: ["" : 18]>'
+
+
+def floats(*shape: int, low: float = -2, high: float = 2) -> np.ndarray:
+    return RNG.uniform(low, high, shape).astype(np.float32)
+
+
+def ints(*shape: int, low: int = -9, high: int = 10, dtype: type = np.int64) -> np.ndarray:
+    return RNG.integers(low, high, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div", "Max", "Min"])
+@pytest.mark.parametrize("dtype", ["float", "int64", "int32"])
+def test_arithmetic_broadcasts_lower_rank(op, dtype):
+    np_type = {"float": np.float32, "int64": np.int64, "int32": np.int32}[dtype]
+    a = ints(2, 3, 4, dtype=np_type) if dtype != "float" else floats(2, 3, 4)
+    b = ints(4, low=1, dtype=np_type) if dtype != "float" else floats(4, low=0.5)
+    check_onnx(f"""{HEADER}
+        g ({dtype}[2,3,4] a, {dtype}[4] b) => ({dtype}[2,3,4] y) {{ y = {op}(a, b) }}""", {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("op", ["Equal", "Greater", "Less", "GreaterOrEqual", "LessOrEqual"])
+def test_comparisons(op):
+    a, b = ints(3, 4, low=0, high=3).astype(np.float32), ints(4, low=0, high=3).astype(np.float32)
+    check_onnx(f"""{HEADER}
+        g (float[3,4] a, float[4] b) => (bool[3,4] y) {{ y = {op}(a, b) }}""", {"a": a, "b": b})
+
+
+@pytest.mark.parametrize("op", ["And", "Or", "Xor"])
+def test_logic(op):
+    a, b = ints(2, 3, low=0, high=2).astype(bool), ints(1, 3, low=0, high=2).astype(bool)
+    check_onnx(f"""{HEADER}
+        g (bool[2,3] a, bool[1,3] b) => (bool[2,3] y, bool[2,3] n) {{ y = {op}(a, b)  n = Not(y) }}""",
+               {"a": a, "b": b})
+
+
+def test_pow_with_an_integer_exponent():
+    check_onnx(f"""{HEADER}
+        g (float[2,3] a, int64 b) => (float[2,3] y) {{ y = Pow(a, b) }}""",
+               {"a": floats(2, 3, low=0.1), "b": np.array(3, np.int64)})
+
+
+@pytest.mark.parametrize("op", ["Sum", "Mean", "Max", "Min"])
+def test_variadic(op):
+    check_onnx(f"""{HEADER}
+        g (float[2,3] a, float[3] b, float[1,1] c) => (float[2,3] y) {{ y = {op}(a, b, c) }}""",
+               {"a": floats(2, 3), "b": floats(3), "c": floats(1, 1)})
+
+
+@pytest.mark.parametrize("fmod, dtype", [(0, "int64"), (1, "int64"), (1, "float")])
+def test_mod(fmod, dtype):
+    np_type = np.float32 if dtype == "float" else np.int64
+    a = np.array([[-7, 7, -8, 5], [9, -3, 0, 6]], np_type) + (np_type(0.5) if dtype == "float" else 0)
+    b = np.array([3, -3, 5, -4], np_type)
+    check_onnx(f"""{HEADER}
+        g ({dtype}[2,4] a, {dtype}[4] b) => ({dtype}[2,4] y) {{ y = Mod <fmod = {fmod}> (a, b) }}""",
+               {"a": a, "b": b})
+
+
+def test_dynamic_batch_with_constant_operand():
+    check_onnx(f"""{HEADER}
+        g (float[N,3] a) => (float[N,3] y) {{
+            c = Constant <value = float[3] {{1, 2, 3}}> ()
+            y = Mul(a, c)
+        }}""", {"a": floats(5, 3)})

@@ -1,0 +1,61 @@
+"""ONNX Loop, Scan and If through the ONNX frontend and this backend, against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.backend.trt.oracle import check_onnx
+
+HEADER = '<ir_version: 8, opset_import: ["" : 19]>'
+
+
+def test_loop_with_carried_state_and_scan_output():
+    check_onnx(f"""{HEADER}
+        g (int64 m, float[3] init, float[5,3] x) => (float[3] total, float[5,3] partials) {{
+            cond = Constant <value = bool {{1}}> ()
+            total, partials = Loop(m, cond, init) <body = body (int64 i, bool c, float[3] acc) => (bool c_out,
+                                                                    float[3] acc_out, float[3] scan) {{
+                c_out = Identity(c)
+                row = Gather <axis = 0> (x, i)
+                t = Tanh(row)
+                acc_out = Add(acc, t)
+                scan = Identity(acc_out)
+            }}>
+        }}""", {"m": np.array(5), "init": np.ones(3, np.float32),
+                "x": np.random.default_rng(5).standard_normal((5, 3)).astype(np.float32)}, rtol=1e-6)
+
+
+def test_scan_with_reverse_input():
+    check_onnx(f"""{HEADER}
+        g (float[2] init, float[4,2] x) => (float[2] last, float[4,2] ys) {{
+            last, ys = Scan <num_scan_inputs = 1, scan_input_directions = [1], body = body (
+                    float[2] s, float[2] e) => (float[2] s_out, float[2] y) {{
+                s_out = Add(s, e)
+                y = Mul(s_out, e)
+            }}> (init, x)
+        }}""", {"init": np.zeros(2, np.float32), "x": np.arange(8, dtype=np.float32).reshape(4, 2)})
+
+
+def test_if():
+    for flag in (True, False):
+        check_onnx(f"""{HEADER}
+            g (bool c, float[3] x) => (float[3] y) {{
+                y = If(c) <then_branch = t () => (float[3] a) {{ a = Sqrt(x) }},
+                           else_branch = e () => (float[3] b) {{ b = Neg(x) }}>
+            }}""", {"c": np.array(flag), "x": np.array([1, 4, 9], np.float32)})
+
+
+def test_while_loop_without_scan_outputs():
+    # s = 1; while s < limit: s = 3s + 1
+    check_onnx(f"""{HEADER}
+        g (float limit) => (float s_final) {{
+            s0 = Constant <value = float {{1.0}}> ()
+            go = Less(s0, limit)
+            s_final = Loop(, go, s0) <body = body (int64 i, bool c, float s) => (bool c_out, float s_out) {{
+                three = Constant <value = float {{3.0}}> ()
+                one = Constant <value = float {{1.0}}> ()
+                s3 = Mul(s, three)
+                s_out = Add(s3, one)
+                c_out = Less(s_out, limit)
+            }}>
+        }}""", {"limit": np.array(50, np.float32)})

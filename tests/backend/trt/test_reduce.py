@@ -1,0 +1,92 @@
+"""Reductions, softmax, arg-extremes, TopK, CumSum and LayerNormalization against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.backend.trt.oracle import check_onnx
+
+RNG = np.random.default_rng(2)
+HEADER = '<ir_version: 8, opset_import: ["" : 18]>'
+X = RNG.uniform(0.5, 2.0, (2, 3, 4)).astype(np.float32)
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
+                                "ReduceSumSquare", "ReduceL1", "ReduceL2", "ReduceLogSumExp"])
+@pytest.mark.parametrize("axes, keepdims, y", [
+    ("{1}", 1, "2,1,4"), ("{-1, 0}", 0, "3"), (None, 0, ""), (None, 1, "1,1,1"),
+])
+def test_reduce(op, axes, keepdims, y):
+    axes_node = f"axes = Constant <value = int64[{axes.count(',') + 1}] {axes}> ()" if axes else ""
+    args = "x, axes" if axes else "x"
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => ({f"float[{y}]" if y else "float"} y) {{
+            {axes_node}
+            y = {op} <keepdims = {keepdims}> ({args})
+        }}""", {"x": X}, rtol=1e-5, atol=1e-5)
+
+
+def test_reduce_noop_with_empty_axes():
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (float[2,3,4] y) {{ y = ReduceSum <noop_with_empty_axes = 1> (x) }}""", {"x": X})
+
+
+def test_reduce_integers():
+    check_onnx(f"""{HEADER}
+        g (int64[2,3] x) => (int64[2] y) {{
+            axes = Constant <value = int64[1] {{1}}> ()
+            y = ReduceSum <keepdims = 0> (x, axes)
+        }}""", {"x": np.arange(6, dtype=np.int64).reshape(2, 3)})
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LogSoftmax"])
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_softmax(op, axis):
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (float[2,3,4] y) {{ y = {op} <axis = {axis}> (x) }}""", {"x": X}, atol=1e-6)
+
+
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("axis, keepdims, y", [(0, 1, "1,3,4"), (2, 0, "2,3"), (-2, 0, "2,4")])
+def test_arg_extremes(op, axis, keepdims, y):
+    x = RNG.integers(0, 3, (2, 3, 4)).astype(np.float32)  # ties: the first index wins
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (int64[{y}] y) {{ y = {op} <axis = {axis}, keepdims = {keepdims}> (x) }}""", {"x": x})
+
+
+@pytest.mark.parametrize("attrs", ["", "<axis = 1, largest = 0>", "<axis = 0>"])
+def test_topk(attrs):
+    shape = {"": "2,3,2", "<axis = 1, largest = 0>": "2,2,4", "<axis = 0>": "2,3,4"}[attrs]
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (float[{shape}] v, int64[{shape}] i) {{
+            k = Constant <value = int64[1] {{2}}> ()
+            v, i = TopK {attrs} (x, k)
+        }}""", {"x": X})
+
+
+@pytest.mark.parametrize("exclusive", [0, 1])
+@pytest.mark.parametrize("reverse", [0, 1])
+@pytest.mark.parametrize("axis", [0, -1])
+def test_cumsum(exclusive, reverse, axis):
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (float[2,3,4] y) {{
+            axis = Constant <value = int64 {{{axis}}}> ()
+            y = CumSum <exclusive = {exclusive}, reverse = {reverse}> (x, axis)
+        }}""", {"x": X}, atol=1e-6)
+
+
+@pytest.mark.parametrize("axis, with_bias", [(-1, True), (1, True), (-1, False)])
+def test_layer_normalization(axis, with_bias):
+    norm_shape = "4" if axis == -1 else "3,4"
+    shape = tuple(int(d) for d in norm_shape.split(","))
+    inputs = {"x": RNG.standard_normal((2, 3, 4)).astype(np.float32),
+              "s": RNG.standard_normal(shape).astype(np.float32)}
+    sig, args = f"float[{norm_shape}] s", "x, s"
+    if with_bias:
+        inputs["b"] = RNG.standard_normal(shape).astype(np.float32)
+        sig, args = sig + f", float[{norm_shape}] b", args + ", b"
+    check_onnx(f"""<ir_version: 8, opset_import: ["" : 17]>
+        g (float[2,3,4] x, {sig}) => (float[2,3,4] y) {{
+            y = LayerNormalization <axis = {axis}, epsilon = 0.001> ({args})
+        }}""", inputs, rtol=1e-4, atol=1e-5)

@@ -1,0 +1,77 @@
+"""Constant, Identity, Cast, Where, Range, ConstantOfShape, Gather and GatherElements against onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.backend.trt.oracle import check_onnx
+
+HEADER = '<ir_version: 8, opset_import: ["" : 19]>'
+X = np.linspace(-3.5, 4.5, 12, dtype=np.float32).reshape(3, 4)
+
+
+@pytest.mark.parametrize("to, name", [(7, "int64"), (6, "int32"), (9, "bool"), (10, "float16"), (1, "float")])
+def test_cast(to, name):
+    check_onnx(f"""{HEADER}
+        g (float[3,4] x) => ({name}[3,4] y, float[3,4] z) {{ y = Cast <to = {to}> (x)  z = Identity(x) }}""",
+               {"x": X})
+
+
+def test_where_broadcasts_three_ranks():
+    check_onnx(f"""{HEADER}
+        g (bool[4] c, float[3,4] a, float b) => (float[3,4] y) {{ y = Where(c, a, b) }}""",
+               {"c": np.array([True, False, True, False]), "a": X, "b": np.array(-1, np.float32)})
+
+
+def test_range_of_constants_and_of_inputs():
+    check_onnx(f"""{HEADER}
+        g (int64 n, int32 lo, int32 step) => (int64[A] a, int32[B] b, int64[C] c) {{
+            s = Constant <value = int64 {{1}}> ()
+            d = Constant <value = int64 {{2}}> ()
+            down = Constant <value = int64 {{-3}}> ()
+            a = Range(s, n, d)
+            hi = Constant <value = int32 {{20}}> ()
+            b = Range(lo, hi, step)
+            e = Constant <value = int64 {{10}}> ()
+            c = Range(e, s, down)
+        }}""", {"n": np.array(8), "lo": np.array(-1, np.int32), "step": np.array(3, np.int32)})
+
+
+def test_range_of_float_constants():
+    check_onnx(f"""{HEADER}
+        g (float[2] x) => (float[B] b) {{
+            lo = Constant <value = float {{-1.0}}> ()
+            hi = Constant <value = float {{2.0}}> ()
+            step = Constant <value = float {{0.75}}> ()
+            b = Range(lo, hi, step)
+        }}""", {"x": np.zeros(2, np.float32)})
+
+
+def test_constant_of_shape():
+    check_onnx(f"""{HEADER}
+        g (float[N,M] x) => (float[N,M] y, int64[2,3] z) {{
+            s = Shape(x)
+            y = ConstantOfShape <value = float[1] {{2.5}}> (s)
+            t = Constant <value = int64[2] {{2, 3}}> ()
+            z = ConstantOfShape <value = int64[1] {{7}}> (t)
+        }}""", {"x": X})
+
+
+@pytest.mark.parametrize("axis, idx", [(0, [[2, 0], [-1, 1]]), (1, [3, -4, 0]), (-1, 2)])
+def test_gather(axis, idx):
+    indices = np.array(idx, np.int64)
+    shape = ",".join(map(str, indices.shape))
+    idx_type = f"int64[{shape}]" if indices.ndim else "int64"
+    check_onnx(f"""{HEADER}
+        g (float[N,4] x, {idx_type} i) => (float[A,B,C] y) {{ y = Gather <axis = {axis}> (x, i) }}""",
+               {"x": X, "i": indices})
+
+
+@pytest.mark.parametrize("axis", [0, 1])
+def test_gather_elements(axis):
+    indices = np.array([[0, 2, 1, 0], [2, 2, 0, 1]]) if axis == 0 else np.array([[3, 0], [1, 1], [-1, 2]])
+    check_onnx(f"""{HEADER}
+        g (float[3,4] x, int64[{",".join(map(str, indices.shape))}] i) => (float[A,B] y) {{
+            y = GatherElements <axis = {axis}> (x, i)
+        }}""", {"x": X, "i": indices})
