@@ -52,7 +52,7 @@ class TripLimits:
             stats["counts_clamped"] += 1
 
 
-def _always_true(loop: Loop, value: Value) -> bool:
+def _always_true(loop: Loop, value: Value, seen: frozenset[int] = frozenset()) -> bool:
     """A constant true, possibly through Identity, or a carried flag that starts and stays true."""
     while value.producer is not None and value.producer.op == "Identity" and value.producer.inputs[0] is not None:
         value = value.producer.inputs[0]
@@ -62,4 +62,6 @@ def _always_true(loop: Loop, value: Value) -> bool:
     rec = next((r for r in loop.recurrences if r.state is value), None)
     if rec is None:
         return False
-    return _always_true(loop, rec.init) and (rec.next is rec.state or _always_true(loop, rec.next))
+    if id(rec.state) in seen:
+        return True  # a flag passed on unchanged keeps the value the rest of the chain gives it
+    return _always_true(loop, rec.init) and _always_true(loop, rec.next, seen | {id(rec.state)})
