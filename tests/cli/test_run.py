@@ -52,12 +52,14 @@ def test_missing_model_is_one_line_exit_1(tmp_path: pathlib.Path) -> None:
     assert len(result.output.strip().splitlines()) == 1
 
 
-def test_corrupt_model_names_the_parser(tmp_path: pathlib.Path) -> None:
+@pytest.mark.parametrize(("frontend", "message"), [("loopc", "not a readable ONNX model"),
+                                                   ("trt-onnx", "ONNX parser rejected")])
+def test_corrupt_model_is_refused_by_either_frontend(tmp_path: pathlib.Path, frontend: str, message: str) -> None:
     bad = tmp_path / "bad.onnx"
     bad.write_bytes(b"\x08\x07garbage that is not a protobuf" * 10)
-    result = invoke("run", str(bad))
+    result = invoke("run", str(bad), "--frontend", frontend)
     assert result.exit_code == 1
-    assert "ONNX parser rejected" in result.output
+    assert message in result.output
 
 
 def test_wrong_input_dtype_writes_nothing(tmp_path: pathlib.Path) -> None:

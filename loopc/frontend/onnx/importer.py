@@ -8,6 +8,7 @@ the translators registered in :data:`STRUCTURAL`.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,7 +43,7 @@ class Context:
         return Value(name, dtype, shape)
 
     def describe(self, node: onnx.NodeProto) -> str:
-        label = node.name or (node.output[0] if node.output else "?")
+        label = node.name or next((o for o in node.output if o), "?")
         return f"node {label!r} ({node.op_type}, opset {self.opset})"
 
 
@@ -77,9 +78,30 @@ def import_model(model: onnx.ModelProto | str | os.PathLike[str]) -> Model:
     opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
     if not 1 <= opset <= onnx.defs.onnx_opset_version():
         raise FrontendError(f"{source}: default-domain opset {opset} is not one this onnx package knows")
+    _check_tensor_io(proto.graph, source, opset)
     ctx = Context(opset, _infer_types(proto, source))
     graph = translate_graph(ctx, proto.graph, Scope(), proto.graph.name or "main")
     return Model(graph, source, opset)
+
+
+def _check_tensor_io(graph: onnx.GraphProto, source: str, opset: int) -> None:
+    """Engine inputs and outputs are tensors: a sequence or optional at the boundary has no binding."""
+    for kind, values in (("input", graph.input), ("output", graph.output)):
+        for vi in values:
+            which = vi.type.WhichOneof("value")
+            if which in ("sequence_type", "optional_type", "map_type"):
+                noun = {"sequence_type": "a sequence", "optional_type": "an optional", "map_type": "a map"}[which]
+                raise FrontendError(f"{source} (opset {opset}): graph {kind} {vi.name!r} is {noun}; "
+                                    f"TensorRT engines take tensors only")
+
+
+@functools.cache
+def _builtin_translators() -> dict[str, Translator]:
+    """Loop, Scan, If and the recurrent ops; their modules import this one, hence the late import."""
+    from loopc.frontend.onnx import conditionals, loops, rnn
+
+    return {"Loop": loops.translate_loop, "Scan": loops.translate_scan, "If": conditionals.translate_if,
+            "LSTM": rnn.translate_lstm, "GRU": rnn.translate_gru, "RNN": rnn.translate_rnn}
 
 
 def load(path: str) -> onnx.ModelProto:
@@ -92,13 +114,40 @@ def load(path: str) -> onnx.ModelProto:
         proto = onnx.load(path, load_external_data=False)
     except Exception as exc:
         raise FrontendError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+    base = os.path.dirname(os.path.abspath(path))
+    _check_external_data(proto, base, path)
     try:
-        onnx.external_data_helper.load_external_data_for_model(proto, os.path.dirname(os.path.abspath(path)))
+        onnx.external_data_helper.load_external_data_for_model(proto, base)
     except FileNotFoundError as exc:
         raise FrontendError(f"{path}: external data file missing: {exc.filename or exc}") from None
     except Exception as exc:
         raise FrontendError(f"{path}: cannot load external data ({type(exc).__name__}: {exc})") from None
     return proto
+
+
+def _check_external_data(proto: onnx.ModelProto, base: str, path: str) -> None:
+    """Every external data file must exist inside the model's folder (no paths that climb out of it)."""
+    from onnx.external_data_helper import ExternalDataInfo, uses_external_data
+
+    def tensors(graph: onnx.GraphProto) -> list[onnx.TensorProto]:
+        found = list(graph.initializer)
+        for node in graph.node:
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.TENSOR:
+                    found.append(attr.t)
+                elif attr.type == onnx.AttributeProto.GRAPH:
+                    found += tensors(attr.g)
+        return found
+
+    for tensor in tensors(proto.graph):
+        if not uses_external_data(tensor):
+            continue
+        location = ExternalDataInfo(tensor).location
+        target = os.path.realpath(os.path.join(base, location))
+        if os.path.commonpath([target, os.path.realpath(base)]) != os.path.realpath(base):
+            raise FrontendError(f"{path}: tensor {tensor.name!r} points outside the model's folder ({location})")
+        if not os.path.isfile(target):
+            raise FrontendError(f"{path}: external data file missing: {location} (for tensor {tensor.name!r})")
 
 
 def translate_graph(
@@ -131,7 +180,14 @@ def translate_graph(
 def translate_node(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
     if node.domain not in ("", "ai.onnx"):
         raise FrontendError(f"{ctx.describe(node)}: domain {node.domain!r} is not supported")
-    structural = STRUCTURAL.get(node.op_type)
+    from loopc.frontend.onnx.upgrade import upgrade_node  # imports this module
+
+    for rewritten in upgrade_node(ctx, node):
+        _translate_one(ctx, rewritten, scope, graph)
+
+
+def _translate_one(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
+    structural = STRUCTURAL.get(node.op_type) or _builtin_translators().get(node.op_type)
     if structural is not None:
         structural(ctx, node, scope, graph)
         return

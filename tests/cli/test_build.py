@@ -1,0 +1,132 @@
+"""``loopc build``: a sample builds into a .plan with a report; bad input is one line, exit 1, no file."""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+import onnx
+import pytest
+from click.testing import CliRunner
+from onnx import TensorProto, helper, numpy_helper
+
+from loopc.cli import commands  # noqa: F401  (registers the subcommands)
+from loopc.cli.main import cli
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SAMPLE = ROOT / "samples" / "running_sum.onnx"
+OPSET = 17
+
+
+def invoke(*args: str) -> object:
+    return CliRunner().invoke(cli, list(args))
+
+
+def save(model: onnx.ModelProto, path: pathlib.Path) -> pathlib.Path:
+    onnx.save(model, path)
+    return path
+
+
+def model_of(nodes: list[onnx.NodeProto], inputs: list[onnx.ValueInfoProto], outputs: list[onnx.ValueInfoProto],
+             initializers: list[onnx.TensorProto] | None = None) -> onnx.ModelProto:
+    graph = helper.make_graph(nodes, "g", inputs, outputs, initializer=initializers or [])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = 8
+    return model
+
+
+def loop_model(trip_dtype: int = TensorProto.INT64, cond_dtype: int = TensorProto.BOOL, body_inputs: int = 3,
+               with_trip: bool = True, with_cond: bool = True) -> onnx.ModelProto:
+    """x_out = x + 1 per trip, with a scan output of each x; the knobs break it in one way each."""
+    f32 = TensorProto.FLOAT
+    body_in = [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+               helper.make_tensor_value_info("c_in", TensorProto.BOOL, []),
+               helper.make_tensor_value_info("x_in", f32, [2])][:body_inputs]
+    body = helper.make_graph(
+        [helper.make_node("Constant", [], ["one"], value=helper.make_tensor("one", f32, [1], [1.0])),
+         helper.make_node("Add", ["x_in", "one"], ["x_out"]),
+         helper.make_node("Identity", ["c_in"], ["c_out"]),
+         helper.make_node("Identity", ["x_out"], ["scan"])],
+        "body", body_in,
+        [helper.make_tensor_value_info("c_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("x_out", f32, [2]),
+         helper.make_tensor_value_info("scan", f32, [2])],
+    )
+    inits = [helper.make_tensor("M", trip_dtype, [], [3]), helper.make_tensor("cond", cond_dtype, [], [1])]
+    loop = helper.make_node("Loop", ["M" if with_trip else "", "cond" if with_cond else "", "x"], ["x_final", "xs"],
+                            body=body, name="the_loop")
+    return model_of([loop], [helper.make_tensor_value_info("x", f32, [2])],
+                    [helper.make_tensor_value_info("x_final", f32, [2]), helper.make_tensor_value_info("xs", f32, None)],
+                    inits)
+
+
+def test_sample_builds_with_a_report(tmp_path: pathlib.Path) -> None:
+    plan, report = tmp_path / "m.plan", tmp_path / "build.json"
+    result = invoke("build", str(SAMPLE), "-o", str(plan), "--report", str(report))
+    assert result.exit_code == 0, result.output
+    assert plan.stat().st_size > 1000
+    data = json.loads(report.read_text())
+    assert len(data["loops"]) == 1
+    loop = data["loops"][0]
+    assert loop["trip_limits"] == ["kCOUNT"] and loop["iterators"] == 1
+    assert sorted(loop["outputs"]) == ["kCONCATENATE", "kLAST_VALUE"]
+    assert data["engine_bytes"] == plan.stat().st_size
+
+
+def broken(tmp_path: pathlib.Path, name: str) -> tuple[pathlib.Path, pathlib.Path]:
+    plan = tmp_path / "out.plan"
+    plan.write_bytes(b"an earlier engine")
+    return tmp_path / name, plan
+
+
+def assert_refused(result: object, plan: pathlib.Path, *fragments: str) -> None:
+    assert result.exit_code == 1, result.output
+    lines = result.output.strip().splitlines()
+    assert lines[-1].startswith("loopc: error: "), result.output
+    for fragment in fragments:
+        assert fragment in lines[-1], lines[-1]
+    assert plan.read_bytes() == b"an earlier engine"
+    assert [p.name for p in plan.parent.iterdir() if p.name.startswith(".loopc-")] == []
+
+
+def test_truncated_model(tmp_path: pathlib.Path) -> None:
+    path, plan = broken(tmp_path, "cut.onnx")
+    path.write_bytes(SAMPLE.read_bytes()[:200])
+    assert_refused(invoke("build", str(path), "-o", str(plan)), plan, "cut.onnx", "not a readable ONNX model")
+
+
+def test_missing_external_data(tmp_path: pathlib.Path) -> None:
+    path, plan = broken(tmp_path, "ext.onnx")
+    weights = numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "w")  # raw data: can live outside
+    model = model_of([helper.make_node("Add", ["x", "w"], ["y"])], [helper.make_tensor_value_info("x", 1, [2])],
+                     [helper.make_tensor_value_info("y", 1, [2])], [weights])
+    onnx.save(model, path, save_as_external_data=True, all_tensors_to_one_file=True, location="w.bin",
+              size_threshold=0)
+    (tmp_path / "w.bin").unlink()
+    assert_refused(invoke("build", str(path), "-o", str(plan)), plan, "external data file missing", "w.bin")
+
+
+def test_unknown_op(tmp_path: pathlib.Path) -> None:
+    path, plan = broken(tmp_path, "op.onnx")
+    model = model_of([helper.make_node("DFT", ["x"], ["y"], name="fourier")],
+                     [helper.make_tensor_value_info("x", 1, [2, 4, 1])], [helper.make_tensor_value_info("y", 1, None)])
+    save(model, path)
+    assert_refused(invoke("build", str(path), "-o", str(plan)), plan, "'fourier'", "DFT", f"opset {OPSET}")
+
+
+@pytest.mark.parametrize(
+    ("knobs", "fragment"),
+    [
+        ({"body_inputs": 2}, "body"),
+        ({"cond_dtype": TensorProto.FLOAT}, "cond"),
+        ({"trip_dtype": TensorProto.FLOAT}, "trip count"),
+        ({"with_trip": False, "with_cond": False}, "unbounded"),
+        ({"with_trip": False}, "bound"),
+    ],
+    ids=["body-inputs", "cond-not-bool", "trip-not-int", "no-M-no-cond", "while-with-scan-output"],
+)
+def test_malformed_loop(tmp_path: pathlib.Path, knobs: dict[str, object], fragment: str) -> None:
+    path, plan = broken(tmp_path, "loop.onnx")
+    save(loop_model(**knobs), path)  # type: ignore[arg-type]
+    assert_refused(invoke("build", str(path), "-o", str(plan)), plan, "'the_loop'", "Loop", f"opset {OPSET}", fragment)
