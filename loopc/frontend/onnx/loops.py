@@ -1,0 +1,394 @@
+"""ONNX ``Loop`` and ``Scan`` into :class:`loopc.ir.Loop`.
+
+Both translate role for role into TensorRT's loop language (see DESIGN.md, "The loop IR"):
+``M`` is the trip count, ``cond`` a recurrence whose state is the while condition, loop-carried
+values and Scan states are recurrences with "last" outputs, scan outputs are "concat" (or
+"reverse") outputs, Scan inputs are iterators. Outer-scope reads need no translation: the body is
+translated in a child :class:`Scope`, so such a name resolves to the outer value itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import onnx
+
+from loopc.errors import FrontendError, UnsupportedOpError
+from loopc.frontend.onnx.importer import Context, Scope, _type_of, lookup, translate_graph
+from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value
+from loopc.ir.core import Shape
+
+BOOL = np.dtype(np.bool_)
+I64 = np.dtype(np.int64)
+
+WHILE_WITH_SCAN_OUTPUTS = "a while loop with scan outputs needs a bound on its trip count (--max-trips)"
+UNBOUNDED = "unbounded: the loop has neither a trip count M nor a condition"
+
+
+class Emitter:
+    """Adds the IR nodes one source node lowers to, each named after (and traced back to) that node."""
+
+    def __init__(self, ctx: Context, node: onnx.NodeProto, graph: Graph) -> None:
+        self.ctx = ctx
+        self.node = node
+        self.graph = graph
+        self.label = node.name or next((o for o in node.output if o), node.op_type.lower())
+
+    def into(self, graph: Graph) -> Emitter:
+        """The same emitter writing into another graph (a loop body being built)."""
+        return Emitter(self.ctx, self.node, graph)
+
+    def fresh(self, base: str) -> Value:
+        return Value(self.ctx.fresh(f"{self.label}_{base}"))
+
+    def op(
+        self,
+        op: str,
+        inputs: list[Value | None],
+        attrs: dict[str, Any] | None = None,
+        *,
+        dtype: np.dtype[Any] | None = None,
+        shape: Shape | None = None,
+        out: Value | None = None,
+    ) -> Value:
+        """One single-output node; ``out`` supplies a pre-made result (a source node's named output)."""
+        result = out if out is not None else self.fresh(op.lower())
+        if result.dtype is None:
+            result.dtype = dtype
+        if result.shape is None:
+            result.shape = shape
+        self.add(op, inputs, [result], attrs)
+        return result
+
+    def multi(self, op: str, inputs: list[Value | None], count: int, attrs: dict[str, Any] | None = None,
+              dtype: np.dtype[Any] | None = None) -> list[Value]:
+        outs = [self.fresh(f"{op.lower()}{k}") for k in range(count)]
+        for out in outs:
+            out.dtype = dtype
+        self.add(op, inputs, outs, attrs)
+        return outs
+
+    def add(self, op: str, inputs: list[Value | None], outputs: list[Value], attrs: dict[str, Any] | None) -> None:
+        name = self.ctx.fresh(f"{self.label}_{op.lower()}")
+        self.graph.add(Node(op, inputs, outputs, dict(attrs or {}), name=name, origin=self.ctx.describe(self.node)))
+
+    def const(self, array: Any, dtype: Any = None) -> Value:
+        value = np.array(array, dtype=dtype)
+        result = self.fresh("const")
+        result.dtype, result.shape = value.dtype, tuple(value.shape)
+        self.add("Constant", [], [result], {"value": value})
+        return result
+
+    def dim(self, value: Value, axis: int, keep_1d: bool = False) -> Value:
+        """Length of ``value`` along ``axis`` as an int64 scalar (``[1]`` if ``keep_1d``): a constant when
+        the shape is static, else ``Shape`` then ``Gather`` — which TensorRT evaluates as a shape tensor."""
+        static = value.shape[axis] if value.shape is not None and -len(value.shape) <= axis < len(value.shape) else None
+        if isinstance(static, int):
+            return self.const([static] if keep_1d else static, np.int64)
+        shape = self.op("Shape", [value], dtype=I64, shape=(len(value.shape),) if value.shape is not None else None)
+        index = self.const([axis] if keep_1d else axis, np.int64)
+        return self.op("Gather", [shape, index], {"axis": 0}, dtype=I64, shape=(1,) if keep_1d else ())
+
+
+def graph_attr(ctx: Context, node: onnx.NodeProto, name: str) -> onnx.GraphProto:
+    for attr in node.attribute:
+        if attr.name == name and attr.type == onnx.AttributeProto.GRAPH:
+            return attr.g
+    raise FrontendError(f"{ctx.describe(node)}: missing graph attribute {name!r}")
+
+
+def int_attr(node: onnx.NodeProto, name: str, default: int) -> int:
+    for attr in node.attribute:
+        if attr.name == name:
+            return int(attr.i)
+    return default
+
+
+def ints_attr(node: onnx.NodeProto, name: str) -> list[int] | None:
+    for attr in node.attribute:
+        if attr.name == name:
+            return [int(v) for v in attr.ints]
+    return None
+
+
+def declared_type(ctx: Context, vi: onnx.ValueInfoProto) -> tuple[np.dtype[Any] | None, Shape | None]:
+    """A body input's type: shape inference's answer, else what the body declares (often nothing)."""
+    inferred = ctx.value(vi.name)
+    declared = Value(vi.name)
+    if vi.type.HasField("tensor_type"):
+        declared.dtype, declared.shape = _type_of(vi.type)
+    return inferred.dtype or declared.dtype, inferred.shape if inferred.shape is not None else declared.shape
+
+
+def param(ctx: Context, vi: onnx.ValueInfoProto, dtype: np.dtype[Any] | None = None, shape: Shape | None = None) -> Value:
+    """A body parameter for ``vi``; the outer type fills what the body leaves undeclared."""
+    own_dtype, own_shape = declared_type(ctx, vi)
+    return Value(vi.name, own_dtype or dtype, own_shape if own_shape is not None else shape)
+
+
+def result_value(ctx: Context, name: str, dtype: np.dtype[Any] | None, shape: Shape | None) -> Value:
+    """The outer value a loop output binds, typed by shape inference or else by what the loop knows."""
+    value = ctx.value(name) if name else Value(ctx.fresh("unused"))
+    value.dtype = value.dtype or dtype
+    if value.shape is None:
+        value.shape = shape
+    return value
+
+
+def stacked(shape: Shape | None, axis: int, length: Any = None) -> Shape | None:
+    """The shape of per-trip values of ``shape`` stacked along ``axis``."""
+    if shape is None:
+        return None
+    dims = list(shape)
+    dims.insert(axis, length if isinstance(length, int) else None)
+    return tuple(dims)
+
+
+def translate_body(ctx: Context, body: onnx.GraphProto, scope: Scope, params: list[Value], name: str) -> Graph:
+    """The body in a child scope, so outer-scope names resolve to the outer values (loop invariants)."""
+    inner = Scope(scope)
+    for value in params:
+        inner.bind(value.name, value)
+    return translate_graph(ctx, body, inner, name, inputs=params)
+
+
+def reads(graph: Graph, value: Value) -> bool:
+    """Whether anything in ``graph`` (at any depth, or its outputs) reads ``value``."""
+    return id(value) in graph.users() or any(out is value for out in graph.outputs)
+
+
+# --------------------------------------------------------------------------------------------- Loop
+
+
+def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
+    """ONNX Loop (every opset: 1, 11, 13, 16, 19, 21, 23 share one structure) into an IR loop."""
+    what = ctx.describe(node)
+    body_proto = graph_attr(ctx, node, "body")
+    if len(node.input) < 2:
+        raise FrontendError(f"{what}: Loop takes inputs (M, cond, v_initial...), M and cond possibly empty; "
+                            f"it has {len(node.input)} input(s)")
+    carried = list(node.input[2:])
+    n, k = len(carried), len(node.output) - len(carried)
+    if k < 0:
+        raise FrontendError(f"{what}: {n} loop-carried inputs but only {len(node.output)} outputs")
+    if len(body_proto.input) != 2 + n:
+        raise FrontendError(f"{what}: the body has {len(body_proto.input)} inputs; a Loop with {n} loop-carried "
+                            f"value(s) needs {2 + n} (iteration_num, cond, then the carried values)")
+    if len(body_proto.output) != 1 + n + k:
+        raise FrontendError(f"{what}: the body has {len(body_proto.output)} outputs; a Loop with {n} carried "
+                            f"value(s) and {k} scan output(s) needs {1 + n + k} (cond, carried..., scan...)")
+    trip = lookup(ctx, node, scope, node.input[0]) if node.input[0] else None
+    cond = lookup(ctx, node, scope, node.input[1]) if node.input[1] else None
+    _check_kind(what, trip, "iu", "trip count M", "an integer")
+    _check_kind(what, cond, "b", "condition cond", "a bool")
+    if trip is None and cond is None:
+        raise UnsupportedOpError(f"{what}: {UNBOUNDED}")
+    if trip is None and any(node.output[n:]):
+        raise UnsupportedOpError(f"{what}: {WHILE_WITH_SCAN_OUTPUTS}")
+
+    inits = [lookup(ctx, node, scope, name) if name else None for name in carried]
+    if any(v is None for v in inits):
+        raise FrontendError(f"{what}: a loop-carried initial value is empty; ONNX requires each one")
+    counter = param(ctx, body_proto.input[0], I64, ())
+    cond_param = param(ctx, body_proto.input[1], BOOL, ())
+    states = [param(ctx, vi, init.dtype, init.shape) for vi, init in zip(body_proto.input[2:], inits) if init]
+    label = node.name or node.output[0]
+    body = translate_body(ctx, body_proto, scope, [counter, cond_param, *states], f"{label}_body")
+    cond_out, nexts, scans = body.outputs[0], body.outputs[1:1 + n], body.outputs[1 + n:]
+    _check_kind(f"{what}: body output", cond_out, "b", "cond", "a bool")
+
+    recurrences, condition = [], None
+    if cond is not None:
+        # The condition is read at the start of each trip, before the body: exactly ONNX's
+        # `for (i = 0; i < M && cond; ++i) cond = body(...)`, with cond carried from trip to trip.
+        recurrences.append(Recurrence(cond_param, cond, cond_out))
+        condition = cond_param
+    elif reads(body, cond_param):
+        # No cond: ONNX ignores the body's cond output for termination, but the body may still read
+        # the carried flag, which starts out true.
+        em = Emitter(ctx, node, graph)
+        recurrences.append(Recurrence(cond_param, em.const(True), cond_out))
+    recurrences += [Recurrence(s, init, nxt) for s, init, nxt in zip(states, inits, nexts) if init]
+
+    outputs = [LoopOutput("last", s, result_value(ctx, name, s.dtype or init.dtype, s.shape or init.shape))
+               for s, init, name in zip(states, inits, node.output[:n]) if name and init]
+    length = _static_int(trip)
+    outputs += [LoopOutput("concat", v, result_value(ctx, name, v.dtype, stacked(v.shape, 0, length)), 0)
+                for v, name in zip(scans, node.output[n:]) if name]
+    loop = Loop(body, trip_count=trip, condition=condition, counter=counter if reads(body, counter) else None,
+                recurrences=recurrences, loop_outputs=outputs, name=ctx.fresh(label), origin=what)
+    graph.add(loop)
+    for out in outputs:
+        scope.bind(out.result.name, out.result)
+
+
+def _check_kind(what: str, value: Value | None, kinds: str, role: str, wanted: str) -> None:
+    if value is not None and value.dtype is not None and value.dtype.kind not in kinds:
+        raise FrontendError(f"{what}: {role} {value.name!r} must be {wanted} tensor, not {value.dtype}")
+
+
+def _static_int(value: Value | None) -> int | None:
+    """The value of a scalar integer Constant, or None."""
+    if value is None or value.producer is None or value.producer.op != "Constant":
+        return None
+    array = np.asarray(value.producer.attrs.get("value"))
+    return int(array.reshape(-1)[0]) if array.size == 1 and array.dtype.kind in "iu" else None
+
+
+# --------------------------------------------------------------------------------------------- Scan
+
+
+def translate_scan(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
+    """Scan-9+ directly; Scan-8 (batch axis 0 on every input and output) as a loop over the batch
+    around the per-sequence loop, since TensorRT loops run one trip count for all batch items."""
+    if ctx.opset < 9:
+        _scan8(ctx, node, scope, graph)
+        return
+    what = ctx.describe(node)
+    m = _num_scan_inputs(ctx, node, len(node.input))
+    n = len(node.input) - m
+    inputs = [lookup(ctx, node, scope, name) for name in node.input]
+    results = _scan_loop(ctx, node, scope, Emitter(ctx, node, graph), inputs[:n], inputs[n:],
+                         [ctx.value(name) if name else None for name in node.output], what)
+    for name, value in zip(node.output, results):
+        if name:
+            scope.bind(name, value)
+
+
+def _num_scan_inputs(ctx: Context, node: onnx.NodeProto, available: int) -> int:
+    m = int_attr(node, "num_scan_inputs", 0)
+    if not 1 <= m <= available:
+        raise FrontendError(f"{ctx.describe(node)}: num_scan_inputs={m}, but the node has {available} "
+                            f"state and scan inputs")
+    return m
+
+
+def _scan_loop(
+    ctx: Context,
+    node: onnx.NodeProto,
+    scope: Scope,
+    em: Emitter,
+    inits: list[Value],
+    sources: list[Value],
+    results: list[Value | None],
+    what: str,
+    batch_axis: bool = False,
+) -> list[Value | None]:
+    """Emit the loop one Scan runs per sequence into ``em.graph``; return its outputs by position.
+
+    ``results`` are pre-made output values (None where the output is unused and for Scan-8's inner loop).
+    """
+    body_proto = graph_attr(ctx, node, "body")
+    n, m = len(inits), len(sources)
+    k = len(node.output) - n
+    if len(body_proto.input) != n + m or len(body_proto.output) != n + k or k < 0:
+        raise FrontendError(f"{what}: the body has {len(body_proto.input)} inputs and {len(body_proto.output)} "
+                            f"outputs; this Scan needs {n + m} ({n} states, {m} scan inputs) and "
+                            f"{len(node.output)} ({n} states, {max(k, 0)} scan outputs)")
+    if batch_axis:  # Scan-8: one axis attribute for all inputs, always the sequence axis
+        in_axes, out_axes, out_dirs = [0] * m, [0] * k, [0] * k
+        in_dirs = ints_attr(node, "directions") or [0] * m
+    else:
+        in_axes = ints_attr(node, "scan_input_axes") or [0] * m
+        in_dirs = ints_attr(node, "scan_input_directions") or [0] * m
+        out_axes = ints_attr(node, "scan_output_axes") or [0] * k
+        out_dirs = ints_attr(node, "scan_output_directions") or [0] * k
+    for attr, values, count in (("scan input axes", in_axes, m), ("scan input directions", in_dirs, m),
+                                ("scan output axes", out_axes, k), ("scan output directions", out_dirs, k)):
+        if len(values) != count:
+            raise FrontendError(f"{what}: {len(values)} {attr} for {count} {attr.rsplit(' ', 1)[0]}s")
+    in_axes = [_axis(what, a, _rank(s.shape, vi, 1), "scan input") for a, s, vi in
+               zip(in_axes, sources, body_proto.input[n:])]
+    states = [param(ctx, vi, init.dtype, init.shape) for vi, init in zip(body_proto.input[:n], inits)]
+    elems = [param(ctx, vi, s.dtype, _drop(s.shape, a)) for vi, s, a in zip(body_proto.input[n:], sources, in_axes)]
+    label = node.name or node.output[0]
+    body = translate_body(ctx, body_proto, scope, states + elems, f"{label}_body")
+    nexts, scans = body.outputs[:n], body.outputs[n:]
+    trip = em.dim(sources[0], in_axes[0])
+    outputs: list[LoopOutput] = []
+    final: list[Value | None] = []
+    for state, init, result in zip(states, inits, results[:n]):
+        out = result or em.fresh("state")
+        out.dtype, out.shape = out.dtype or init.dtype, out.shape if out.shape is not None else init.shape
+        outputs.append(LoopOutput("last", state, out))
+        final.append(out)
+    for value, result, axis, direction, vi in zip(scans, results[n:], out_axes, out_dirs, body_proto.output[n:]):
+        rank = len(value.shape) + 1 if value.shape is not None else _rank(None, vi, 1)
+        axis = _axis(what, axis, rank, "scan output")
+        out = result or em.fresh("scan")
+        out.dtype = out.dtype or value.dtype
+        if out.shape is None:
+            out.shape = stacked(value.shape, axis, _static_int(trip))
+        # ONNX's reverse scan output prepends each trip's value: TensorRT's kREVERSE output.
+        outputs.append(LoopOutput("reverse" if direction == 1 else "concat", value, out, axis))
+        final.append(out)
+    # ONNX's reverse scan input reads the sequence from its end: an iterator with reverse=True.
+    iterators = [LoopIterator(p, s, a, d == 1) for p, s, a, d in zip(elems, sources, in_axes, in_dirs)]
+    loop = Loop(body, trip_count=trip, iterators=iterators,
+                recurrences=[Recurrence(s, i, x) for s, i, x in zip(states, inits, nexts)],
+                loop_outputs=outputs, name=ctx.fresh(label), origin=what)
+    em.graph.add(loop)
+    return final
+
+
+def _rank(shape: Shape | None, vi: onnx.ValueInfoProto, extra: int) -> int | None:
+    """Rank of an outer scan tensor: its own, or its body element's plus the scanned axis."""
+    if shape is not None:
+        return len(shape)
+    if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape"):
+        return len(vi.type.tensor_type.shape.dim) + extra
+    return None
+
+
+def _axis(what: str, axis: int, rank: int | None, role: str) -> int:
+    if axis >= 0:
+        return axis
+    if rank is None:
+        raise UnsupportedOpError(f"{what}: {role} axis {axis} is negative and the rank is unknown; "
+                                 f"give the model static ranks (run shape inference) or a non-negative axis")
+    if axis < -rank:
+        raise FrontendError(f"{what}: {role} axis {axis} is out of range for rank {rank}")
+    return axis + rank
+
+
+def _drop(shape: Shape | None, axis: int) -> Shape | None:
+    if shape is None or axis >= len(shape):
+        return None
+    return shape[:axis] + shape[axis + 1:]
+
+
+def _scan8(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
+    """Scan-8: ``(sequence_lens, states..., scans...)`` with batch axis 0 everywhere.
+
+    The outer loop iterates the batch (axis 0 of every state and scan input) and concatenates
+    the inner loop's results on axis 0 again, so each batch item runs the Scan-9 loop on its own.
+    """
+    what = ctx.describe(node)
+    if not node.input:
+        raise FrontendError(f"{what}: Scan-8 takes (sequence_lens, initial states..., scan inputs...)")
+    if node.input[0]:
+        raise UnsupportedOpError(
+            f"{what}: Scan-8 sequence_lens is not supported: per-batch sequence lengths give each batch "
+            f"item its own trip count and padded scan outputs, which one TensorRT loop cannot express; "
+            f"export with opset 9+ (Scan without a batch axis) or without sequence_lens")
+    m = _num_scan_inputs(ctx, node, len(node.input) - 1)
+    inputs = [lookup(ctx, node, scope, name) for name in node.input[1:]]
+    n = len(inputs) - m
+    outer_em = Emitter(ctx, node, graph)
+    label = node.name or node.output[0]
+    body = Graph(f"{label}_batch")
+    params = [Value(ctx.fresh(f"{label}_item"), v.dtype, _drop(v.shape, 0)) for v in inputs]
+    inner = _scan_loop(ctx, node, scope, outer_em.into(body), params[:n], params[n:], [None] * len(node.output),
+                       what, batch_axis=True)
+    batch = outer_em.dim(inputs[-1], 0)
+    outputs = []
+    for name, value in zip(node.output, inner):
+        if name and value is not None:
+            result = result_value(ctx, name, value.dtype, stacked(value.shape, 0, _static_int(batch)))
+            outputs.append(LoopOutput("concat", value, result, 0))
+    loop = Loop(body, trip_count=batch, iterators=[LoopIterator(p, v, 0) for p, v in zip(params, inputs)],
+                loop_outputs=outputs, name=ctx.fresh(f"{label}_batch"), origin=what)
+    graph.add(loop)
+    for out in outputs:
+        scope.bind(out.result.name, out.result)

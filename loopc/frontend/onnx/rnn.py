@@ -1,0 +1,395 @@
+"""ONNX ``RNN``, ``GRU`` and ``LSTM`` lowered by loopc itself into IR loops of ordinary ops.
+
+One loop per direction; bidirectional runs two and concatenates them on the num_directions axis.
+Following the operator specs exactly (gate orders ``iofc`` and ``zrh``, default activations,
+``activation_alpha/beta``, ``clip`` on every activation input, GRU's ``linear_before_reset``,
+LSTM's peepholes and ``input_forget``, ``layout``, ``initial_h/c``). Two rewrites make the loop
+cheaper and are exact up to float rounding:
+
+* ``X·Wᵀ + Wb (+ Rb)`` does not depend on the hidden state, so it is computed for all steps
+  before the loop (one MatMul) and the loop iterates over its rows.
+* ``sequence_lens``: each batch item stops at its own length. Inside the loop a mask
+  ``t < len[b]`` keeps the state (``Where``) and zeroes ``Y`` past the end, as the spec says;
+  the reverse direction reads each item's first ``len[b]`` steps backwards, which is
+  ``ReverseSequence`` before the loop and again on ``Y`` after it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import helper
+
+from loopc.errors import FrontendError, UnsupportedOpError
+from loopc.frontend.onnx.importer import Context, Scope, lookup
+from loopc.frontend.onnx.loops import I64, Emitter, result_value
+from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
+
+#: name -> (uses alpha, uses beta, default alpha, default beta), as onnxruntime reads the lists.
+_ACTIVATIONS: dict[str, tuple[bool, bool, float, float]] = {
+    "relu": (False, False, 0.0, 0.0), "tanh": (False, False, 0.0, 0.0), "sigmoid": (False, False, 0.0, 0.0),
+    "softsign": (False, False, 0.0, 0.0), "softplus": (False, False, 0.0, 0.0),
+    "affine": (True, True, 1.0, 0.0), "leakyrelu": (True, False, 0.01, 0.0),
+    "thresholdedrelu": (True, False, 1.0, 0.0), "scaledtanh": (True, True, 1.0, 1.0),
+    "hardsigmoid": (True, True, 0.2, 0.5), "elu": (True, False, 1.0, 0.0),
+}
+_PLAIN = {"relu": "Relu", "tanh": "Tanh", "sigmoid": "Sigmoid", "softsign": "Softsign", "softplus": "Softplus"}
+
+
+@dataclass(frozen=True)
+class Cell:
+    """What distinguishes the three ops: gate count, activations per direction, extra inputs/outputs."""
+
+    op: str
+    gates: int
+    activations: tuple[str, ...]
+    state_outputs: int  # Y_h (and Y_c)
+
+
+RNN = Cell("RNN", 1, ("Tanh",), 1)
+GRU = Cell("GRU", 3, ("Sigmoid", "Tanh"), 1)
+LSTM = Cell("LSTM", 4, ("Sigmoid", "Tanh", "Tanh"), 2)
+
+
+@dataclass(frozen=True)
+class Activation:
+    name: str
+    alpha: float
+    beta: float
+
+
+@dataclass
+class Spec:
+    """One recurrent node's parsed inputs and attributes."""
+
+    cell: Cell
+    x: Value
+    w: Value
+    r: Value
+    b: Value | None
+    lens: Value | None
+    h0: Value | None
+    c0: Value | None
+    p: Value | None
+    directions: list[bool]  # reverse flag per direction
+    layout: int
+    clip: float | None
+    hidden: int | None
+    activations: list[list[Activation]]
+    linear_before_reset: bool
+    input_forget: bool
+
+    @property
+    def time_axis(self) -> int:
+        return 0 if self.layout == 0 else 1
+
+    @property
+    def batch_axis(self) -> int:
+        return 1 if self.layout == 0 else 0
+
+    @property
+    def dtype(self) -> np.dtype[Any]:
+        return self.x.dtype or np.dtype(np.float32)
+
+
+def translate_rnn(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
+    _translate(ctx, node, scope, graph, RNN)
+
+
+def translate_gru(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
+    _translate(ctx, node, scope, graph, GRU)
+
+
+def translate_lstm(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
+    _translate(ctx, node, scope, graph, LSTM)
+
+
+def _translate(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph, cell: Cell) -> None:
+    spec = _parse(ctx, node, scope, cell)
+    em = Emitter(ctx, node, graph)
+    names = list(node.output) + [""] * (1 + cell.state_outputs - len(node.output))
+    want_y = bool(names[0])
+    per_dir = [_direction(em, spec, d, reverse, want_y) for d, reverse in enumerate(spec.directions)]
+    # Y is [seq, dirs, batch, H] (layout 0) or [batch, seq, dirs, H]; Y_h/Y_c [dirs, batch, H] or [batch, dirs, H].
+    y_axis = 1 if spec.layout == 0 else 2
+    state_axis = 0 if spec.layout == 0 else 1
+    for k, name in enumerate(names[: 1 + cell.state_outputs]):
+        if not name:
+            continue
+        axis = y_axis if k == 0 else state_axis
+        out = result_value(ctx, name, spec.dtype, None)
+        parts = [_unsqueeze(em, outs[k], axis, out if len(per_dir) == 1 else None) for outs in per_dir]
+        if len(parts) > 1:
+            em.op("Concat", parts, {"axis": axis}, out=out)
+        scope.bind(name, out)
+
+
+def _unsqueeze(em: Emitter, value: Value | None, axis: int, out: Value | None) -> Value:
+    assert value is not None
+    return em.op("Unsqueeze", [value, em.const([axis], np.int64)], dtype=value.dtype, out=out)
+
+
+# ------------------------------------------------------------------------------------------ parsing
+
+
+def _parse(ctx: Context, node: onnx.NodeProto, scope: Scope, cell: Cell) -> Spec:
+    what = ctx.describe(node)
+    attrs = {a.name: helper.get_attribute_value(a) for a in node.attribute}
+    attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
+    names = list(node.input) + [""] * 8
+    if len(node.input) < 3 or not all(names[:3]):
+        raise FrontendError(f"{what}: {cell.op} needs inputs X, W and R")
+    get = [lookup(ctx, node, scope, n) if n else None for n in names[:8]]
+    direction = attrs.get("direction", "forward")
+    if direction not in ("forward", "reverse", "bidirectional"):
+        raise FrontendError(f"{what}: direction {direction!r} is not forward, reverse or bidirectional")
+    directions = {"forward": [False], "reverse": [True], "bidirectional": [False, True]}[direction]
+    layout = int(attrs.get("layout", 0))
+    if layout not in (0, 1):
+        raise FrontendError(f"{what}: layout {layout} is not 0 or 1")
+    lens = get[4]
+    if lens is not None and lens.dtype is not None and lens.dtype.kind not in "iu":
+        raise FrontendError(f"{what}: sequence_lens {lens.name!r} must be an integer tensor, not {lens.dtype}")
+    return Spec(
+        cell=cell, x=get[0], w=get[1], r=get[2], b=get[3], lens=lens, h0=get[5],  # type: ignore[arg-type]
+        c0=get[6] if cell is LSTM else None, p=get[7] if cell is LSTM else None,
+        directions=directions, layout=layout,
+        clip=float(attrs["clip"]) if "clip" in attrs else None,
+        hidden=int(attrs["hidden_size"]) if "hidden_size" in attrs else None,
+        activations=_activations(what, cell, attrs, len(directions)),
+        linear_before_reset=bool(attrs.get("linear_before_reset", 0)),
+        input_forget=bool(attrs.get("input_forget", 0)),
+    )
+
+
+def _activations(what: str, cell: Cell, attrs: dict[str, Any], dirs: int) -> list[list[Activation]]:
+    """Activation functions per direction; alphas and betas are consumed in order by the functions
+    that take them, and the others use their defaults."""
+    names = [a.decode() if isinstance(a, bytes) else a for a in attrs.get("activations", [])]
+    names = names or list(cell.activations) * dirs
+    per_dir = len(cell.activations)
+    if len(names) != per_dir * dirs:
+        raise FrontendError(f"{what}: {len(names)} activations given; {cell.op} needs {per_dir} per direction "
+                            f"({per_dir * dirs} in all)")
+    alphas, betas = list(attrs.get("activation_alpha", [])), list(attrs.get("activation_beta", []))
+    resolved = []
+    for name in names:
+        key = name.lower()
+        if key not in _ACTIVATIONS:
+            raise UnsupportedOpError(f"{what}: activation {name!r} is not one the ONNX spec defines")
+        uses_alpha, uses_beta, alpha, beta = _ACTIVATIONS[key]
+        if uses_alpha and alphas:
+            alpha = float(alphas.pop(0))
+        if uses_beta and betas:
+            beta = float(betas.pop(0))
+        resolved.append(Activation(key, alpha, beta))
+    return [resolved[d * per_dir:(d + 1) * per_dir] for d in range(dirs)]
+
+
+# ----------------------------------------------------------------------------------------- lowering
+
+
+@dataclass
+class Weights:
+    """One direction's operands, prepared outside the loop."""
+
+    xw: Value  # X·Wᵀ + biases, [seq, batch, G·H] or [batch, seq, G·H]
+    rt: Value  # Rᵀ, [H, G·H] (GRU without linear_before_reset: only the z and r columns)
+    rht: Value | None = None  # GRU without linear_before_reset: Rhᵀ
+    rb: Value | None = None  # GRU with linear_before_reset: Rb, added to H·Rᵀ
+    peep: list[Value] | None = None  # LSTM: Pi, Po, Pf
+
+
+def _direction(em: Emitter, spec: Spec, d: int, reverse: bool, want_y: bool) -> list[Value | None]:
+    """One direction's loop; returns (Y for this direction, H_last[, C_last]) without the dirs axis;
+    Y only when the node's Y output is used."""
+    weights = _weights(em, spec, d)
+    dtype = spec.dtype
+    lens = None
+    xw = weights.xw
+    if spec.lens is not None:
+        lens = em.op("Cast", [spec.lens], {"to": onnx.TensorProto.INT64}, dtype=I64)
+        if reverse:  # each item's own first len[b] steps, backwards; then iterate forwards
+            xw = _reverse_sequence(em, spec, xw, lens)
+    h0 = _initial(em, spec, spec.h0, d)
+    c0 = _initial(em, spec, spec.c0, d) if spec.cell is LSTM else None
+
+    body = Graph(em.ctx.fresh(f"{em.label}_dir{d}_body"))
+    bem = em.into(body)
+    x_t = Value(em.ctx.fresh(f"{em.label}_x_t"), dtype)
+    h = Value(em.ctx.fresh(f"{em.label}_h"), dtype)
+    c = Value(em.ctx.fresh(f"{em.label}_c"), dtype) if c0 is not None else None
+    counter = Value(em.ctx.fresh(f"{em.label}_t"), I64, ()) if lens is not None else None
+    h_new, c_new = _cell(bem, spec, weights, spec.activations[d], x_t, h, c)
+    y_t = h_new
+    if lens is not None and counter is not None:
+        # Past an item's length the state holds and Y is zero (the spec's padding).
+        lens_col = em.op("Unsqueeze", [lens, em.const([1], np.int64)], dtype=I64)
+        live = bem.op("Less", [counter, lens_col], dtype=np.dtype(np.bool_))
+        h_new = bem.op("Where", [live, h_new, h], dtype=dtype)
+        if want_y:
+            y_t = bem.op("Where", [live, y_t, bem.const(0, dtype)], dtype=dtype)
+        if c is not None and c_new is not None:
+            c_new = bem.op("Where", [live, c_new, c], dtype=dtype)
+
+    recurrences = [Recurrence(h, h0, h_new)]
+    h_last = em.fresh("h_last")
+    h_last.dtype = dtype
+    outputs = [LoopOutput("last", h, h_last)]
+    c_last = None
+    if c is not None and c0 is not None and c_new is not None:
+        recurrences.append(Recurrence(c, c0, c_new))
+        c_last = em.fresh("c_last")
+        c_last.dtype = dtype
+        outputs.append(LoopOutput("last", c, c_last))
+    iterate_reverse = reverse and lens is None
+    y = None
+    if want_y:
+        y = em.fresh("y")
+        y.dtype = dtype
+        # Iterating backwards and emitting with kREVERSE puts step t's state at position t, as
+        # ONNX's reverse direction does.
+        outputs.append(LoopOutput("reverse" if iterate_reverse else "concat", y_t, y, spec.time_axis))
+    loop = Loop(body, trip_count=em.dim(spec.x, spec.time_axis), counter=counter,
+                iterators=[LoopIterator(x_t, xw, spec.time_axis, iterate_reverse)],
+                recurrences=recurrences, loop_outputs=outputs,
+                name=em.ctx.fresh(f"{em.label}_dir{d}"), origin=em.ctx.describe(em.node))
+    em.graph.add(loop)
+    if y is not None and reverse and lens is not None:
+        y = _reverse_sequence(em, spec, y, lens)
+    return [y, h_last, c_last]
+
+
+def _weights(em: Emitter, spec: Spec, d: int) -> Weights:
+    dtype = spec.dtype
+    index = em.const(d, np.int64)
+    w = em.op("Gather", [spec.w, index], {"axis": 0}, dtype=dtype)
+    r = em.op("Gather", [spec.r, index], {"axis": 0}, dtype=dtype)
+    xw = em.op("MatMul", [spec.x, _t(em, w)], dtype=dtype)
+    weights = Weights(xw=xw, rt=_t(em, r))
+    gru_split = spec.cell is GRU and not spec.linear_before_reset
+    if gru_split:
+        rz, rr, rh = em.multi("Split", [r], 3, {"axis": 0, "num_outputs": 3}, dtype)
+        weights.rt = _t(em, em.op("Concat", [rz, rr], {"axis": 0}, dtype=dtype))
+        weights.rht = _t(em, rh)
+    if spec.b is not None:
+        b = em.op("Gather", [spec.b, index], {"axis": 0}, dtype=dtype)
+        wb, rb = em.multi("Split", [b], 2, {"axis": 0, "num_outputs": 2}, dtype)
+        if spec.cell is GRU and spec.linear_before_reset:
+            # Rbh sits inside r ⊙ (H·Rhᵀ + Rbh): keep Rb with the recurrent product.
+            bias, weights.rb = wb, rb
+        else:
+            bias = em.op("Add", [wb, rb], dtype=dtype)
+        weights.xw = em.op("Add", [xw, bias], dtype=dtype)
+    if spec.p is not None:
+        p = em.op("Gather", [spec.p, index], {"axis": 0}, dtype=dtype)
+        weights.peep = em.multi("Split", [p], 3, {"axis": 0, "num_outputs": 3}, dtype)
+    return weights
+
+
+def _t(em: Emitter, value: Value) -> Value:
+    return em.op("Transpose", [value], {"perm": [1, 0]}, dtype=value.dtype)
+
+
+def _initial(em: Emitter, spec: Spec, given: Value | None, d: int) -> Value:
+    """Direction ``d``'s initial state, [batch, H]: a slice of initial_h/initial_c, or zeros."""
+    if given is not None:
+        axis = 0 if spec.layout == 0 else 1
+        return em.op("Gather", [given, em.const(d, np.int64)], {"axis": axis}, dtype=spec.dtype)
+    batch = em.dim(spec.x, spec.batch_axis, keep_1d=True)
+    hidden = em.const([spec.hidden], np.int64) if spec.hidden is not None else em.dim(spec.r, 2, keep_1d=True)
+    shape = em.op("Concat", [batch, hidden], {"axis": 0}, dtype=I64, shape=(2,))
+    return em.op("ConstantOfShape", [shape], {"value": np.zeros(1, spec.dtype)}, dtype=spec.dtype)
+
+
+def _reverse_sequence(em: Emitter, spec: Spec, value: Value, lens: Value) -> Value:
+    return em.op("ReverseSequence", [value, lens], {"batch_axis": spec.batch_axis, "time_axis": spec.time_axis},
+                 dtype=value.dtype)
+
+
+# ----------------------------------------------------------------------------------------- the cells
+
+
+def _cell(em: Emitter, spec: Spec, wt: Weights, acts: list[Activation], x_t: Value, h: Value,
+          c: Value | None) -> tuple[Value, Value | None]:
+    """One step: (H_t, C_t) from this step's projected input ``x_t`` and the previous state."""
+    dtype = spec.dtype
+    if spec.cell is RNN:
+        gates = em.op("Add", [x_t, em.op("MatMul", [h, wt.rt], dtype=dtype)], dtype=dtype)
+        return _act(em, spec, acts[0], gates), None
+    if spec.cell is GRU:
+        return _gru(em, spec, wt, acts, x_t, h), None
+    assert c is not None
+    return _lstm(em, spec, wt, acts, x_t, h, c)
+
+
+def _gru(em: Emitter, spec: Spec, wt: Weights, acts: list[Activation], x_t: Value, h: Value) -> Value:
+    dtype = spec.dtype
+    f, g = acts
+    xz, xr, xh = em.multi("Split", [x_t], 3, {"axis": -1, "num_outputs": 3}, dtype)
+    hr_all = em.op("MatMul", [h, wt.rt], dtype=dtype)
+    if spec.linear_before_reset:
+        if wt.rb is not None:
+            hr_all = em.op("Add", [hr_all, wt.rb], dtype=dtype)
+        hz, hr, hh = em.multi("Split", [hr_all], 3, {"axis": -1, "num_outputs": 3}, dtype)
+    else:
+        hz, hr = em.multi("Split", [hr_all], 2, {"axis": -1, "num_outputs": 2}, dtype)
+    z = _act(em, spec, f, em.op("Add", [xz, hz], dtype=dtype))
+    r = _act(em, spec, f, em.op("Add", [xr, hr], dtype=dtype))
+    if spec.linear_before_reset:
+        recurrent = em.op("Mul", [r, hh], dtype=dtype)  # r ⊙ (H·Rhᵀ + Rbh)
+    else:
+        assert wt.rht is not None
+        recurrent = em.op("MatMul", [em.op("Mul", [r, h], dtype=dtype), wt.rht], dtype=dtype)  # (r ⊙ H)·Rhᵀ
+    candidate = _act(em, spec, g, em.op("Add", [xh, recurrent], dtype=dtype))
+    keep = em.op("Sub", [em.const(1, dtype), z], dtype=dtype)
+    return em.op("Add", [em.op("Mul", [keep, candidate], dtype=dtype), em.op("Mul", [z, h], dtype=dtype)],
+                 dtype=dtype)
+
+
+def _lstm(em: Emitter, spec: Spec, wt: Weights, acts: list[Activation], x_t: Value, h: Value,
+          c: Value) -> tuple[Value, Value]:
+    dtype = spec.dtype
+    f, g, hact = acts
+    gates = em.op("Add", [x_t, em.op("MatMul", [h, wt.rt], dtype=dtype)], dtype=dtype)
+    gi, go, gf, gc = em.multi("Split", [gates], 4, {"axis": -1, "num_outputs": 4}, dtype)
+    if wt.peep is not None:
+        pi, po, pf = wt.peep
+        gi = em.op("Add", [gi, em.op("Mul", [pi, c], dtype=dtype)], dtype=dtype)
+        gf = em.op("Add", [gf, em.op("Mul", [pf, c], dtype=dtype)], dtype=dtype)
+    i = _act(em, spec, f, gi)
+    if spec.input_forget:
+        forget = em.op("Sub", [em.const(1, dtype), i], dtype=dtype)  # coupled gates: f = 1 - i
+    else:
+        forget = _act(em, spec, f, gf)
+    cand = _act(em, spec, g, gc)
+    c_new = em.op("Add", [em.op("Mul", [forget, c], dtype=dtype), em.op("Mul", [i, cand], dtype=dtype)],
+                  dtype=dtype)
+    if wt.peep is not None:
+        go = em.op("Add", [go, em.op("Mul", [wt.peep[1], c_new], dtype=dtype)], dtype=dtype)
+    o = _act(em, spec, f, go)
+    h_new = em.op("Mul", [o, _act(em, spec, hact, c_new, clip=False)], dtype=dtype)
+    return h_new, c_new
+
+
+def _act(em: Emitter, spec: Spec, act: Activation, x: Value, clip: bool = True) -> Value:
+    """``act(clip(x))``: the spec clips the input of the gate activations."""
+    dtype = spec.dtype
+    if clip and spec.clip is not None:
+        x = em.op("Clip", [x, em.const(-spec.clip, dtype), em.const(spec.clip, dtype)], dtype=dtype)
+    if act.name in _PLAIN:
+        return em.op(_PLAIN[act.name], [x], dtype=dtype)
+    if act.name in ("leakyrelu", "thresholdedrelu", "elu"):
+        op = {"leakyrelu": "LeakyRelu", "thresholdedrelu": "ThresholdedRelu", "elu": "Elu"}[act.name]
+        return em.op(op, [x], {"alpha": act.alpha}, dtype=dtype)
+    if act.name == "hardsigmoid":
+        return em.op("HardSigmoid", [x], {"alpha": act.alpha, "beta": act.beta}, dtype=dtype)
+    if act.name == "affine":
+        scaled = em.op("Mul", [x, em.const(act.alpha, dtype)], dtype=dtype)
+        return em.op("Add", [scaled, em.const(act.beta, dtype)], dtype=dtype)
+    # scaledtanh: alpha * tanh(beta * x)
+    inner = em.op("Tanh", [em.op("Mul", [x, em.const(act.beta, dtype)], dtype=dtype)], dtype=dtype)
+    return em.op("Mul", [inner, em.const(act.alpha, dtype)], dtype=dtype)

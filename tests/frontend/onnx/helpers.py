@@ -1,0 +1,41 @@
+"""Shared helpers: import + verify, and compare the IR (run by the test interpreter) with onnxruntime."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnx.parser
+
+from loopc.frontend.onnx import import_model
+from loopc.ir import Graph, Loop, Model, verify
+from tests.frontend.onnx import ir_eval
+
+
+def parse(text: str) -> onnx.ModelProto:
+    model = onnx.parser.parse_model(text)
+    onnx.checker.check_model(model)
+    return model
+
+
+def imported(model: onnx.ModelProto | str) -> Model:
+    result = import_model(parse(model) if isinstance(model, str) else model)
+    verify(result.graph, after="the ONNX frontend")
+    return result
+
+
+def loops(graph: Graph) -> list[Loop]:
+    return [node for _, node in graph.walk() if isinstance(node, Loop)]
+
+
+def check_against_ort(model: onnx.ModelProto | str, feeds: dict[str, np.ndarray], rtol: float = 1e-4) -> Model:
+    """Import, verify, interpret the IR, and compare every output with onnxruntime's."""
+    import onnxruntime as ort
+
+    proto = parse(model) if isinstance(model, str) else model
+    ir = imported(proto)
+    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = session.run(None, feeds)
+    got = ir_eval.run(ir.graph, feeds)
+    for name, g, e in zip([o.name for o in proto.graph.output], got, expected):
+        np.testing.assert_allclose(np.asarray(g), e, rtol=rtol, atol=1e-5, err_msg=f"output {name}")
+    return ir
