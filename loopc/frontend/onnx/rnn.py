@@ -197,7 +197,7 @@ class Weights:
     """One direction's operands, prepared outside the loop."""
 
     xw: Value  # X·Wᵀ + biases, [seq, batch, G·H] or [batch, seq, G·H]
-    rt: Value  # Rᵀ, [H, G·H] (GRU without linear_before_reset: only the z and r columns)
+    rt: Value  # Rᵀ, [H, G·H]
     rht: Value | None = None  # GRU without linear_before_reset: Rhᵀ
     rb: Value | None = None  # GRU with linear_before_reset: Rb, added to H·Rᵀ
     peep: list[Value] | None = None  # LSTM: Pi, Po, Pf
@@ -272,8 +272,9 @@ def _weights(em: Emitter, spec: Spec, d: int) -> Weights:
     weights = Weights(xw=xw, rt=_t(em, r))
     gru_split = spec.cell is GRU and not spec.linear_before_reset
     if gru_split:
-        rz, rr, rh = em.multi("Split", [r], 3, {"axis": 0, "num_outputs": 3}, dtype)
-        weights.rt = _t(em, em.op("Concat", [rz, rr], {"axis": 0}, dtype=dtype))
+        # H·Rᵀ keeps all three gates' columns (the h columns go unused): multiplying by a Concat of
+        # the Rz and Rr slices instead makes TensorRT-RTX's builder fail ("FC inner dimension mismatch").
+        _, _, rh = em.multi("Split", [r], 3, {"axis": 0, "num_outputs": 3}, dtype)
         weights.rht = _t(em, rh)
     if spec.b is not None:
         b = em.op("Gather", [spec.b, index], {"axis": 0}, dtype=dtype)
@@ -336,7 +337,7 @@ def _gru(em: Emitter, spec: Spec, wt: Weights, acts: list[Activation], x_t: Valu
             hr_all = em.op("Add", [hr_all, wt.rb], dtype=dtype)
         hz, hr, hh = em.multi("Split", [hr_all], 3, {"axis": -1, "num_outputs": 3}, dtype)
     else:
-        hz, hr = em.multi("Split", [hr_all], 2, {"axis": -1, "num_outputs": 2}, dtype)
+        hz, hr, _ = em.multi("Split", [hr_all], 3, {"axis": -1, "num_outputs": 3}, dtype)
     z = _act(em, spec, f, em.op("Add", [xz, hz], dtype=dtype))
     r = _act(em, spec, f, em.op("Add", [xr, hr], dtype=dtype))
     if spec.linear_before_reset:
