@@ -1,4 +1,4 @@
-"""Constant, Identity, Cast, Where, Range, ConstantOfShape, Gather and GatherElements against onnxruntime."""
+"""Constant, Identity, Cast, CastLike, Where, Range, ConstantOfShape, Gather and GatherElements against onnxruntime."""
 
 from __future__ import annotations
 
@@ -16,6 +16,12 @@ def test_cast(to, name):
     check_onnx(f"""{HEADER}
         g (float[3,4] x) => ({name}[3,4] y, float[3,4] z) {{ y = Cast <to = {to}> (x)  z = Identity(x) }}""",
                {"x": X})
+
+
+def test_cast_like_takes_the_second_inputs_type():
+    check_onnx(f"""{HEADER}
+        g (float[3,4] x, int32[2] like) => (int32[3,4] y) {{ y = CastLike(x, like) }}""",
+               {"x": X, "like": np.array([1, 2], np.int32)})
 
 
 def test_where_broadcasts_three_ranks():

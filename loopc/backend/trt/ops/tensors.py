@@ -1,4 +1,4 @@
-"""Ops that make or pass tensors: Constant, Identity, Cast, Where, Range, ConstantOfShape."""
+"""Ops that make or pass tensors: Constant, Identity, Cast, CastLike, Where, Range, ConstantOfShape."""
 
 from __future__ import annotations
 
@@ -27,10 +27,14 @@ def identity(ctx: ConversionContext, node: Node) -> None:
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(ctx.get(node.inputs[0], node)), node))
 
 
-@converter("Cast")
+@converter("Cast", "CastLike")
 def cast(ctx: ConversionContext, node: Node) -> None:
-    target = trt_dtype(helper.tensor_dtype_to_np_dtype(int(node.attrs["to"])))
+    """Cast to the ``to`` attribute's type, or (CastLike) to the type of the second input."""
     x = ctx.get(node.inputs[0], node)
+    if node.op == "CastLike":
+        target = ctx.get(node.inputs[1], node).dtype
+    else:
+        target = trt_dtype(helper.tensor_dtype_to_np_dtype(int(node.attrs["to"])))
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_cast(x, target), node))
 
 
