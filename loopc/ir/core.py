@@ -99,6 +99,12 @@ class Model:
     graph: Graph
     source: str = ""
     opset: int = 0
+    #: The names the model's outputs must keep, whatever values passes put in ``graph.outputs``.
+    output_names: list[str] = field(default_factory=list)
+
+    def outputs(self) -> list[tuple[str, Value]]:
+        names = self.output_names or [v.name for v in self.graph.outputs]
+        return list(zip(names, self.graph.outputs))
 
 
 def type_text(value: Value) -> str:

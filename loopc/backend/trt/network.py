@@ -26,7 +26,7 @@ def to_network(
     network = session.create_network()
     ctx = ConversionContext(session, network, settings or Settings())
     graph = model.graph
-    ctx.reserved = {id(v): v.name for v in graph.outputs if v not in graph.inputs}
+    ctx.reserved = {id(v): name for name, v in model.outputs() if v not in graph.inputs}
     with captured(session.errors):
         for value in graph.inputs:
             if value.dtype is None or value.shape is None:
@@ -36,7 +36,7 @@ def to_network(
             ctx.claim(value.name)
             ctx.set(value, tensor)
         convert_graph(ctx, graph)
-        _mark_outputs(ctx, graph)
+        _mark_outputs(ctx, model)
     # TensorRT reads constant weights at build time without copying them: the session keeps them.
     session.keep_alive.append(ctx)
     return session, network
@@ -69,14 +69,14 @@ def convert_node(ctx: ConversionContext, node: Node) -> None:
     log.debug("converted %s", node.describe())
 
 
-def _mark_outputs(ctx: ConversionContext, graph: Graph) -> None:
+def _mark_outputs(ctx: ConversionContext, model: Model) -> None:
     """Mark the outputs under the model's names; an input, or a tensor already marked, gets an Identity."""
     marked: set[str] = set()
-    inputs = {v.name for v in graph.inputs}
-    for value in graph.outputs:
+    inputs = {v.name for v in model.graph.inputs}
+    for name, value in model.outputs():
         tensor = ctx.get(value)
-        if tensor.name != value.name or tensor.name in marked or tensor.name in inputs:
-            tensor = ctx.out(ctx.network.add_identity(tensor), f"output.{value.name}")
-            tensor.name = value.name
+        if tensor.name != name or tensor.name in marked or tensor.name in inputs:
+            tensor = ctx.out(ctx.network.add_identity(tensor), f"output.{name}")
+            tensor.name = name
         ctx.network.mark_output(tensor)
-        marked.add(value.name)
+        marked.add(name)

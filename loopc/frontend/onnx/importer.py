@@ -81,7 +81,7 @@ def import_model(model: onnx.ModelProto | str | os.PathLike[str]) -> Model:
     _check_tensor_io(proto.graph, source, opset)
     ctx = Context(opset, _infer_types(proto, source))
     graph = translate_graph(ctx, proto.graph, Scope(), proto.graph.name or "main")
-    return Model(graph, source, opset)
+    return Model(graph, source, opset, [v.name for v in graph.outputs])
 
 
 def _check_tensor_io(graph: onnx.GraphProto, source: str, opset: int) -> None:
