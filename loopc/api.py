@@ -17,7 +17,7 @@ FRONTENDS = ("loopc", "trt-onnx")
 EXECUTORS = ("sim", "trt")
 
 
-def load_network(model: str | os.PathLike[str], frontend: str = "loopc") -> Any:
+def load_network(model: str | os.PathLike[str], frontend: str = "loopc", max_trips: int | None = None) -> Any:
     """Turn a model file into a TensorRT network (with its ``session``) using the chosen frontend."""
     if frontend not in FRONTENDS:
         raise LoopcError(f"unknown frontend {frontend!r}; choose one of {', '.join(FRONTENDS)}")
@@ -25,7 +25,7 @@ def load_network(model: str | os.PathLike[str], frontend: str = "loopc") -> Any:
         return parse_onnx(model)
     from loopc.compiler import compile
 
-    return compile(model)
+    return compile(model, max_trips=max_trips)
 
 
 def run(
@@ -35,6 +35,7 @@ def run(
     executor: str = "sim",
     frontend: str = "loopc",
     max_iterations: int = DEFAULT_MAX_ITERATIONS,
+    max_trips: int | None = None,
 ) -> dict[str, np.ndarray]:
     """Run ``model`` on ``inputs`` with the simulator (``sim``) or a real engine (``trt``, GPU only).
 
@@ -46,7 +47,7 @@ def run(
         from loopc.trt.engine import require_gpu, run_network
 
         require_gpu("--executor trt")
-        parsed = load_network(model, frontend)
+        parsed = load_network(model, frontend, max_trips)
         return run_network(parsed.session, parsed.network, {k: np.asarray(v) for k, v in inputs.items()})
-    parsed = load_network(model, frontend)
+    parsed = load_network(model, frontend, max_trips)
     return Simulator(parsed.network, max_iterations).run(inputs)

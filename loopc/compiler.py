@@ -60,33 +60,41 @@ class Compiled:
     report: BuildReport
 
 
-def load_ir(model: onnx.ModelProto | str | os.PathLike[str]) -> Model:
+def load_ir(model: onnx.ModelProto | str | os.PathLike[str], max_trips: int | None = None) -> Model:
     """Import a model file with loopc's own frontend (ONNX by content)."""
     from loopc.frontend.onnx import import_model
 
-    return import_model(model)
+    return import_model(model, max_trips=max_trips)
 
 
-def optimize(model: Model, dump: Callable[[str, Graph], None] | None = None) -> dict[str, int]:
+def optimize(
+    model: Model, dump: Callable[[str, Graph], None] | None = None, max_trips: int | None = None
+) -> dict[str, int]:
     """Run the canonicalization passes (verifying after each); return their statistics."""
     from loopc.passes import PassManager, default_passes
 
-    manager = PassManager(default_passes(), dump=dump)
+    manager = PassManager(default_passes(max_trips), dump=dump)
     model.graph = manager.run(model.graph)
     return manager.stats
 
 
 def compile(  # noqa: A001  (the public name users expect)
-    model: onnx.ModelProto | str | os.PathLike[str], *, dump_ir: Callable[[str, str], None] | None = None
+    model: onnx.ModelProto | str | os.PathLike[str],
+    *,
+    max_trips: int | None = None,
+    dump_ir: Callable[[str, str], None] | None = None,
 ) -> Compiled:
-    """Import, canonicalize and convert ``model`` to a TensorRT network (not yet built)."""
+    """Import, canonicalize and convert ``model`` to a TensorRT network (not yet built).
+
+    ``max_trips`` bounds while loops with scan outputs (see :func:`loopc.frontend.onnx.import_model`).
+    """
     from loopc.backend.trt.network import to_network
 
     start = time.perf_counter()
-    ir = load_ir(model)
+    ir = load_ir(model, max_trips)
     if dump_ir:
         dump_ir("frontend", format_graph(ir.graph))
-    stats = optimize(ir, dump=(lambda name, g: dump_ir(name, format_graph(g))) if dump_ir else None)
+    stats = optimize(ir, (lambda name, g: dump_ir(name, format_graph(g))) if dump_ir else None, max_trips)
     session, network = to_network(ir)
     report = BuildReport(ir.source, passes=stats, layers=network.num_layers)
     report.loops = summarize_loops(network)
@@ -101,10 +109,11 @@ def build(
     shapes: ShapeProfile | None = None,
     target: str | None = None,
     fp16: bool = False,
+    max_trips: int | None = None,
     dump_ir: Callable[[str, str], None] | None = None,
 ) -> BuildReport:
     """Compile ``model`` and write the serialized engine to ``output`` (atomically)."""
-    compiled = compile(model, dump_ir=dump_ir)
+    compiled = compile(model, max_trips=max_trips, dump_ir=dump_ir)
     session, network = compiled.session, compiled.network
     cfg = builder_config(session, target=target, fp16=fp16)
     (shapes or ShapeProfile()).apply(session.builder, network, cfg)

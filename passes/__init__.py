@@ -5,6 +5,7 @@ One module per pass; :func:`default_passes` is the pipeline ``loopc build`` runs
 
 from __future__ import annotations
 
+from loopc.passes.constant_folding import ConstantFolding
 from loopc.passes.dead_code import DeadCode
 from loopc.passes.gather_to_iterator import GatherToIterator
 from loopc.passes.growing_concat import GrowingConcat
@@ -14,12 +15,16 @@ from loopc.passes.sequence_accumulation import SequenceAccumulation
 from loopc.passes.trip_limits import TripLimits
 from loopc.passes.unroll import Unroll
 
-__all__ = ["DeadCode", "GatherToIterator", "GrowingConcat", "Invariants", "Pass", "PassManager", "PassResult",
+__all__ = ["ConstantFolding", "DeadCode", "GatherToIterator", "GrowingConcat", "Invariants", "Pass", "PassManager", "PassResult",
            "SequenceAccumulation", "TripLimits", "Unroll", "default_passes"]
 
 
-def default_passes() -> list[Pass]:
-    """The canonicalization pipeline, in the order that lets each pass feed the next."""
+def default_passes(max_trips: int | None = None) -> list[Pass]:
+    """The canonicalization pipeline, in the order that lets each pass feed the next.
+
+    ``max_trips`` is the user's bound on while loops' trips (``--max-trips``), never a guess.
+    """
     return [
-        Invariants(), TripLimits(), SequenceAccumulation(), GrowingConcat(), Unroll(), GatherToIterator(), DeadCode()
+        ConstantFolding(), Invariants(), TripLimits(), SequenceAccumulation(), GrowingConcat(max_trips), Unroll(), GatherToIterator(),
+        DeadCode(),
     ]

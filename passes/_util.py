@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopc.ir import Graph, Loop, Value
+import numpy as np
+
+from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
+
+I64 = np.dtype(np.int64)
 
 
 def read_counts(graph: Graph) -> dict[int, int]:
@@ -65,3 +69,38 @@ def constant_value(value: Value | None) -> Any:
     if value is None or value.producer is None or value.producer.op != "Constant":
         return None
     return value.producer.attrs.get("value")
+
+
+def constant(nodes: list[Node], name: str, array: Any) -> Value:
+    """Append a Constant node holding ``array`` to ``nodes``; return its value."""
+    value = np.asarray(array)
+    result = Value(name, value.dtype, tuple(value.shape))
+    nodes.append(Node("Constant", [], [result], {"value": value}))
+    return result
+
+
+def trips_run(outer: Graph, loop: Loop) -> Value:
+    """The number of trips ``loop`` ran, as a value after it: a carried counter's last value."""
+    zero = constant(outer.nodes, f"{loop.name}_trips0", np.array(0, np.int64))
+    outer.nodes.insert(outer.nodes.index(loop), outer.nodes.pop())
+    state = Value(f"{loop.name}_trips", I64, ())
+    one = constant(loop.body.nodes, f"{loop.name}_one", np.array(1, np.int64))
+    step = Value(f"{loop.name}_trips_next", I64, ())
+    loop.body.add(Node("Add", [state, one], [step]))
+    loop.recurrences.append(Recurrence(state, zero, step))
+    final = Value(f"{loop.name}_trips_run", I64, ())
+    loop.loop_outputs.append(LoopOutput("last", state, final))
+    loop.sync()
+    return final
+
+
+def first_rows(nodes: list[Node], padded: Value, count: Value, axis: int) -> Value:
+    """Append ``padded[..., :count, ...]`` (along ``axis``) to ``nodes``: a while loop's concatenated
+    output cut from its padded length to the trips actually run."""
+    end = Value(f"{padded.name}_end", I64, (1,))
+    axes = constant(nodes, f"{padded.name}_axes", np.array([axis], np.int64))
+    nodes.append(Node("Unsqueeze", [count, constant(nodes, f"{padded.name}_dim0", np.array([0], np.int64))], [end]))
+    cut = Value(f"{padded.name}_cut", padded.dtype, None)
+    start = constant(nodes, f"{padded.name}_start", np.array([0], np.int64))
+    nodes.append(Node("Slice", [padded, start, end, axes], [cut]))
+    return cut

@@ -11,13 +11,19 @@ from __future__ import annotations
 
 import numpy as np
 
+from loopc.errors import PassError
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
-from loopc.passes._util import read_counts, replace_uses
+from loopc.passes._util import constant, first_rows, read_counts, replace_uses, trips_run
 from loopc.passes.manager import PassResult
 
 
 class GrowingConcat:
+    """``max_trips`` bounds while loops (the user's --max-trips): their pieces need a length."""
+
     name = "growing-concat"
+
+    def __init__(self, max_trips: int | None = None) -> None:
+        self.max_trips = max_trips
 
     def __call__(self, graph: Graph) -> PassResult:
         rewritten = 0
@@ -37,6 +43,12 @@ class GrowingConcat:
         finals = [o for o in loop.loop_outputs if o.value is rec.state]
         if read_counts(root).get(id(rec.state), 0) != 1 + len(finals) or not finals:
             return 0
+        if loop.condition is not None and loop.trip_count is None and loop.max_trips is None:
+            if self.max_trips is None:
+                raise PassError(f"{loop.describe()}: {rec.state.name!r} grows every trip of a while loop; "
+                                "give a bound on its trips with --max-trips")
+            loop.max_trips = constant(outer.nodes, f"{loop.name}_max_trips", np.array(self.max_trips, np.int64))
+            outer.nodes.insert(outer.nodes.index(loop), outer.nodes.pop())
         rank = len(piece.shape)
         axis = int(cat.attrs.get("axis", 0))
         axis = axis + rank if axis < 0 else axis
@@ -47,12 +59,15 @@ class GrowingConcat:
             loop.loop_outputs.remove(out)
         loop.body.nodes.remove(cat)
         loop.sync()
+        after: list[Node] = []
+        if loop.condition is not None:  # TensorRT pads to the length; keep the trips actually run
+            stacked = first_rows(after, stacked, trips_run(outer, loop), axis)
         target = list(piece.shape)
         target[axis] = -1
         dims = Value(rec.state.name + "_dims", np.dtype(np.int64), (rank,))
         merged = Value(rec.state.name + "_grown", piece.dtype, None)
-        new_nodes = [Node("Constant", [], [dims], {"value": np.array(target, np.int64)}),
-                     Node("Reshape", [stacked, dims], [merged])]
+        new_nodes = after + [Node("Constant", [], [dims], {"value": np.array(target, np.int64)}),
+                             Node("Reshape", [stacked, dims], [merged])]
         result = merged
         if not _statically_empty(rec.init, axis):
             result = Value(rec.state.name + "_final", piece.dtype, None)

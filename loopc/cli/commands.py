@@ -12,6 +12,9 @@ from loopc.fileio import load_arrays, save_arrays, write_atomically
 from loopc.sim import DEFAULT_MAX_ITERATIONS, supported_layer_types
 
 
+MAX_TRIPS_HELP = "Bound on the trips of while loops that have scan outputs (TensorRT needs their length)."
+
+
 def _dump_ir(stage: str, text: str) -> None:
     click.echo(f"--- IR after {stage} ---\n{text}", err=True)
 
@@ -25,11 +28,13 @@ def _dump_ir(stage: str, text: str) -> None:
 @click.option("--max-shapes", help="Largest shapes of the optimization profile.")
 @click.option("--target", help="Compute capability to build for, e.g. sm89 (default: the GPU present, else sm89).")
 @click.option("--fp16", is_flag=True, help="Allow FP16 kernels.")
+@click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write a JSON build report here.")
 @click.option("--dump-ir", is_flag=True, help="Print the IR after the frontend and after each pass that changes it.")
 def build(
     model: str, output: str, shapes: str | None, min_shapes: str | None, opt_shapes: str | None,
-    max_shapes: str | None, target: str | None, fp16: bool, report_path: str | None, dump_ir: bool,
+    max_shapes: str | None, target: str | None, fp16: bool, max_trips: int | None, report_path: str | None,
+    dump_ir: bool,
 ) -> None:
     """Compile MODEL into a TensorRT engine whose loops are TensorRT loops."""
     from loopc.compiler import build as build_engine
@@ -37,7 +42,8 @@ def build(
 
     profile = ShapeProfile.from_specs(shapes, min_shapes, opt_shapes, max_shapes)
     click.echo(f"loopc: compiling {model}", err=True)
-    report = build_engine(model, output, shapes=profile, target=target, fp16=fp16, dump_ir=_dump_ir if dump_ir else None)
+    report = build_engine(model, output, shapes=profile, target=target, fp16=fp16, max_trips=max_trips,
+                          dump_ir=_dump_ir if dump_ir else None)
     for loop in report.loops:
         click.echo(
             f"  loop {loop.name}: {'+'.join(loop.trip_limits)}, {loop.iterators} iterator(s), "
@@ -81,12 +87,15 @@ def inspect(model: str, dump_ir: bool) -> None:
               help="How the model becomes a TensorRT network (loopc, or trt-onnx: TensorRT's own ONNX parser).")
 @click.option("--max-iterations", type=click.IntRange(min=1), default=DEFAULT_MAX_ITERATIONS, show_default=True,
               help="A loop still running after this many trips is an error (sim only).")
+@click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 def run(
-    model: str, inputs_path: str | None, output_path: str | None, executor: str, frontend: str, max_iterations: int
+    model: str, inputs_path: str | None, output_path: str | None, executor: str, frontend: str, max_iterations: int,
+    max_trips: int | None,
 ) -> None:
     """Run MODEL on the inputs and print (or save) its outputs."""
     inputs = load_arrays(inputs_path) if inputs_path else {}
-    outputs = api.run(model, inputs, executor=executor, frontend=frontend, max_iterations=max_iterations)
+    outputs = api.run(model, inputs, executor=executor, frontend=frontend, max_iterations=max_iterations,
+                      max_trips=max_trips)
     if output_path:
         save_arrays(output_path, outputs)
         click.echo(f"wrote {len(outputs)} output(s) to {output_path}")
