@@ -60,16 +60,17 @@ def build(
 
 @cli.command()
 @click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 @click.option("--dump-ir", is_flag=True, help="Also print the IR after the frontend and after each pass.")
-def inspect(model: str, dump_ir: bool) -> None:
+def inspect(model: str, max_trips: int | None, dump_ir: bool) -> None:
     """Print MODEL's loops as loopc sees them after canonicalization."""
     from loopc.compiler import load_ir, optimize
     from loopc.ir import Loop, format_graph, format_loop
 
-    ir = load_ir(model)
+    ir = load_ir(model, max_trips)
     if dump_ir:
         _dump_ir("frontend", format_graph(ir.graph))
-    optimize(ir, dump=(lambda name, g: _dump_ir(name, format_graph(g))) if dump_ir else None)
+    optimize(ir, (lambda name, g: _dump_ir(name, format_graph(g))) if dump_ir else None, max_trips)
     loops = [node for _, node in ir.graph.walk() if isinstance(node, Loop)]
     click.echo(f"{pathlib.Path(model).name}: {len(loops)} loop(s)")
     for _, node in ir.graph.walk():

@@ -55,6 +55,18 @@ def test_arg_extremes(op, axis, keepdims, y):
         g (float[2,3,4] x) => (int64[{y}] y) {{ y = {op} <axis = {axis}, keepdims = {keepdims}> (x) }}""", {"x": x})
 
 
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+def test_arg_extremes_of_a_vector(op):
+    """TensorRT's TopK needs two dims; a greedy decoder's argmax over logits has one."""
+    x = RNG.integers(0, 3, (7,)).astype(np.float32)
+    check_onnx(f"""{HEADER}
+        g (float[7] x) => (int64 y, float[3] v, int64[3] i) {{
+            y = {op} <keepdims = 0> (x)
+            k = Constant <value = int64[1] {{3}}> ()
+            v, i = TopK (x, k)
+        }}""", {"x": x})
+
+
 @pytest.mark.parametrize("attrs", ["", "<axis = 1, largest = 0>", "<axis = 0>"])
 def test_topk(attrs):
     shape = {"": "2,3,2", "<axis = 1, largest = 0>": "2,2,4", "<axis = 0>": "2,3,4"}[attrs]

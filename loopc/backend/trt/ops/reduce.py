@@ -79,6 +79,9 @@ def softmax(ctx: ConversionContext, node: Node) -> None:
 def topk(ctx: ConversionContext, node: Node, x: Any, k: int | Any, axis: int, largest: bool) -> tuple[Any, Any]:
     """TensorRT TopK (sorted; ties keep the lower index); ``k`` is an int or a 0-D tensor."""
     T = trt()
+    if len(x.shape) == 1:  # TensorRT's TopK wants two dims or more: run it on [1, n]
+        values, idx = topk(ctx, node, ctx.unsqueeze(x, [0], node, "as2d"), k, 1, largest)
+        return ctx.squeeze(values, [0], node, "values1d"), ctx.squeeze(idx, [0], node, "indices1d")
     op = T.TopKOperation.MAX if largest else T.TopKOperation.MIN
     static_k = k if isinstance(k, int) else 1
     layer = ctx.named(ctx.network.add_topk(x, op, static_k, mask([axis], len(x.shape))), node, "topk")
