@@ -81,3 +81,15 @@ def test_gather_elements(axis):
         g (float[3,4] x, int64[{",".join(map(str, indices.shape))}] i) => (float[A,B] y) {{
             y = GatherElements <axis = {axis}> (x, i)
         }}""", {"x": X, "i": indices})
+
+
+def test_scatter_nd_and_elements_overwrite():
+    check_onnx(f"""{HEADER}
+        g (float[3,4] x, float[4] row, float[2,4] vals) => (float[3,4] a, float[3,4] b) {{
+            where = Constant <value = int64[1,1] {{1}}> ()
+            zero = Constant <value = int64[1] {{0}}> ()
+            row2 = Unsqueeze(row, zero)
+            a = ScatterND(x, where, row2)
+            idx = Constant <value = int64[2,4] {{0,1,2,0, 2,2,1,1}}> ()
+            b = ScatterElements <axis = 0> (x, idx, vals)
+        }}""", {"x": X, "row": np.arange(4, dtype=np.float32), "vals": -np.ones((2, 4), np.float32)})

@@ -1,9 +1,9 @@
-"""Indexing: Gather (ONNX's take along an axis) and GatherElements (TensorRT kELEMENT mode)."""
+"""Indexing: Gather (ONNX's take along an axis), GatherElements, ScatterND and ScatterElements."""
 
 from __future__ import annotations
 
 from loopc.backend.trt.context import ConversionContext
-from loopc.backend.trt.registry import converter
+from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
 from loopc.trt import trt
 
@@ -22,4 +22,18 @@ def gather_elements(ctx: ConversionContext, node: Node) -> None:
     axis = int(node.attrs.get("axis", 0)) % len(data.shape)
     layer = ctx.network.add_gather_v2(data, indices, trt().GatherMode.ELEMENT)
     layer.axis = axis
+    ctx.set(node.outputs[0], ctx.out(layer, node))
+
+
+@converter("ScatterND", "ScatterElements")
+def scatter(ctx: ConversionContext, node: Node) -> None:
+    """Writes without a reduction (``out[i] = v`` as exporters emit it); TensorRT scatters overwrite."""
+    reduction = node.attrs.get("reduction", "none")
+    if reduction != "none":
+        raise unsupported(node, f"reduction={reduction!r}")
+    data, indices, updates = (ctx.get(v, node) for v in node.inputs)
+    mode = trt().ScatterMode.ND if node.op == "ScatterND" else trt().ScatterMode.ELEMENT
+    layer = ctx.network.add_scatter(data, indices, updates, mode)
+    if node.op == "ScatterElements":
+        layer.axis = int(node.attrs.get("axis", 0)) % len(data.shape)
     ctx.set(node.outputs[0], ctx.out(layer, node))
