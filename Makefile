@@ -22,10 +22,14 @@ conformance: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/sim_lstm.py
+	$(PY) benchmarks/loop_conformance.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
 
 demo: $(STAMP)
-	$(PY) samples/make_samples.py
-	$(VENV)/bin/loopc run samples/running_sum.onnx -i samples/running_sum_inputs.npz
+	mkdir -p build
+	$(VENV)/bin/loopc inspect samples/greedy_gru_decoder.onnx --max-trips 64
+	$(VENV)/bin/loopc build samples/greedy_gru_decoder.onnx -o build/greedy_gru_decoder.plan --max-trips 64 \
+		--report build/greedy_gru_decoder.json
+	$(VENV)/bin/loopc run samples/greedy_gru_decoder.onnx -i samples/greedy_gru_decoder_inputs.npz --max-trips 64
