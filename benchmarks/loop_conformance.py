@@ -2,7 +2,8 @@
 
 For every node test whose model contains Loop or Scan, or is an LSTM / GRU / RNN test: did
 TensorRT's parser (+ builder) build it, did loopc build it, and do loopc's simulated outputs
-match the test's expected outputs? Also times both (import + build + simulate), as a ratio.
+match the test's expected outputs? Also counts the layers inside loop bodies (per iteration) of both
+networks, and times both (import + build + simulate) as a ratio.
 
     python benchmarks/loop_conformance.py [-k NAME_SUBSTRING]
 """
@@ -39,7 +40,7 @@ def main() -> int:
     cases = [c for c in node_test_cases(args.pattern) if has_loop(c)]
     rows = []
     times = {"trt-onnx": 0.0, "loopc": 0.0}
-    print(f"{'case':<52}{'parser built':>13}{'loopc built':>12}{'loopc correct':>14}  note")
+    print(f"{'case':<52}{'parser built':>13}{'loopc built':>12}{'loopc correct':>14}{'loop layers p/l':>16}  note")
     for case in cases:
         theirs = run_case(case, "trt-onnx")
         ours = run_case(case, "loopc")
@@ -49,7 +50,7 @@ def main() -> int:
         note = "" if ours.status == MATCH else f"{ours.status}: {ours.detail[:90]}"
         print(
             f"{case.name:<52}{'yes' if theirs.built else 'no':>13}{'yes' if ours.built else 'no':>12}"
-            f"{'yes' if ours.status == MATCH else 'no':>14}  {note}",
+            f"{'yes' if ours.status == MATCH else 'no':>14}{f'{theirs.loop_layers}/{ours.loop_layers}':>16}  {note}",
             flush=True,
         )
     parser_built = sum(t.built for _, t, _ in rows)
@@ -58,6 +59,9 @@ def main() -> int:
     print(f"\n{len(rows)} cases: TensorRT's parser built {parser_built}; loopc built {loopc_built}, correct {correct}")
     missing = [n for n, t, o in rows if t.built and o.status != MATCH]
     print(f"cases the parser builds that loopc does not build correctly: {len(missing)} {missing}")
+    both = [(t, o) for _, t, o in rows if t.built and o.built]
+    print(f"layers inside loop bodies where both built ({len(both)} cases): parser {sum(t.loop_layers for t, _ in both)}, "
+          f"loopc {sum(o.loop_layers for _, o in both)}")
     if times["trt-onnx"]:
         print(
             f"time (import + build + simulate, all cases): loopc {times['loopc']:.1f} s, "

@@ -53,6 +53,8 @@ class CaseResult:
     layer_types: frozenset[str] = frozenset()
     detail: str = ""
     seconds: float = 0.0
+    #: Layers inside loop bodies (per iteration, all loops), when the network built.
+    loop_layers: int = 0
 
     @property
     def built(self) -> bool:
@@ -115,6 +117,18 @@ def _run_case(case: Any, frontend: str) -> CaseResult:
     except Exception as exc:  # TensorRT raises plain exceptions for bad profiles
         return CaseResult(name, BUILD_FAILED, detail=f"{type(exc).__name__}: {exc}")
     types = frozenset(network.get_layer(i).type.name for i in range(network.num_layers))
+    result = _judge(case, network, types, feeds, wanted)
+    if types & LOOP_LAYERS and result.built:
+        from loopc.compiler import summarize_loops
+
+        result.loop_layers = sum(s.layers_per_iteration for s in summarize_loops(network))
+    return result
+
+
+def _judge(case: Any, network: Any, types: frozenset[str], feeds: dict[str, np.ndarray],
+           wanted: list[np.ndarray]) -> CaseResult:
+    """Simulate a built network and compare its outputs with the case's expected ones."""
+    name, model = case.name, case.model
     if not types <= IN_SCOPE:
         return CaseResult(name, OUT_OF_SCOPE, types, ", ".join(sorted(types - IN_SCOPE)))
     output_names = [o.name for o in model.graph.output]

@@ -9,14 +9,16 @@ from loopc.passes.constant_folding import ConstantFolding
 from loopc.passes.dead_code import DeadCode
 from loopc.passes.gather_to_iterator import GatherToIterator
 from loopc.passes.growing_concat import GrowingConcat
+from loopc.passes.identities import Identities
 from loopc.passes.invariants import Invariants
 from loopc.passes.manager import Pass, PassManager, PassResult
 from loopc.passes.sequence_accumulation import SequenceAccumulation
 from loopc.passes.trip_limits import TripLimits
 from loopc.passes.unroll import Unroll
+from loopc.passes.while_outputs import WhileOutputs
 
-__all__ = ["ConstantFolding", "DeadCode", "GatherToIterator", "GrowingConcat", "Invariants", "Pass", "PassManager", "PassResult",
-           "SequenceAccumulation", "TripLimits", "Unroll", "default_passes"]
+__all__ = ["ConstantFolding", "DeadCode", "GatherToIterator", "GrowingConcat", "Identities", "Invariants", "Pass", "PassManager", "PassResult",
+           "SequenceAccumulation", "TripLimits", "Unroll", "WhileOutputs", "default_passes"]
 
 
 def default_passes(max_trips: int | None = None) -> list[Pass]:
@@ -25,6 +27,6 @@ def default_passes(max_trips: int | None = None) -> list[Pass]:
     ``max_trips`` is the user's bound on while loops' trips (``--max-trips``), never a guess.
     """
     return [
-        ConstantFolding(), Invariants(), TripLimits(), SequenceAccumulation(), GrowingConcat(max_trips), Unroll(), GatherToIterator(),
-        DeadCode(),
+        ConstantFolding(), Identities(), Invariants(), TripLimits(), SequenceAccumulation(), GrowingConcat(max_trips),
+        Unroll(), GatherToIterator(), WhileOutputs(), DeadCode(),
     ]

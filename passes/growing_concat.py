@@ -13,7 +13,7 @@ import numpy as np
 
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
-from loopc.passes._util import constant, first_rows, read_counts, replace_uses, trips_run
+from loopc.passes._util import constant, read_counts, replace_uses
 from loopc.passes.manager import PassResult
 
 
@@ -59,15 +59,12 @@ class GrowingConcat:
             loop.loop_outputs.remove(out)
         loop.body.nodes.remove(cat)
         loop.sync()
-        after: list[Node] = []
-        if loop.condition is not None:  # TensorRT pads to the length; keep the trips actually run
-            stacked = first_rows(after, stacked, trips_run(outer, loop), axis)
         target = list(piece.shape)
         target[axis] = -1
         dims = Value(rec.state.name + "_dims", np.dtype(np.int64), (rank,))
         merged = Value(rec.state.name + "_grown", piece.dtype, None)
-        new_nodes = after + [Node("Constant", [], [dims], {"value": np.array(target, np.int64)}),
-                             Node("Reshape", [stacked, dims], [merged])]
+        new_nodes = [Node("Constant", [], [dims], {"value": np.array(target, np.int64)}),
+                     Node("Reshape", [stacked, dims], [merged])]
         result = merged
         if not _statically_empty(rec.init, axis):
             result = Value(rec.state.name + "_final", piece.dtype, None)

@@ -10,8 +10,12 @@ values directly (invariants). Reference semantics, in the style of a docstring i
         if condition is not None and not condition: break     # evaluated with this trip's bindings
         run body; collect each concat/reverse output's value
         states = [r.next for r in recurrences]
-    last outputs = final states; concat outputs = stacked values (reversed for "reverse"),
-    padded to max_trips when that is larger than the trips run
+    last outputs = final states; concat outputs = stacked values (reversed for "reverse")
+
+A loop with a ``condition`` may stop early. Its concat outputs then hold exactly the trips run
+(ONNX's meaning) until the ``while-outputs`` pass sets ``padded``: from then on they are
+TensorRT's — as long as their length input (``max_trips``, else ``trip_count``), padded past
+the trips run — and the pass has cut them back explicitly after the loop.
 
 ``condition`` is a body value computed from the parameters alone (in practice a recurrence
 state), exactly what TensorRT's kWHILE trip limit reads. ``max_trips`` bounds a while loop's
@@ -71,6 +75,7 @@ class Loop(Node):
         recurrences: list[Recurrence] | None = None,
         loop_outputs: list[LoopOutput] | None = None,
         max_trips: Value | None = None,
+        padded: bool = False,
         name: str = "",
         origin: str = "",
     ) -> None:
@@ -82,6 +87,7 @@ class Loop(Node):
         self.recurrences = recurrences or []
         self.loop_outputs = loop_outputs or []
         self.max_trips = max_trips
+        self.padded = padded
         super().__init__("Loop", [], [o.result for o in self.loop_outputs], name=name, origin=origin)
         self.sync()
 

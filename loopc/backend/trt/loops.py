@@ -52,9 +52,9 @@ def convert_loop(ctx: ConversionContext, node: Loop) -> None:
     convert_graph(ctx, node.body)
 
     for k, (rec, layer) in enumerate(zip(node.recurrences, recurrences)):
-        # TensorRT-RTX rejects a Unary/Activation output as a recurrence's next value ("invalid
-        # inferred type"); an Identity in between is free and always accepted.
-        nxt = ctx.out(net.add_identity(ctx.get(rec.next, node)), node, f"next{k}")
+        nxt = ctx.get(rec.next, node)
+        if _producer_type(net, nxt) in _NEEDS_IDENTITY:
+            nxt = ctx.out(net.add_identity(nxt), node, f"next{k}")
         layer.set_input(1, nxt)
     if node.condition is not None:
         cond = ctx.scalar0d(ctx.get(node.condition, node), node, "condition")
@@ -105,3 +105,17 @@ def _length(ctx: ConversionContext, node: Loop, count: Any) -> Any:
     if count is None:
         raise BackendError(f"{node.describe()}: a while loop's concatenated output needs max_trips")
     return count
+
+
+# TensorRT-RTX rejects a Unary or Activation output as a recurrence's next value ("invalid
+# inferred type"); an Identity in between is accepted. Other producers need none.
+_NEEDS_IDENTITY = {"UNARY", "ACTIVATION", None}
+
+
+def _producer_type(network: Any, tensor: Any) -> str | None:
+    """The layer type that produces ``tensor`` (searched from the newest layer), None if not found."""
+    for i in range(network.num_layers - 1, -1, -1):
+        layer = network.get_layer(i)
+        if any(layer.get_output(j).name == tensor.name for j in range(layer.num_outputs)):
+            return str(layer.type.name)
+    return None

@@ -219,44 +219,15 @@ def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
 
     outputs = [LoopOutput("last", s, result_value(ctx, name, s.dtype or init.dtype, s.shape or init.shape))
                for s, init, name in zip(states, inits, node.output[:n]) if name and init]
-    early_exit = condition is not None and any(node.output[n:])
-    length = None if early_exit else _static_int(trip)
-    scan_outputs = [LoopOutput("concat", v, result_value(ctx, name, v.dtype, stacked(v.shape, 0, length)), 0)
-                    for v, name in zip(scans, node.output[n:]) if name]
-    trips = _count_trips(em, body, recurrences, outputs) if early_exit else None
-    outputs += scan_outputs
+    length = None if condition is not None else _static_int(trip)
+    outputs += [LoopOutput("concat", v, result_value(ctx, name, v.dtype, stacked(v.shape, 0, length)), 0)
+                for v, name in zip(scans, node.output[n:]) if name]
     loop = Loop(body, trip_count=trip, condition=condition, counter=counter if reads(body, counter) else None,
                 recurrences=recurrences, loop_outputs=outputs, max_trips=bound if trip is None else None,
                 name=ctx.fresh(label), origin=what)
     graph.add(loop)
     for out in outputs:
         scope.bind(out.result.name, out.result)
-    if trips is not None:
-        for out in scan_outputs:
-            scope.bind(out.result.name, _first_rows(em, out.result, trips))
-
-
-def _count_trips(em: Emitter, body: Graph, recurrences: list[Recurrence], outputs: list[LoopOutput]) -> Value:
-    """Carry a trip counter and return its final value: how many trips a while loop really ran.
-
-    TensorRT pads a while loop's concatenated outputs to their length input (the trip count M or
-    the --max-trips bound); ONNX's scan outputs hold exactly the trips run, so they are cut to this.
-    """
-    state = Value(em.ctx.fresh(f"{em.label}_trips"), I64, ())
-    step = em.into(body).op("Add", [state, em.into(body).const(1, np.int64)], dtype=I64, shape=())
-    recurrences.append(Recurrence(state, em.const(0, np.int64), step))
-    final = Value(em.ctx.fresh(f"{em.label}_trips_run"), I64, ())
-    outputs.append(LoopOutput("last", state, final))
-    return final
-
-
-def _first_rows(em: Emitter, padded: Value, trips: Value) -> Value:
-    """``padded[:trips]`` along axis 0, bound under the scan output's ONNX name."""
-    end = em.op("Unsqueeze", [trips, em.const([0], np.int64)], dtype=I64, shape=(1,))
-    cut = em.op("Slice", [padded, em.const([0], np.int64), end, em.const([0], np.int64)], dtype=padded.dtype,
-                shape=stacked(padded.shape[1:], 0, None) if padded.shape is not None else None)
-    padded.name, cut.name = em.ctx.fresh(f"{padded.name}_padded"), padded.name
-    return cut
 
 
 def _check_kind(what: str, value: Value | None, kinds: str, role: str, wanted: str) -> None:
