@@ -34,6 +34,8 @@ class WhileOutputs:
             for out in stacked:
                 nodes: list = []
                 exact = first_rows(nodes, out.result, trips, out.axis)
+                for made in nodes:
+                    made.origin = f"{node.describe()}, cutting {out.result.name!r} to the trips run"
                 replace_uses(graph, out.result, exact)
                 g.nodes[after:after] = nodes
                 after += len(nodes)

@@ -37,6 +37,7 @@ def to_network(
             ctx.set(value, tensor)
         convert_graph(ctx, graph)
         _mark_outputs(ctx, model)
+        _check_output_shapes(ctx, network)
     # TensorRT reads constant weights at build time without copying them: the session keeps them.
     session.keep_alive.append(ctx)
     return session, network
@@ -59,12 +60,14 @@ def convert_node(ctx: ConversionContext, node: Node) -> None:
         convert_if(ctx, node)
     else:
         fn = converter_for(node)
+        errors: list[str] = []
         try:
-            fn(ctx, node)
+            with captured(errors):
+                fn(ctx, node)
         except LoopcError:
             raise
         except (TypeError, ValueError, RuntimeError) as exc:  # TensorRT's API refused a call
-            reason = ctx.session.errors[-1] if ctx.session.errors else str(exc)
+            reason = errors[0] if errors else str(exc)
             raise BackendError(f"{node.describe()}: TensorRT rejected the {node.op} layer: {reason}") from exc
     log.debug("converted %s", node.describe())
 
@@ -80,3 +83,16 @@ def _mark_outputs(ctx: ConversionContext, model: Model) -> None:
             tensor.name = name
         ctx.network.mark_output(tensor)
         marked.add(name)
+
+
+def _check_output_shapes(ctx: ConversionContext, network: Any) -> None:
+    """Ask TensorRT for every output's shape now, so a network it cannot shape fails here, clearly."""
+    for i in range(network.num_outputs):
+        tensor = network.get_output(i)
+        errors: list[str] = []
+        try:
+            with captured(errors):
+                tuple(tensor.shape)
+        except RuntimeError:
+            reason = errors[0] if errors else "no reason given"
+            raise BackendError(f"TensorRT cannot compute the shape of output {tensor.name!r}: {reason}") from None
