@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from loopc.ir import Graph, Loop, Node, Value
+from loopc.ir import Graph, Loop, Node, Recurrence, Value
 from loopc.passes._util import constant_value, replace_uses
 from loopc.passes.manager import PassResult
 
@@ -35,7 +35,7 @@ class Unroll:
             return False
         if any(node.subgraphs() for node in loop.body.nodes):
             return False  # cloning nested loops and branches is not done here
-        return any(_shape_changes(r.init, r.next) for r in loop.recurrences)
+        return any(_grows(r) or _shape_changes(r.init, r.next) for r in loop.recurrences)
 
     def _unroll(self, root: Graph, outer: Graph, loop: Loop) -> None:
         trips = int(np.asarray(constant_value(loop.trip_count)).reshape(-1)[0])
@@ -82,12 +82,20 @@ class Unroll:
             replace_uses(root, old, new)
 
 
+def _grows(rec: Recurrence) -> bool:
+    """The next value concatenates something onto the state: its shape changes every trip."""
+    producer = rec.next.producer
+    return producer is not None and producer.op == "Concat" and any(v is rec.state for v in producer.inputs)
+
+
 def _shape_changes(init: Value, nxt: Value) -> bool:
+    """Known to change: ranks differ, or a static dim meets a different static or symbolic one
+    (shape inference names a dim symbolically when the trips disagree). Unknown is not evidence."""
     if init.shape is None or nxt.shape is None:
-        return init.shape != nxt.shape
-    return len(init.shape) != len(nxt.shape) or any(
-        not (isinstance(a, int) and a == b) for a, b in zip(init.shape, nxt.shape)
-    )
+        return False
+    if len(init.shape) != len(nxt.shape):
+        return True
+    return any(a != b for a, b in zip(init.shape, nxt.shape) if a is not None and b is not None)
 
 
 def _const(nodes: list[Node], name: str, array: np.ndarray) -> Value:
