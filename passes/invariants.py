@@ -1,4 +1,9 @@
-"""A carried value that never changes (its next value is its own state) is a loop invariant.
+"""Loop invariants: constants in a body, and carried values that never change.
+
+A Constant node in a loop body moves out of it (before the loop), where other passes can see it
+as the invariant it is (an iterator's source must be outside the loop, for one).
+
+A carried value that never changes (its next value is its own state) is a loop invariant.
 
 Reads of the state inside the body become reads of the initial value, which TensorRT uses
 directly inside the loop; a "last" output of it is the initial value too (after any number of
@@ -16,10 +21,15 @@ class Invariants:
     name = "invariants"
 
     def __call__(self, graph: Graph) -> PassResult:
-        hoisted = 0
-        for _, node in list(graph.walk()):
+        hoisted = moved = 0
+        for outer, node in list(graph.walk()):
             if not isinstance(node, Loop):
                 continue
+            constants = [n for n in node.body.nodes if n.op == "Constant"]
+            for c in constants:
+                node.body.nodes.remove(c)
+                outer.nodes.insert(outer.nodes.index(node), c)
+            moved += len(constants)
             for rec in [r for r in node.recurrences if r.next is r.state]:
                 node.recurrences.remove(rec)
                 for out in [o for o in node.loop_outputs if o.value is rec.state and o.kind == "last"]:
@@ -29,4 +39,5 @@ class Invariants:
                 node.sync()
                 replace_uses(graph, rec.state, rec.init)
                 hoisted += 1
-        return PassResult(graph, hoisted > 0, {"recurrences": hoisted} if hoisted else {})
+        stats = {k: v for k, v in (("recurrences", hoisted), ("constants", moved)) if v}
+        return PassResult(graph, bool(stats), stats)
