@@ -33,6 +33,11 @@ def read_counts(graph: Graph) -> dict[int, int]:
     return counts
 
 
+def recurrences(graph: Graph) -> list[tuple[Graph, Loop, Recurrence]]:
+    """Every (enclosing graph, loop, recurrence) at any depth, listed up front so passes may edit."""
+    return [(g, node, rec) for g, node in list(graph.walk()) if isinstance(node, Loop) for rec in list(node.recurrences)]
+
+
 def replace_uses(graph: Graph, old: Value, new: Value) -> int:
     """Make every read of ``old`` in ``graph`` (at any depth, loop roles included) read ``new``."""
     changed = 0

@@ -13,7 +13,7 @@ import numpy as np
 
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
-from loopc.passes._util import constant, read_counts, replace_uses
+from loopc.passes._util import recurrences, constant, read_counts, replace_uses
 from loopc.passes.manager import PassResult
 
 
@@ -26,11 +26,7 @@ class GrowingConcat:
         self.max_trips = max_trips
 
     def __call__(self, graph: Graph) -> PassResult:
-        rewritten = 0
-        for g, node in list(graph.walk()):
-            if isinstance(node, Loop):
-                for rec in list(node.recurrences):
-                    rewritten += self._rewrite(graph, g, node, rec)
+        rewritten = sum(self._rewrite(graph, g, loop, rec) for g, loop, rec in recurrences(graph))
         return PassResult(graph, rewritten > 0, {"concats": rewritten} if rewritten else {})
 
     def _rewrite(self, root: Graph, outer: Graph, loop: Loop, rec: Recurrence) -> int:
