@@ -22,7 +22,7 @@ conformance: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/sim_lstm.py
-	$(PY) benchmarks/loop_conformance.py
+	$(PY) benchmarks/loop_conformance.py --max-trips 64
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -5,7 +5,10 @@ TensorRT's parser (+ builder) build it, did loopc build it, and do loopc's simul
 match the test's expected outputs? Also counts the layers inside loop bodies (per iteration) of both
 networks, and times both (import + build + simulate) as a ratio.
 
-    python benchmarks/loop_conformance.py [-k NAME_SUBSTRING]
+    python benchmarks/loop_conformance.py [-k NAME_SUBSTRING] [--max-trips N]
+
+``--max-trips`` is passed to loopc (as on its command line): the bound some loops need, e.g. the
+Range expansions, whose trip count is computed from float inputs.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ def has_loop(case: Any) -> bool:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("-k", dest="pattern", help="only cases whose name contains this")
+    parser.add_argument("--max-trips", type=int, help="loopc's bound on while loops' trips")
     args = parser.parse_args()
     cases = [c for c in node_test_cases(args.pattern) if has_loop(c)]
     rows = []
@@ -43,7 +47,7 @@ def main() -> int:
     print(f"{'case':<52}{'parser built':>13}{'loopc built':>12}{'loopc correct':>14}{'loop layers p/l':>16}  note")
     for case in cases:
         theirs = run_case(case, "trt-onnx")
-        ours = run_case(case, "loopc")
+        ours = run_case(case, "loopc", args.max_trips)
         times["trt-onnx"] += theirs.seconds
         times["loopc"] += ours.seconds
         rows.append((case.name, theirs, ours))

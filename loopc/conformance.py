@@ -83,15 +83,17 @@ def node_test_cases(pattern: str | None = None) -> list[Any]:
     return [c for c in cases if pattern is None or pattern in c.name]
 
 
-def run_case(case: Any, frontend: str = "trt-onnx") -> CaseResult:
-    """Import (with ``frontend``, see :data:`loopc.api.FRONTENDS`), build, simulate and compare one case."""
+def run_case(case: Any, frontend: str = "trt-onnx", max_trips: int | None = None) -> CaseResult:
+    """Import (with ``frontend``, see :data:`loopc.api.FRONTENDS`), build, simulate and compare one case.
+
+    ``max_trips`` is loopc's --max-trips (TensorRT's parser takes none)."""
     start = time.perf_counter()
-    result = _run_case(case, frontend)
+    result = _run_case(case, frontend, max_trips)
     result.seconds = time.perf_counter() - start
     return result
 
 
-def _run_case(case: Any, frontend: str) -> CaseResult:
+def _run_case(case: Any, frontend: str, max_trips: int | None) -> CaseResult:
     name = case.name
     inputs, expected = case.data_sets[0]
     arrays = [_as_array(v) for v in inputs]
@@ -103,7 +105,7 @@ def _run_case(case: Any, frontend: str) -> CaseResult:
     input_names = [i.name for i in model.graph.input if i.name not in initializers]
     feeds = dict(zip(input_names, arrays))
     try:
-        parsed = load_network(model, frontend)
+        parsed = load_network(model, frontend, max_trips)
     except LoopcError as exc:
         return CaseResult(name, PARSE_FAILED, detail=str(exc))
     network = parsed.network

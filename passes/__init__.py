@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from loopc.passes.constant_folding import ConstantFolding
 from loopc.passes.dead_code import DeadCode
+from loopc.passes.float_trip_count import FloatTripCount
 from loopc.passes.gather_to_iterator import GatherToIterator
 from loopc.passes.growing_concat import GrowingConcat
 from loopc.passes.identities import Identities
@@ -17,7 +18,7 @@ from loopc.passes.trip_limits import TripLimits
 from loopc.passes.unroll import Unroll
 from loopc.passes.while_outputs import WhileOutputs
 
-__all__ = ["ConstantFolding", "DeadCode", "GatherToIterator", "GrowingConcat", "Identities", "Invariants", "Pass", "PassManager", "PassResult",
+__all__ = ["ConstantFolding", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "Invariants", "Pass", "PassManager", "PassResult",
            "SequenceAccumulation", "TripLimits", "Unroll", "WhileOutputs", "default_passes"]
 
 
@@ -28,5 +29,5 @@ def default_passes(max_trips: int | None = None) -> list[Pass]:
     """
     return [
         ConstantFolding(), Identities(), Invariants(), TripLimits(), SequenceAccumulation(), GrowingConcat(max_trips),
-        Unroll(), GatherToIterator(), WhileOutputs(), DeadCode(),
+        Unroll(), GatherToIterator(), FloatTripCount(max_trips), WhileOutputs(), DeadCode(),
     ]

@@ -31,17 +31,21 @@ def test_onnx_node_conformance() -> None:
 
 def test_loopc_builds_every_onnx_loop_case() -> None:
     """ONNX's node tests with Loop, Scan, LSTM, GRU or RNN, through loopc: each builds with the real
-    builder and matches — except graphs whose inputs/outputs are sequences (no engine takes those)
-    and the float Range expansions, whose trip count TensorRT would have to compute as a shape
-    tensor from float inputs (it refuses, and loopc passes its reason on)."""
+    builder and matches — except graphs whose inputs/outputs are sequences (no engine takes those).
+    The float Range expansions compute their trip count from float inputs, which TensorRT cannot
+    count with: without --max-trips loopc refuses them and says so; with it, they build and match."""
     from benchmarks.loop_conformance import has_loop
     from loopc.conformance import NOT_TENSORS, run_case
 
-    results = [run_case(case, "loopc") for case in node_test_cases() if has_loop(case)]
-    refused_float_range = [r for r in results if "range_float" in r.name or "range_bfloat" in r.name]
+    cases = [case for case in node_test_cases() if has_loop(case)]
+    results = [run_case(case, "loopc") for case in cases]
+    float_range = [r for r in results if "range_float" in r.name or "range_bfloat" in r.name]
     failing = [f"{r.name}: {r.status}: {r.detail}" for r in results
-               if r.status not in (MATCH, NOT_TENSORS) and r not in refused_float_range]
+               if r.status not in (MATCH, NOT_TENSORS) and r not in float_range]
     assert not failing, "\n".join(failing)
     assert sum(r.status == MATCH for r in results) >= 38
-    for r in refused_float_range:
-        assert "shape tensor and must have type Int32 or Int64" in r.detail, r.detail
+    assert len(float_range) == 3
+    for r in float_range:
+        assert "computed from floating-point values" in r.detail and "--max-trips" in r.detail, r.detail
+    bounded = [run_case(case, "loopc", max_trips=64) for case in cases if case.name in {r.name for r in float_range}]
+    assert [r.status for r in bounded] == [MATCH] * 3, [r.detail for r in bounded]

@@ -1,0 +1,79 @@
+"""A trip count computed from floating-point values becomes a while condition under a user bound.
+
+TensorRT's kCOUNT limit (and the length of a concatenated output) is a shape tensor, and shape
+tensors are integer computations only: a trip count like ``ceil((limit - start) / delta)`` on
+float inputs cannot be one. Inside the loop, though, ``i < M`` is ordinary arithmetic, so the
+loop becomes ``while i < M`` (and its old condition, if any) — which needs --max-trips for the
+length of its concatenated outputs, and the while-outputs pass cuts them to the trips run.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loopc.errors import PassError
+from loopc.ir import Graph, Loop, Node, Recurrence, Value
+from loopc.passes._util import constant
+from loopc.passes.manager import PassResult
+from loopc.sim.dtypes import is_float
+
+BOOL, I64 = np.dtype(np.bool_), np.dtype(np.int64)
+
+
+class FloatTripCount:
+    name = "float-trip-count"
+
+    def __init__(self, max_trips: int | None = None) -> None:
+        self.max_trips = max_trips
+
+    def __call__(self, graph: Graph) -> PassResult:
+        rewritten = 0
+        for outer, node in list(graph.walk()):
+            if isinstance(node, Loop) and node.trip_count is not None and _from_floats(node.trip_count):
+                self._rewrite(outer, node)
+                rewritten += 1
+        return PassResult(graph, rewritten > 0, {"loops": rewritten} if rewritten else {})
+
+    def _rewrite(self, outer: Graph, loop: Loop) -> None:
+        if self.max_trips is None:
+            raise PassError(f"{loop.describe()}: its trip count is computed from floating-point values, which "
+                            "TensorRT cannot use as a trip count; give a bound on its trips with --max-trips")
+        count = loop.trip_count
+        assert count is not None
+        before: list[Node] = []
+        zero = constant(before, f"{loop.name}_i0", np.array(0, np.int64))
+        bound = constant(before, f"{loop.name}_max_trips", np.array(self.max_trips, np.int64))
+        at = outer.nodes.index(loop)
+        outer.nodes[at:at] = before
+        i, i_next = Value(f"{loop.name}_i", I64, ()), Value(f"{loop.name}_i_next", I64, ())
+        one = constant(loop.body.nodes, f"{loop.name}_i_step", np.array(1, np.int64))
+        below = Value(f"{loop.name}_below_count", BOOL, ())
+        loop.body.nodes[0:0] = [loop.body.nodes.pop()]  # the step constant first
+        loop.body.add(Node("Add", [i, one], [i_next]))
+        loop.body.add(Node("Less", [i, count], [below]))
+        condition = below
+        if loop.condition is not None:
+            condition = Value(f"{loop.name}_keep_going", BOOL, ())
+            loop.body.add(Node("And", [loop.condition, below], [condition]))
+        loop.recurrences.append(Recurrence(i, zero, i_next))
+        loop.trip_count, loop.condition, loop.max_trips = None, condition, bound
+        loop.sync()
+
+
+def _from_floats(value: Value) -> bool:
+    """Whether ``value`` is computed from a floating-point input (a value no node produces).
+
+    TensorRT does carry float arithmetic inside shape calculations that start from integers (a
+    Range on int32 bounds casts through float); what it cannot do is start one from float data."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.producer is None and current.dtype is not None and is_float(current.dtype):
+            return True
+        if current.producer is not None:
+            stack.extend(v for v in current.producer.inputs if v is not None)
+    return False
