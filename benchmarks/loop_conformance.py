@@ -2,7 +2,8 @@
 
 For every node test whose model contains Loop or Scan, or is an LSTM / GRU / RNN test: did
 TensorRT's parser (+ builder) build it, did loopc build it, and do loopc's simulated outputs
-match the test's expected outputs? Also counts the layers inside loop bodies (per iteration) of both
+match the test's expected outputs? The sample models (PyTorch-exported loops) follow, checked
+against onnxruntime on their sample inputs. Also counts the layers inside loop bodies (per iteration) of both
 networks, and times both (import + build + simulate) as a ratio.
 
     python benchmarks/loop_conformance.py [-k NAME_SUBSTRING] [--max-trips N]
@@ -14,13 +15,34 @@ Range expansions, whose trip count is computed from float inputs.
 from __future__ import annotations
 
 import argparse
+import pathlib
 import sys
-import time
+from types import SimpleNamespace
 from typing import Any
+
+import numpy as np
+import onnx
 
 from loopc.conformance import MATCH, node_test_cases, run_case
 
 LOOP_OPS = {"Loop", "Scan", "LSTM", "GRU", "RNN"}
+SAMPLES = pathlib.Path(__file__).resolve().parents[1] / "samples"
+
+
+def sample_cases() -> list[Any]:
+    """The sample models as test cases, with onnxruntime's outputs on the sample inputs as expected."""
+    import onnxruntime as ort
+
+    ort.set_default_logger_severity(3)  # its shape warnings on growing loop outputs are expected
+    cases = []
+    for path in sorted(SAMPLES.glob("*.onnx")):
+        feeds = dict(np.load(path.with_name(f"{path.stem}_inputs.npz")))
+        session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+        inputs = [feeds[i.name] for i in session.get_inputs()]
+        expected = session.run(None, dict(zip([i.name for i in session.get_inputs()], inputs)))
+        cases.append(SimpleNamespace(name=f"samples/{path.name}", model=onnx.load(str(path)),
+                                     data_sets=[(inputs, expected)], rtol=1e-5, atol=1e-6))
+    return cases
 
 
 def has_loop(case: Any) -> bool:
@@ -42,6 +64,7 @@ def main() -> int:
     parser.add_argument("--max-trips", type=int, help="loopc's bound on while loops' trips")
     args = parser.parse_args()
     cases = [c for c in node_test_cases(args.pattern) if has_loop(c)]
+    cases += [c for c in sample_cases() if args.pattern is None or args.pattern in c.name]
     rows = []
     times = {"trt-onnx": 0.0, "loopc": 0.0}
     print(f"{'case':<52}{'parser built':>13}{'loopc built':>12}{'loopc correct':>14}{'loop layers p/l':>16}  note")

@@ -83,18 +83,24 @@ def compile(  # noqa: A001  (the public name users expect)
     *,
     max_trips: int | None = None,
     dump_ir: Callable[[str, str], None] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> Compiled:
     """Import, canonicalize and convert ``model`` to a TensorRT network (not yet built).
 
-    ``max_trips`` bounds while loops with scan outputs (see :func:`loopc.frontend.onnx.import_model`).
+    ``max_trips`` bounds while loops with scan outputs (see :func:`loopc.frontend.onnx.import_model`);
+    ``progress`` is told each stage as it starts.
     """
     from loopc.backend.trt.network import to_network
 
+    say = progress or (lambda stage: None)
     start = time.perf_counter()
+    say("importing")
     ir = load_ir(model, max_trips)
     if dump_ir:
         dump_ir("frontend", format_graph(ir.graph))
+    say("canonicalizing loops")
     stats = optimize(ir, (lambda name, g: dump_ir(name, format_graph(g))) if dump_ir else None, max_trips)
+    say("converting to a TensorRT network")
     session, network = to_network(ir)
     report = BuildReport(ir.source, passes=stats, layers=network.num_layers)
     report.loops = summarize_loops(network)
@@ -111,12 +117,15 @@ def build(
     fp16: bool = False,
     max_trips: int | None = None,
     dump_ir: Callable[[str, str], None] | None = None,
+    progress: Callable[[str], None] | None = None,
 ) -> BuildReport:
     """Compile ``model`` and write the serialized engine to ``output`` (atomically)."""
-    compiled = compile(model, max_trips=max_trips, dump_ir=dump_ir)
+    compiled = compile(model, max_trips=max_trips, dump_ir=dump_ir, progress=progress)
     session, network = compiled.session, compiled.network
     cfg = builder_config(session, target=target, fp16=fp16)
     (shapes or ShapeProfile()).apply(session.builder, network, cfg)
+    if progress:
+        progress("building the engine")
     start = time.perf_counter()
     plan = build_serialized(session, network, cfg)
     compiled.report.build_seconds = time.perf_counter() - start

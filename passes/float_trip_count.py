@@ -74,6 +74,6 @@ def _from_floats(value: Value) -> bool:
         seen.add(id(current))
         if current.producer is None and current.dtype is not None and is_float(current.dtype):
             return True
-        if current.producer is not None:
+        if current.producer is not None and current.producer.op not in ("Shape", "Size"):  # dims, not data
             stack.extend(v for v in current.producer.inputs if v is not None)
     return False

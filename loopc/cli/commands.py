@@ -41,9 +41,9 @@ def build(
     from loopc.profiles import ShapeProfile
 
     profile = ShapeProfile.from_specs(shapes, min_shapes, opt_shapes, max_shapes)
-    click.echo(f"loopc: compiling {model}", err=True)
     report = build_engine(model, output, shapes=profile, target=target, fp16=fp16, max_trips=max_trips,
-                          dump_ir=_dump_ir if dump_ir else None)
+                          dump_ir=_dump_ir if dump_ir else None,
+                          progress=lambda stage: click.echo(f"loopc: {stage} ...", err=True))
     for loop in report.loops:
         click.echo(
             f"  loop {loop.name}: {'+'.join(loop.trip_limits)}, {loop.iterators} iterator(s), "

@@ -1,0 +1,73 @@
+"""Dynamic inputs: trtexec-style --shapes / --min/opt/max-shapes, and a clear error without them."""
+
+from __future__ import annotations
+
+import pathlib
+
+import onnx
+import onnx.parser
+import pytest
+from click.testing import CliRunner
+
+from loopc.cli import commands  # noqa: F401  (registers the subcommands)
+from loopc.cli.main import cli
+from loopc.errors import LoopcError
+from loopc.profiles import parse_shapes
+
+DYNAMIC_SCAN = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[T,3] x, float[3] s0) => (float[3] s, float[T,3] partials) {
+    s, partials = Scan <num_scan_inputs = 1, body = b (float[3] acc, float[3] row) => (float[3] acc_out, float[3] p) {
+        acc_out = Add (acc, row)
+        p = Identity (acc_out)
+    }> (s0, x)
+}"""
+
+
+@pytest.fixture
+def model(tmp_path: pathlib.Path) -> pathlib.Path:
+    path = tmp_path / "scan.onnx"
+    onnx.save(onnx.parser.parse_model(DYNAMIC_SCAN), path)
+    return path
+
+
+def build(*args: str) -> object:
+    return CliRunner().invoke(cli, ["build", *args])
+
+
+def test_shapes_pin_the_dynamic_dimension(model: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    plan = tmp_path / "a.plan"
+    result = build(str(model), "-o", str(plan), "--shapes", "x:7x3")
+    assert result.exit_code == 0, result.output
+    assert plan.stat().st_size > 1000
+
+
+def test_min_opt_max_shapes(model: pathlib.Path, tmp_path: pathlib.Path) -> None:
+    plan = tmp_path / "b.plan"
+    result = build(str(model), "-o", str(plan), "--min-shapes", "x:1x3", "--opt-shapes", "x:8x3",
+                   "--max-shapes", "x:64x3")
+    assert result.exit_code == 0, result.output
+    assert plan.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ((), "input 'x' has dynamic dims (?x3); give its shape with --shapes x:..."),
+        (("--shapes", "x:7x4"), "--shapes x:7x4 does not fit the input's shape ?x3"),
+        (("--shapes", "y:7x3"), "--shapes names y, which the model has no input called"),
+        (("--min-shapes", "x:1x3"), "input 'x' needs all of --min-shapes, --opt-shapes and --max-shapes"),
+    ],
+)
+def test_shape_mistakes_are_one_line(model: pathlib.Path, tmp_path: pathlib.Path, args: tuple[str, ...],
+                                     message: str) -> None:
+    plan = tmp_path / "c.plan"
+    result = build(str(model), "-o", str(plan), *args)
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == f"loopc: error: {message}"
+    assert not plan.exists()
+
+
+def test_shape_spec_syntax() -> None:
+    assert parse_shapes("x:1x3x224, n:") == {"x": (1, 3, 224), "n": ()}
+    with pytest.raises(LoopcError, match="dimensions must be integers"):
+        parse_shapes("x:1xAx3")
