@@ -99,7 +99,7 @@ def _run_case(case: Any, frontend: str, max_trips: int | None) -> CaseResult:
     arrays = [_as_array(v) for v in inputs]
     wanted = [_as_array(v) for v in expected]
     if any(a is None for a in arrays + wanted):
-        return CaseResult(name, NOT_TENSORS)
+        return CaseResult(name, NOT_TENSORS, detail=_refusal(case.model, frontend, max_trips))
     model = case.model
     initializers = {init.name for init in model.graph.initializer}
     input_names = [i.name for i in model.graph.input if i.name not in initializers]
@@ -152,6 +152,15 @@ def _judge(case: Any, network: Any, types: frozenset[str], feeds: dict[str, np.n
         if problem:
             return CaseResult(name, MISMATCH, types, f"{out_name}: {problem}")
     return CaseResult(name, MATCH, types)
+
+
+def _refusal(model: onnx.ModelProto, frontend: str, max_trips: int | None) -> str:
+    """What the frontend says of a model whose interface is not tensors (it should refuse it)."""
+    try:
+        load_network(model, frontend, max_trips)
+    except LoopcError as exc:
+        return str(exc)
+    return "the frontend accepted a model whose inputs or outputs are not tensors"
 
 
 def _declared_shape_mismatch(network: Any, expected: dict[str, np.ndarray]) -> str:

@@ -44,6 +44,8 @@ def test_loopc_builds_every_onnx_loop_case() -> None:
                if r.status not in (MATCH, NOT_TENSORS) and r not in float_range]
     assert not failing, "\n".join(failing)
     assert sum(r.status == MATCH for r in results) >= 38
+    refused = [r for r in results if r.status == NOT_TENSORS]
+    assert len(refused) == 8 and all("TensorRT engines take tensors only" in r.detail for r in refused), refused
     assert len(float_range) == 3
     for r in float_range:
         assert "computed from floating-point values" in r.detail and "--max-trips" in r.detail, r.detail
