@@ -55,6 +55,8 @@ class CaseResult:
     seconds: float = 0.0
     #: Layers inside loop bodies (per iteration, all loops), when the network built.
     loop_layers: int = 0
+    #: Import + build (TensorRT's builder) time, when the network built; ``seconds`` adds the rest.
+    build_seconds: float = 0.0
 
     @property
     def built(self) -> bool:
@@ -104,6 +106,7 @@ def _run_case(case: Any, frontend: str, max_trips: int | None) -> CaseResult:
     initializers = {init.name for init in model.graph.initializer}
     input_names = [i.name for i in model.graph.input if i.name not in initializers]
     feeds = dict(zip(input_names, arrays))
+    started = time.perf_counter()
     try:
         parsed = load_network(model, frontend, max_trips)
     except LoopcError as exc:
@@ -118,8 +121,10 @@ def _run_case(case: Any, frontend: str, max_trips: int | None) -> CaseResult:
         return CaseResult(name, BUILD_FAILED, detail=str(exc))
     except Exception as exc:  # TensorRT raises plain exceptions for bad profiles
         return CaseResult(name, BUILD_FAILED, detail=f"{type(exc).__name__}: {exc}")
+    built_after = time.perf_counter() - started
     types = frozenset(network.get_layer(i).type.name for i in range(network.num_layers))
     result = _judge(case, network, types, feeds, wanted)
+    result.build_seconds = built_after
     if types & LOOP_LAYERS and result.built:
         from loopc.compiler import summarize_loops
 
