@@ -77,7 +77,12 @@ def builder_config(session: Session, target: str | None = None, fp16: bool = Fal
         cfg.set_compute_capability(compute_capability_enum(target), 0)
     elif target is not None:
         log.warning("datacenter TensorRT builds for the GPU present; ignoring target %s", target)
-    if fp16 and hasattr(trt().BuilderFlag, "FP16"):
+    if fp16:
+        if not hasattr(trt().BuilderFlag, "FP16"):
+            raise LoopcError(
+                f"--fp16: {trt().__name__} builds strongly typed networks (precision follows the model's "
+                "types) and has no FP16 flag; use a float16 model, or datacenter TensorRT"
+            )
         cfg.set_flag(trt().BuilderFlag.FP16)
     return cfg
 

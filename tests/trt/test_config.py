@@ -47,3 +47,10 @@ def test_gpu_probe_answers() -> None:
     cc = gpu.compute_capability()
     assert cc is None or (len(cc) == 2 and cc[0] >= 3)
     assert gpu.available() == (cc is not None)
+
+
+def test_fp16_flag_is_refused_where_the_builder_has_none() -> None:
+    if hasattr(trt().BuilderFlag, "FP16"):
+        pytest.skip("this TensorRT has an FP16 builder flag")
+    with pytest.raises(LoopcError, match="--fp16: tensorrt_rtx builds strongly typed networks"):
+        builder_config(Session(), fp16=True)
