@@ -108,6 +108,10 @@ def run(
 
 @cli.command()
 def ops() -> None:
-    """List the TensorRT layer types the simulator runs."""
-    for name in sorted(supported_layer_types()):
-        click.echo(name)
+    """List the ONNX ops loopc converts and the TensorRT layer types the simulator runs."""
+    from loopc.backend.trt.registry import supported_ops
+
+    click.echo("ONNX ops (besides Loop, Scan, If, LSTM, GRU, RNN):")
+    click.echo("  " + " ".join(sorted(supported_ops())))
+    click.echo("TensorRT layer types the simulator runs:")
+    click.echo("  " + " ".join(sorted(supported_layer_types())))

@@ -109,3 +109,13 @@ def test_unknown_tensorrt_module_is_rejected(monkeypatch: pytest.MonkeyPatch) ->
     )
     assert result.returncode != 0
     assert "LOOPC_TENSORRT='tensorflow' is not one of tensorrt, tensorrt_rtx" in result.stderr
+
+
+def test_ops_lists_converters_and_simulator_layers() -> None:
+    from loopc.backend.trt.registry import supported_ops
+    from loopc.sim import supported_layer_types
+
+    result = invoke("ops")
+    assert result.exit_code == 0
+    words = set(result.output.split())
+    assert supported_ops() <= words and supported_layer_types() <= words
