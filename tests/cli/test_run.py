@@ -118,4 +118,4 @@ def test_ops_lists_converters_and_simulator_layers() -> None:
     result = invoke("ops")
     assert result.exit_code == 0
     words = set(result.output.split())
-    assert supported_ops() <= words and supported_layer_types() <= words
+    assert set(supported_ops()) <= words and set(supported_layer_types()) <= words
