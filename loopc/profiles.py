@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+import numpy as np
 
 from loopc.errors import LoopcError
 
@@ -17,6 +20,19 @@ class ShapeProfile:
     min: dict[str, Dims] = field(default_factory=dict)
     opt: dict[str, Dims] = field(default_factory=dict)
     max: dict[str, Dims] = field(default_factory=dict)
+    #: The values of shape-tensor inputs (integers TensorRT computes shapes from), pinned.
+    values: dict[str, Dims] = field(default_factory=dict)
+
+    @classmethod
+    def pinned(cls, inputs: Mapping[str, Any]) -> ShapeProfile:
+        """min = opt = max = the shapes of ``inputs``, and their values for shape-tensor inputs."""
+        profile = cls()
+        for name, value in inputs.items():
+            array = np.asarray(value)
+            profile.min[name] = profile.opt[name] = profile.max[name] = tuple(array.shape)
+            if array.dtype.kind in "iu":
+                profile.values[name] = tuple(int(v) for v in array.ravel())
+        return profile
 
     @classmethod
     def from_specs(
@@ -39,12 +55,20 @@ class ShapeProfile:
         unknown = sorted(set(self.min) - set(inputs))
         if unknown:
             raise LoopcError(f"--shapes names {', '.join(unknown)}, which the model has no input called")
-        dynamic = [t for t in inputs.values() if -1 in tuple(t.shape)]
+        dynamic = [t for t in inputs.values() if -1 in tuple(t.shape) or t.is_shape_tensor]
         if not dynamic:
             return
         profile = builder.create_optimization_profile()
         for tensor in dynamic:
             name = tensor.name
+            if tensor.is_shape_tensor:
+                if name not in self.values:
+                    raise LoopcError(f"input {name!r} is a shape tensor: TensorRT needs its values at build time, "
+                                     "which loopc build cannot take yet")
+                flat = list(self.values[name])
+                profile.set_shape_input(name, flat, flat, flat)
+                if -1 not in tuple(tensor.shape):
+                    continue
             if name not in self.min:
                 shape = "x".join("?" if d == -1 else str(d) for d in tensor.shape)
                 raise LoopcError(f"input {name!r} has dynamic dims ({shape}); give its shape with --shapes {name}:...")

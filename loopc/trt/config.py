@@ -89,22 +89,10 @@ def builder_config(session: Session, target: str | None = None, fp16: bool = Fal
 
 def pin_profile(session: Session, network: Any, cfg: Any, inputs: Mapping[str, np.ndarray]) -> None:
     """Add an optimization profile whose min = opt = max are the shapes (and values) of ``inputs``."""
-    profile = session.builder.create_optimization_profile()
-    needed = False
-    for i in range(network.num_inputs):
-        tensor = network.get_input(i)
-        if tensor.name not in inputs:
-            continue
-        value = np.asarray(inputs[tensor.name])
-        if tensor.is_shape_tensor:
-            flat = [int(v) for v in value.ravel()]
-            profile.set_shape_input(tensor.name, flat, flat, flat)
-            needed = True
-        if -1 in tuple(tensor.shape):
-            profile.set_shape(tensor.name, value.shape, value.shape, value.shape)
-            needed = True
-    if needed:
-        cfg.add_optimization_profile(profile)
+    from loopc.profiles import ShapeProfile
+
+    names = {network.get_input(i).name for i in range(network.num_inputs)}
+    ShapeProfile.pinned({k: v for k, v in inputs.items() if k in names}).apply(session.builder, network, cfg)
 
 
 def build_serialized(session: Session, network: Any, cfg: Any) -> bytes:
