@@ -20,8 +20,9 @@ class ShapeProfile:
     min: dict[str, Dims] = field(default_factory=dict)
     opt: dict[str, Dims] = field(default_factory=dict)
     max: dict[str, Dims] = field(default_factory=dict)
-    #: The values of shape-tensor inputs (integers TensorRT computes shapes from), pinned.
-    values: dict[str, Dims] = field(default_factory=dict)
+    #: min / opt / max values of shape-tensor inputs (integers TensorRT computes shapes from, like
+    #: a trip count). Without an entry here, a shape tensor's --shapes entry gives its values, as in trtexec.
+    values: dict[str, tuple[Dims, Dims, Dims]] = field(default_factory=dict)
 
     @classmethod
     def pinned(cls, inputs: Mapping[str, Any]) -> ShapeProfile:
@@ -31,7 +32,8 @@ class ShapeProfile:
             array = np.asarray(value)
             profile.min[name] = profile.opt[name] = profile.max[name] = tuple(array.shape)
             if array.dtype.kind in "iu":
-                profile.values[name] = tuple(int(v) for v in array.ravel())
+                flat = tuple(int(v) for v in array.ravel())
+                profile.values[name] = (flat, flat, flat)
         return profile
 
     @classmethod
@@ -62,13 +64,16 @@ class ShapeProfile:
         for tensor in dynamic:
             name = tensor.name
             if tensor.is_shape_tensor:
-                if name not in self.values:
-                    raise LoopcError(f"input {name!r} is a shape tensor: TensorRT needs its values at build time, "
-                                     "which loopc build cannot take yet")
-                flat = list(self.values[name])
-                profile.set_shape_input(name, flat, flat, flat)
-                if -1 not in tuple(tensor.shape):
-                    continue
+                if name in self.values:
+                    low, mid, high = self.values[name]
+                elif name in self.min:
+                    low, mid, high = self.min[name], self.opt[name], self.max[name]
+                else:
+                    raise LoopcError(f"input {name!r} is a shape tensor (TensorRT computes shapes from its value, "
+                                     f"e.g. a trip count): give its values with --shapes {name}:V "
+                                     "or --min/opt/max-shapes")
+                profile.set_shape_input(name, list(low), list(mid), list(high))
+                continue
             if name not in self.min:
                 shape = "x".join("?" if d == -1 else str(d) for d in tensor.shape)
                 raise LoopcError(f"input {name!r} has dynamic dims ({shape}); give its shape with --shapes {name}:...")

@@ -71,3 +71,27 @@ def test_shape_spec_syntax() -> None:
     assert parse_shapes("x:1x3x224, n:") == {"x": (1, 3, 224), "n": ()}
     with pytest.raises(LoopcError, match="dimensions must be integers"):
         parse_shapes("x:1xAx3")
+
+
+COUNTED = """<ir_version: 8, opset_import: ["" : 17]>
+g (int64 n, float[3] x) => (float[3] y, float[K,3] ys) {
+    y, ys = Loop (n, "", x) <body = b (int64 i, bool c, float[3] x_in) => (bool c_out, float[3] x_out, float[3] s) {
+        one = Constant <value = float {1}> ()
+        x_out = Add (x_in, one)
+        s = Identity (x_out)
+        c_out = Identity (c)
+    }>
+}"""
+
+
+def test_trip_count_input_takes_its_values_from_the_shapes_options(tmp_path: pathlib.Path) -> None:
+    """A trip count fed by an input is a shape tensor; as in trtexec, its --shapes entry gives values."""
+    path = tmp_path / "counted.onnx"
+    onnx.save(onnx.parser.parse_model(COUNTED), path)
+    plan = tmp_path / "d.plan"
+    missing = build(str(path), "-o", str(plan))
+    assert missing.exit_code == 1
+    assert "input 'n' is a shape tensor" in missing.output and "--shapes n:V" in missing.output
+    result = build(str(path), "-o", str(plan), "--min-shapes", "n:1", "--opt-shapes", "n:8", "--max-shapes", "n:64")
+    assert result.exit_code == 0, result.output
+    assert plan.stat().st_size > 1000
