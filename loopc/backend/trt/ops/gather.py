@@ -1,4 +1,5 @@
-"""Indexing: Gather (ONNX's take along an axis), GatherElements, ScatterND and ScatterElements."""
+"""Indexing: Gather (ONNX's take along an axis), GatherElements, ScatterND and ScatterElements,
+ReverseSequence."""
 
 from __future__ import annotations
 
@@ -36,4 +37,16 @@ def scatter(ctx: ConversionContext, node: Node) -> None:
     layer = ctx.network.add_scatter(data, indices, updates, mode)
     if node.op == "ScatterElements":
         layer.axis = int(node.attrs.get("axis", 0)) % len(data.shape)
+    ctx.set(node.outputs[0], ctx.out(layer, node))
+
+
+@converter("ReverseSequence")
+def reverse_sequence(ctx: ConversionContext, node: Node) -> None:
+    """IReverseSequenceLayer: ONNX's and TensorRT's semantics agree (int32 or int64 lengths, axes 0 and 1)."""
+    x, lens = (ctx.get(v, node) for v in node.inputs)
+    batch_axis, time_axis = int(node.attrs.get("batch_axis", 1)), int(node.attrs.get("time_axis", 0))
+    if {batch_axis, time_axis} != {0, 1}:
+        raise unsupported(node, f"batch_axis={batch_axis} with time_axis={time_axis} (ONNX allows 0 and 1)")
+    layer = ctx.network.add_reverse_sequence(x, lens)
+    layer.batch_axis, layer.sequence_axis = batch_axis, time_axis
     ctx.set(node.outputs[0], ctx.out(layer, node))
