@@ -1,0 +1,111 @@
+"""Ops that read an input at shifted, wrapped or clamped coordinates: Tile and Pad, each one
+ISliceLayer whose sample mode says what a coordinate outside the input reads (as onnx-tensorrt
+lowers them). Repeats and pads may be runtime tensors: the slice size is then a shape tensor."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from loopc.backend.trt.context import ConversionContext
+from loopc.backend.trt.ops.reduce import const_ints
+from loopc.backend.trt.registry import converter, unsupported
+from loopc.ir import Node
+from loopc.trt import trt
+
+#: ONNX Pad mode → TensorRT SampleMode: edge repeats the border (CLAMP); reflect mirrors without
+#: repeating it (REFLECT); wrap is periodic (WRAP); constant fills.
+_PAD_MODES = {"constant": "FILL", "reflect": "REFLECT", "edge": "CLAMP", "wrap": "WRAP"}
+
+
+def sampled_slice(ctx: ConversionContext, node: Node, x: Any, axes: list[int], start: list[int] | Any,
+                  size: list[int] | Any, mode: str, fill: Any = None) -> Any:
+    """An ISliceLayer with stride 1 over ``axes`` in sample ``mode``; ``start`` and ``size`` are lists
+    of ints or 1-D INT64 tensors (one entry per axis)."""
+    shape = tuple(x.shape)
+    rank = len(shape)
+    static = isinstance(start, list) and isinstance(size, list)
+    if static and all(shape[i] != -1 for i in range(rank) if i not in axes):
+        full_start, full_size = [0] * rank, list(shape)
+        for a, s, n in zip(axes, start, size):
+            full_start[a], full_size[a] = s, n
+        layer = ctx.network.add_slice(x, full_start, full_size, [1] * rank)
+    else:
+        n = len(axes)
+        layer = ctx.network.add_slice(x, [0] * n, [1] * n, [1] * n)
+        as_tensor = lambda v, what: ctx.constant(np.array(v, np.int64), node, what) if isinstance(v, list) else v  # noqa: E731
+        layer.set_input(1, as_tensor(start, "start"))
+        layer.set_input(2, as_tensor(size, "size"))
+        layer.set_input(3, ctx.constant(np.ones(n, np.int64), node, "stride"))
+        if axes != list(range(rank)):
+            layer.set_input(5, ctx.constant(np.array(axes, np.int64), node, "axes"))
+    layer.mode = getattr(trt().SampleMode, mode)
+    if fill is not None:
+        layer.set_input(4, fill)
+    return ctx.out(layer, node)
+
+
+@converter("Tile")
+def tile(ctx: ConversionContext, node: Node) -> None:
+    """out[i] = x[i mod shape]: a WRAP slice from 0 of size shape × repeats."""
+    x = ctx.get(node.inputs[0], node)
+    shape = tuple(x.shape)
+    rank = len(shape)
+    if rank == 0:
+        ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(x), node))
+        return
+    known = ctx.constant_of(node.inputs[1])
+    if known is not None and known.size != rank:
+        raise unsupported(node, f"{known.size} repeats for an input of rank {rank}")
+    if known is not None and -1 not in shape:
+        size: Any = [d * int(r) for d, r in zip(shape, known.reshape(-1))]
+    else:
+        if known is not None:
+            repeats = ctx.constant(known.astype(np.int64).reshape(-1), node, "repeats")
+        else:
+            repeats = ctx.cast(ctx.get(node.inputs[1], node), trt().int64, node, "repeats")
+        size = ctx.elementwise(ctx.shape_of(x, node), repeats, "PROD", node, "size")
+    ctx.set(node.outputs[0], sampled_slice(ctx, node, x, list(range(rank)), [0] * rank, size, "WRAP"))
+
+
+@converter("Pad")
+def pad(ctx: ConversionContext, node: Node) -> None:
+    """Pads of n axes are [begin_0..begin_n-1, end_0..end_n-1]: the slice starts at -begin and is
+    d + begin + end long (a negative pad crops). Pads may be computed; axes must be constant."""
+    x = ctx.get(node.inputs[0], node)
+    shape = tuple(x.shape)
+    rank = len(shape)
+    mode = node.attrs.get("mode", "constant")
+    mode = mode.decode() if isinstance(mode, bytes) else mode
+    if mode not in _PAD_MODES:
+        raise unsupported(node, f"mode={mode!r}")
+    inputs = list(node.inputs) + [None] * (4 - len(node.inputs))
+    axes = const_ints(ctx, node, inputs[3], "axes")
+    axes = list(range(rank)) if axes is None else [a % rank for a in axes]
+    n = len(axes)
+    fill = None
+    if mode == "constant" and inputs[2] is not None:
+        fill = ctx.scalar0d(ctx.get(inputs[2], node), node, "value")
+    known = ctx.constant_of(inputs[1])
+    if known is not None:
+        if known.size != 2 * n:
+            raise unsupported(node, f"{known.size} pads for {n} axes")
+        begin, end = [int(p) for p in known.reshape(-1)[:n]], [int(p) for p in known.reshape(-1)[n:]]
+        dims = [shape[a] for a in axes]
+        if -1 not in dims:
+            size = [d + b + e for d, b, e in zip(dims, begin, end)]
+            ctx.set(node.outputs[0], sampled_slice(ctx, node, x, axes, [-b for b in begin], size, _PAD_MODES[mode],
+                                                   fill))
+            return
+        pads = ctx.constant(np.array(begin + end, np.int64), node, "pads")
+    else:
+        pads = ctx.cast(ctx.get(inputs[1], node), trt().int64, node, "pads")
+        if pads.shape[0] not in (-1, 2 * n):
+            raise unsupported(node, f"{pads.shape[0]} pads for {n} axes")
+    begin_t = ctx.gather1(pads, list(range(n)), node, "begin")
+    end_t = ctx.gather1(pads, list(range(n, 2 * n)), node, "end")
+    start = ctx.elementwise(ctx.constant(np.zeros(n, np.int64), node, "zero"), begin_t, "SUB", node, "start")
+    dims_t = ctx.gather1(ctx.shape_of(x, node), axes, node, "dims")
+    size = ctx.elementwise(ctx.elementwise(dims_t, begin_t, "SUM", node, "plus_begin"), end_t, "SUM", node, "size")
+    ctx.set(node.outputs[0], sampled_slice(ctx, node, x, axes, start, size, _PAD_MODES[mode], fill))
