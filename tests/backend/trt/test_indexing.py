@@ -61,3 +61,55 @@ def test_gru_with_sequence_lens_lowers_through_reverse_sequence(direction):
            int32[2] lens) => (float[T,{dirs},2,{hidden}] y, float[{dirs},2,{hidden}] h) {{
             y, h = GRU <hidden_size = {hidden}, direction = "{direction}"> (x, w, r, , lens)
         }}""", inputs, rtol=1e-4, atol=1e-5)
+
+
+# -- GatherND ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dims", ["3,4", "N,M"])
+def test_gather_nd_points_rows_and_negative_indices(dims):
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    check_onnx(f"""{HEADER}
+        g (float[{dims}] x, int64[2,2] points, int64[3,1] rows) => (float[2] a, float[3,M] b) {{
+            a = GatherND(x, points)
+            b = GatherND(x, rows)
+        }}""", {"x": x, "points": np.array([[0, 3], [-1, 1]]), "rows": np.array([[2], [0], [-2]])})
+
+
+def test_gather_nd_with_batch_dims_picks_each_beams_token():
+    """Beam search: gather each batch entry's chosen beam, [batch, beams, hidden] by [batch, k, 1]."""
+    states = np.random.default_rng(1).standard_normal((2, 3, 4)).astype(np.float32)
+    check_onnx(f"""{HEADER}
+        g (float[B,3,4] s, int64[B,K,1] pick) => (float[B,K,4] y) {{ y = GatherND <batch_dims = 1> (s, pick) }}""",
+               {"s": states, "pick": np.array([[[2], [0]], [[1], [1]]])})
+
+
+def test_gather_nd_int_data():
+    x = np.arange(24, dtype=np.int64).reshape(2, 3, 4)
+    check_onnx(f"""{HEADER}
+        g (int64[2,3,4] x, int64[2,1,2] i) => (int64[2,1,4] y) {{ y = GatherND(x, i) }}""",
+               {"x": x, "i": np.array([[[1, 2]], [[0, 0]]])})
+
+
+# -- OneHot --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+def test_one_hot_of_int64_tokens_with_out_of_range_and_negative_indices(axis):
+    check_onnx(f"""{HEADER}
+        g (int64[B,3] tokens) => (float[X,Y,Z] y) {{
+            depth = Constant <value = int64 {{5}}> ()
+            values = Constant <value = float[2] {{-0.5, 2.0}}> ()
+            y = OneHot <axis = {axis}> (tokens, depth, values)
+        }}""", {"tokens": np.array([[0, 4, -1], [7, -5, 2]])})
+
+
+def test_one_hot_of_float_indices_with_a_computed_depth():
+    """tf2onnx and paddle2onnx feed depth as a 1-element tensor, sometimes computed; as floats."""
+    check_onnx(f"""{HEADER}
+        g (float[4] idx, float[V] vocab) => (float[4,V] y) {{
+            shape = Shape(vocab)
+            depth = Cast <to = 1> (shape)
+            values = Constant <value = float[2] {{0, 1}}> ()
+            y = OneHot(idx, depth, values)
+        }}""", {"idx": np.array([0.0, 2.7, 5.0, 1.0], np.float32), "vocab": np.zeros(6, np.float32)})

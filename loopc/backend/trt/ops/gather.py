@@ -1,5 +1,5 @@
-"""Indexing: Gather (ONNX's take along an axis), GatherElements, ScatterND and ScatterElements,
-ReverseSequence."""
+"""Indexing: Gather (ONNX's take along an axis), GatherElements, GatherND, ScatterND and
+ScatterElements, ReverseSequence, OneHot."""
 
 from __future__ import annotations
 
@@ -23,6 +23,15 @@ def gather_elements(ctx: ConversionContext, node: Node) -> None:
     axis = int(node.attrs.get("axis", 0)) % len(data.shape)
     layer = ctx.network.add_gather_v2(data, indices, trt().GatherMode.ELEMENT)
     layer.axis = axis
+    ctx.set(node.outputs[0], ctx.out(layer, node))
+
+
+@converter("GatherND")
+def gather_nd(ctx: ConversionContext, node: Node) -> None:
+    """ONNX's batch_dims is TensorRT's number of elementwise dims."""
+    data, indices = (ctx.get(v, node) for v in node.inputs)
+    layer = ctx.network.add_gather_v2(data, indices, trt().GatherMode.ND)
+    layer.num_elementwise_dims = int(node.attrs.get("batch_dims", 0))
     ctx.set(node.outputs[0], ctx.out(layer, node))
 
 
@@ -50,3 +59,15 @@ def reverse_sequence(ctx: ConversionContext, node: Node) -> None:
     layer = ctx.network.add_reverse_sequence(x, lens)
     layer.batch_axis, layer.sequence_axis = batch_axis, time_axis
     ctx.set(node.outputs[0], ctx.out(layer, node))
+
+
+@converter("OneHot")
+def one_hot(ctx: ConversionContext, node: Node) -> None:
+    """IOneHotLayer; ONNX lets indices and depth be of any numeric type (floats truncate), TensorRT
+    takes INT32 indices and a 0-D INT32 depth."""
+    T = trt()
+    indices, depth, values = (ctx.get(v, node) for v in node.inputs)
+    indices = ctx.cast(indices, T.int32, node, "indices")
+    depth = ctx.scalar0d(ctx.cast(depth, T.int32, node, "depth"), node, "depth0d")
+    axis = int(node.attrs.get("axis", -1)) % (len(indices.shape) + 1)
+    ctx.set(node.outputs[0], ctx.out(ctx.network.add_one_hot(indices, values, depth, axis), node))
