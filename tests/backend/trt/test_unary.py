@@ -50,3 +50,33 @@ def test_clip_integers_with_input_bounds():
     check_onnx(f"""{HEADER}
         g (int64[6] x, int64 lo, int64 hi) => (int64[6] y) {{ y = Clip(x, lo, hi) }}""",
                {"x": np.array([-5, -1, 0, 3, 8, 20]), "lo": np.array(-1), "hi": np.array(8)})
+
+
+COMPOSED = [
+    ("HardSwish", X * 2), ("Mish", X * 3), ("Celu", X), ("Celu <alpha = 0.4>", X), ("Shrink", X),
+    ("Shrink <lambd = 1.2, bias = 0.3>", X),
+]
+
+
+@pytest.mark.parametrize("op, x", COMPOSED, ids=[c[0] for c in COMPOSED])
+@pytest.mark.parametrize("dims", ["2,3,4", "A,B,C"])
+def test_activations_tensorrt_lacks(op, x, dims):
+    check_onnx(f"""<ir_version: 8, opset_import: ["" : 18]>
+        g (float[{dims}] x) => (float[{dims}] y) {{ y = {op}(x) }}""", {"x": x}, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs", ["", "<detect_negative = 0>", "<detect_positive = 0>",
+                                   "<detect_positive = 0, detect_negative = 0>"])
+def test_is_inf(attrs):
+    x = np.array([[np.inf, -np.inf, 0.0], [np.nan, 1e38, -3.0]], np.float32)
+    check_onnx(f"""{HEADER}
+        g (float[N,3] x) => (bool[N,3] y) {{ y = IsInf {attrs} (x) }}""", {"x": x})
+
+
+@pytest.mark.parametrize("slope_shape", ["4", "3,1", "1"])
+def test_prelu_slope_broadcasts(slope_shape):
+    shape = tuple(int(d) for d in slope_shape.split(","))
+    slope = np.linspace(0.1, 0.9, int(np.prod(shape)), dtype=np.float32).reshape(shape)
+    check_onnx(f"""{HEADER}
+        g (float[N,3,4] x, float[{slope_shape}] s) => (float[N,3,4] y) {{ y = PRelu(x, s) }}""",
+               {"x": X, "s": slope})

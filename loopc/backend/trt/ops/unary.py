@@ -1,6 +1,11 @@
-"""One-input pointwise ops: TensorRT Unary and Activation layers (ONNX attribute defaults applied)."""
+"""One-input pointwise ops: TensorRT Unary and Activation layers (ONNX attribute defaults applied),
+and the activations TensorRT lacks, composed from them (HardSwish, Mish, Celu, Shrink, IsInf, PRelu)."""
 
 from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
 
 from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.registry import converter
@@ -74,3 +79,76 @@ def clip(ctx: ConversionContext, node: Node) -> None:
     if y is x:
         y = ctx.out(ctx.network.add_identity(x), node)
     ctx.set(node.outputs[0], y)
+
+
+def _activate(ctx: ConversionContext, node: Node, x: Any, kind: str, alpha: float = 0.0, beta: float = 0.0,
+              suffix: str = "") -> Any:
+    layer = ctx.network.add_activation(x, getattr(trt().ActivationType, kind))
+    layer.alpha, layer.beta = alpha, beta
+    return ctx.out(layer, node, suffix)
+
+
+@converter("HardSwish")
+def hard_swish(ctx: ConversionContext, node: Node) -> None:
+    """x * max(0, min(1, x / 6 + 1/2))."""
+    x = ctx.get(node.inputs[0], node)
+    gate = _activate(ctx, node, x, "HARD_SIGMOID", 1 / 6, 0.5, "gate")
+    ctx.set(node.outputs[0], ctx.elementwise(x, gate, "PROD", node))
+
+
+@converter("Mish")
+def mish(ctx: ConversionContext, node: Node) -> None:
+    """x * tanh(log(1 + e^x))."""
+    x = ctx.get(node.inputs[0], node)
+    soft = _activate(ctx, node, x, "SOFTPLUS", 1.0, 1.0, "softplus")
+    ctx.set(node.outputs[0], ctx.elementwise(x, _activate(ctx, node, soft, "TANH", suffix="tanh"), "PROD", node))
+
+
+@converter("Celu")
+def celu(ctx: ConversionContext, node: Node) -> None:
+    """max(0, x) + min(0, alpha * (e^(x / alpha) - 1))."""
+    x = ctx.get(node.inputs[0], node)
+    alpha = float(node.attrs.get("alpha", 1.0))
+    scaled = ctx.elementwise(x, ctx.scalar(alpha, x, node, "alpha"), "DIV", node, "scaled")
+    grown = ctx.elementwise(ctx.unary(scaled, "EXP", node, "exp"), ctx.scalar(1, x, node, "one"), "SUB", node, "expm1")
+    negative = ctx.elementwise(ctx.elementwise(grown, ctx.scalar(alpha, x, node, "alpha_out"), "PROD", node, "elu"),
+                               ctx.scalar(0, x, node, "zero"), "MIN", node, "negative")
+    positive = _activate(ctx, node, x, "RELU", suffix="positive")
+    ctx.set(node.outputs[0], ctx.elementwise(positive, negative, "SUM", node))
+
+
+@converter("Shrink")
+def shrink(ctx: ConversionContext, node: Node) -> None:
+    """x + bias below -lambd, x - bias above lambd, 0 between."""
+    x = ctx.get(node.inputs[0], node)
+    lambd, bias = float(node.attrs.get("lambd", 0.5)), float(node.attrs.get("bias", 0.0))
+    below = ctx.elementwise(x, ctx.scalar(-lambd, x, node, "low"), "LESS", node, "below")
+    above = ctx.elementwise(x, ctx.scalar(lambd, x, node, "high"), "GREATER", node, "above")
+    b = ctx.scalar(bias, x, node, "bias")
+    zero = ctx.scalar(0, x, node, "zero")
+    minus, plus = ctx.elementwise(x, b, "SUB", node, "minus"), ctx.elementwise(x, b, "SUM", node, "plus")
+    upper = ctx.out(ctx.network.add_select(above, minus, zero), node, "upper")
+    ctx.set(node.outputs[0], ctx.out(ctx.network.add_select(below, plus, upper), node))
+
+
+@converter("IsInf")
+def is_inf(ctx: ConversionContext, node: Node) -> None:
+    """Infinities of the signs asked for: both is ISINF, one sign compares with that infinity."""
+    x = ctx.get(node.inputs[0], node)
+    positive, negative = bool(node.attrs.get("detect_positive", 1)), bool(node.attrs.get("detect_negative", 1))
+    if positive and negative:
+        ctx.set(node.outputs[0], ctx.unary(x, "ISINF", node))
+    elif positive or negative:
+        inf = ctx.scalar(np.inf if positive else -np.inf, x, node, "inf")
+        ctx.set(node.outputs[0], ctx.elementwise(x, inf, "EQUAL", node))
+    else:
+        never = ctx.constant(np.zeros((1,) * len(x.shape), bool), node, "never")
+        ctx.set(node.outputs[0], ctx.elementwise(ctx.unary(x, "ISINF", node, "isinf"), never, "AND", node))
+
+
+@converter("PRelu")
+def prelu(ctx: ConversionContext, node: Node) -> None:
+    """IParametricReLULayer; the slope broadcasts to the input (unidirectionally, as ONNX says)."""
+    x, slope = (ctx.get(v, node) for v in node.inputs)
+    x, slope = ctx.broadcast([x, slope], node)
+    ctx.set(node.outputs[0], ctx.out(ctx.network.add_parametric_relu(x, slope), node))
