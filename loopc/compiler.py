@@ -6,19 +6,22 @@ written atomically, so a failed build never leaves a partial or clobbered file.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import os
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import onnx
 
-from loopc.fileio import write_atomically
+from loopc.errors import BackendError
+from loopc.fileio import load_arrays, write_atomically
 from loopc.ir import Graph, Model, format_graph
-from loopc.profiles import ShapeProfile
+from loopc.profiles import InputProfile, ShapeProfile
 from loopc.trt.config import Session, build_serialized, builder_config
 
 log = logging.getLogger(__name__)
@@ -45,6 +48,8 @@ class BuildReport:
     compile_seconds: float = 0.0
     build_seconds: float = 0.0
     engine_bytes: int = 0
+    #: The optimization profile each input was built with, and where it came from.
+    inputs: dict[str, InputProfile] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -60,11 +65,11 @@ class Compiled:
     report: BuildReport
 
 
-def load_ir(model: onnx.ModelProto | str | os.PathLike[str], max_trips: int | None = None) -> Model:
+def load_ir(model: onnx.ModelProto | str | os.PathLike[str]) -> Model:
     """Import a model file with loopc's own frontend (ONNX by content)."""
     from loopc.frontend.onnx import import_model
 
-    return import_model(model, max_trips=max_trips)
+    return import_model(model)
 
 
 def optimize(
@@ -95,7 +100,7 @@ def compile(  # noqa: A001  (the public name users expect)
     say = progress or (lambda stage: None)
     start = time.perf_counter()
     say("importing")
-    ir = load_ir(model, max_trips)
+    ir = load_ir(model)
     if dump_ir:
         dump_ir("frontend", format_graph(ir.graph))
     say("canonicalizing loops")
@@ -113,25 +118,52 @@ def build(
     output: str | os.PathLike[str],
     *,
     shapes: ShapeProfile | None = None,
+    inputs: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     target: str | None = None,
     fp16: bool = False,
     max_trips: int | None = None,
     dump_ir: Callable[[str, str], None] | None = None,
     progress: Callable[[str], None] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> BuildReport:
-    """Compile ``model`` and write the serialized engine to ``output`` (atomically)."""
+    """Compile ``model`` and write the serialized engine to ``output`` (atomically).
+
+    Dynamic inputs take their profile from ``shapes``, then from the example ``inputs`` (arrays by
+    name, or an ``.npz``), then loopc's default range (see :mod:`loopc.profiles`); ``warn`` is told
+    each default chosen (default: :func:`warnings.warn`). ``report.inputs`` records every input's profile.
+    """
+    from loopc.feeds import input_specs, prepare_inputs
+
+    examples = load_arrays(inputs) if isinstance(inputs, (str, os.PathLike)) else dict(inputs or {})
     compiled = compile(model, max_trips=max_trips, dump_ir=dump_ir, progress=progress)
     session, network = compiled.session, compiled.network
+    profile = shapes or ShapeProfile()
+    if examples:
+        checked = prepare_inputs(input_specs(network, compiled.model), examples, partial=True, origin="--inputs: ")
+        profile = dataclasses.replace(profile, examples={**profile.examples, **checked})
     cfg = builder_config(session, target=target, fp16=fp16)
-    (shapes or ShapeProfile()).apply(session.builder, network, cfg)
+    dims = {v.name: tuple(v.shape) for v in compiled.model.graph.inputs if v.shape is not None}
+    compiled.report.inputs = profile.apply(session.builder, network, cfg, dim_names=dims,
+                                           warn=warn or _warn)
     if progress:
         progress("building the engine")
     start = time.perf_counter()
-    plan = build_serialized(session, network, cfg)
+    try:
+        plan = build_serialized(session, network, cfg)
+    except BackendError as exc:
+        defaulted = [name for name, rec in compiled.report.inputs.items() if rec.source == "default"]
+        if not defaulted:
+            raise
+        raise BackendError(f"{exc} (input(s) {', '.join(defaulted)} had loopc's default profile; give their "
+                           "shapes or values with --shapes or --inputs)") from exc
     compiled.report.build_seconds = time.perf_counter() - start
     compiled.report.engine_bytes = len(plan)
     write_atomically(output, lambda handle: handle.write(plan))
     return compiled.report
+
+
+def _warn(message: str) -> None:
+    warnings.warn(message, stacklevel=4)
 
 
 def summarize_loops(network: Any) -> list[LoopSummary]:

@@ -6,6 +6,7 @@ One module per pass; :func:`default_passes` is the pipeline ``loopc build`` runs
 from __future__ import annotations
 
 from loopc.passes.constant_folding import ConstantFolding
+from loopc.passes.counted_loops import CountedLoops
 from loopc.passes.dead_code import DeadCode
 from loopc.passes.float_trip_count import FloatTripCount
 from loopc.passes.gather_to_iterator import GatherToIterator
@@ -18,7 +19,7 @@ from loopc.passes.trip_limits import TripLimits
 from loopc.passes.unroll import Unroll
 from loopc.passes.while_outputs import WhileOutputs
 
-__all__ = ["ConstantFolding", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "Invariants", "Pass", "PassManager", "PassResult",
+__all__ = ["ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "Invariants", "Pass", "PassManager", "PassResult",
            "SequenceAccumulation", "TripLimits", "Unroll", "WhileOutputs", "default_passes"]
 
 
@@ -28,6 +29,6 @@ def default_passes(max_trips: int | None = None) -> list[Pass]:
     ``max_trips`` is the user's bound on while loops' trips (``--max-trips``), never a guess.
     """
     return [
-        ConstantFolding(), Identities(), Invariants(), TripLimits(), SequenceAccumulation(), GrowingConcat(max_trips),
-        Unroll(), GatherToIterator(), FloatTripCount(max_trips), WhileOutputs(), DeadCode(),
+        ConstantFolding(), Identities(), Invariants(), CountedLoops(), TripLimits(), SequenceAccumulation(),
+        GrowingConcat(), Unroll(), GatherToIterator(), FloatTripCount(max_trips), WhileOutputs(max_trips), DeadCode(),
     ]

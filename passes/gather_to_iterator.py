@@ -1,7 +1,8 @@
-"""``x[i]`` inside a loop — a loop-invariant tensor indexed by the iteration counter — is an iterator.
+"""``x[i]`` inside a loop — a loop-invariant tensor indexed by the trip number — is an iterator.
 
-ONNX Loop bodies read their inputs by the iteration number: ``Gather(x, i)`` (``x[i]``) or
-``Slice(x, [i], [i + 1], [a])`` (``x[i:i+1]``, PyTorch's export of slicing). TensorRT iterates
+ONNX Loop bodies read their inputs by the iteration number, or by a counter of their own that
+starts at 0 and steps by 1 (tf2onnx, TorchScript; see :mod:`loopc.passes._induction`):
+``Gather(x, i)`` (``x[i]``) or ``Slice(x, [i], [i + 1], [a])`` (``x[i:i+1]``, PyTorch's export of slicing). TensorRT iterates
 natively with IIteratorLayer, which streams slices instead of indexing each trip (and its builder
 rejects some counter-indexed slices outright). The rewrite is exact: both read slice ``i`` along
 the same axis (the Slice form keeps the axis, so an Unsqueeze restores it), and both are errors
@@ -13,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.ir import Graph, Loop, LoopIterator, Node, Value
+from loopc.passes._induction import Affine, Induction
 from loopc.passes._util import constant, constant_value, replace_uses
 from loopc.passes.manager import PassResult
 
@@ -22,19 +24,21 @@ class GatherToIterator:
 
     def __call__(self, graph: Graph) -> PassResult:
         rewritten = 0
-        for _, node in list(graph.walk()):
-            if isinstance(node, Loop) and node.counter is not None:
-                rewritten += self._rewrite(graph, node)
+        for outer, node in list(graph.walk()):
+            # TensorRT's builder wants an iterator exactly as long as the loop's trip count, so
+            # a loop with none (a while loop) keeps its indexed reads
+            if isinstance(node, Loop) and node.trip_count is not None:
+                rewritten += self._rewrite(graph, outer, node)
         return PassResult(graph, rewritten > 0, {"iterators": rewritten} if rewritten else {})
 
-    def _rewrite(self, graph: Graph, loop: Loop) -> int:
-        inner = {id(v) for v in loop.body.inputs} | {id(v) for _, n in loop.body.walk() for v in n.outputs}
+    def _rewrite(self, graph: Graph, outer: Graph, loop: Loop) -> int:
+        induction = Induction(loop)
         rewritten = 0
         for node in list(loop.body.nodes):
             data = node.inputs[0] if node.inputs else None
-            if data is None or id(data) in inner or node.op not in ("Gather", "Slice"):
+            if data is None or not induction.invariant(data) or node.op not in ("Gather", "Slice"):
                 continue
-            axis = _gather_axis(loop, node) if node.op == "Gather" else _slice_axis(loop, node)
+            axis = _gather_axis(induction, node) if node.op == "Gather" else _slice_axis(induction, node)
             rank = len(data.shape) if data.shape is not None else None
             if axis is None or (axis < 0 and rank is None):
                 continue
@@ -42,7 +46,7 @@ class GatherToIterator:
             out = node.outputs[0]
             element = Value(f"{out.name}_iter", out.dtype, None if data.shape is None else
                             data.shape[:axis] + data.shape[axis + 1:])
-            loop.iterators.append(LoopIterator(element, data, axis))
+            loop.iterators.append(LoopIterator(element, _first_trips(outer, loop, data, axis), axis))
             at = loop.body.nodes.index(node)
             loop.body.nodes.remove(node)
             if node.op == "Slice":  # x[i:i+1] keeps the axis x[i] drops
@@ -58,21 +62,61 @@ class GatherToIterator:
         return rewritten
 
 
-def _gather_axis(loop: Loop, node: Node) -> int | None:
+def _first_trips(outer: Graph, loop: Loop, data: Value, axis: int) -> Value:
+    """``data`` cut to the loop's trip count along ``axis``, unless it is known to be that long.
+
+    TensorRT's builder rejects an iterator longer than its loop's trip count, which ONNX allows
+    (the rows past the last trip are never read)."""
+    count = loop.trip_count
+    assert count is not None
+    if _length_of(data, axis, count):
+        return data
+    nodes: list[Node] = []
+    end = Value(f"{data.name}_trips_end", np.dtype(np.int64), (1,))
+    trips = count
+    if count.dtype != np.dtype(np.int64):
+        trips = Value(f"{data.name}_trips_i64", np.dtype(np.int64), count.shape)
+        nodes.append(Node("Cast", [count], [trips], {"to": 7}))
+    dims = constant(nodes, f"{data.name}_trips_dims", np.array([1], np.int64))
+    nodes.append(Node("Reshape", [trips, dims], [end]))
+    start = constant(nodes, f"{data.name}_trips_start", np.array([0], np.int64))
+    axes = constant(nodes, f"{data.name}_trips_axis", np.array([axis], np.int64))
+    shape = None if data.shape is None else data.shape[:axis] + (None,) + data.shape[axis + 1:]
+    cut = Value(f"{data.name}_trips", data.dtype, shape)
+    nodes.append(Node("Slice", [data, start, end, axes], [cut]))
+    at = outer.nodes.index(loop)
+    outer.nodes[at:at] = nodes
+    return cut
+
+
+def _length_of(data: Value, axis: int, count: Value) -> bool:
+    """Whether ``count`` is ``data``'s length along ``axis``: both static, or ``Shape(data)[axis]``."""
+    known = constant_value(count)
+    if known is not None and data.shape is not None and isinstance(data.shape[axis], int):
+        return int(np.asarray(known).reshape(-1)[0]) == data.shape[axis]
+    node = count.producer
+    if node is None or node.op != "Gather" or node.inputs[0] is None or node.inputs[0].producer is None:
+        return False
+    shape = node.inputs[0].producer
+    return shape.op == "Shape" and shape.inputs[0] is data and not shape.attrs and _is(node.inputs[1], axis)
+
+
+def _gather_axis(induction: Induction, node: Node) -> int | None:
     index = node.inputs[1]
-    if index is not loop.counter or index.shape != ():
+    if index is None or index.shape != () or not _is_trip(induction, index):
         return None
     return int(node.attrs.get("axis", 0))
 
 
-def _slice_axis(loop: Loop, node: Node) -> int | None:
-    """The axis of ``Slice(x, [i], [i + 1], [axis], [1])``, else None."""
+def _slice_axis(induction: Induction, node: Node) -> int | None:
+    """The axis of ``Slice(x, [i], [i + 1], [axis], [1])`` with ``i`` the trip number, else None."""
     starts, ends = node.inputs[1], node.inputs[2]
     axes = node.inputs[3] if len(node.inputs) > 3 else None
     steps = node.inputs[4] if len(node.inputs) > 4 else None
-    if not (_unsqueezed(starts) is loop.counter and _plus_one(_unsqueezed(ends)) is loop.counter):
+    start, end = induction.affine(starts), induction.affine(ends)
+    if start is None or end is None or not start.is_counter or end != Affine(None, 1, 1):
         return None
-    if steps is not None and not _is(steps, [1]):
+    if _shape(starts) != (1,) or (steps is not None and not _is(steps, [1])):
         return None
     if axes is None:
         return 0
@@ -80,22 +124,13 @@ def _slice_axis(loop: Loop, node: Node) -> int | None:
     return int(np.asarray(value).reshape(-1)[0]) if value is not None and np.asarray(value).size == 1 else None
 
 
-def _unsqueezed(value: Value | None) -> Value | None:
-    """``v`` when ``value`` is ``Unsqueeze(v, [0])`` (or a Reshape to one element) of a scalar."""
-    node = value.producer if value is not None else None
-    if node is None or node.op not in ("Unsqueeze", "Reshape") or node.inputs[0] is None:
-        return None
-    return node.inputs[0] if node.inputs[0].shape == () else None
+def _is_trip(induction: Induction, value: Value) -> bool:
+    found = induction.affine(value)
+    return found is not None and found.is_counter
 
 
-def _plus_one(value: Value | None) -> Value | None:
-    node = value.producer if value is not None else None
-    if node is None or node.op != "Add":
-        return None
-    a, b = node.inputs
-    if _is(b, 1):
-        return a
-    return b if _is(a, 1) else None
+def _shape(value: Value | None) -> object:
+    return None if value is None else value.shape
 
 
 def _is(value: Value | None, expected: object) -> bool:

@@ -11,19 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from loopc.errors import PassError
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
-from loopc.passes._util import recurrences, constant, read_counts, replace_uses
+from loopc.passes._util import recurrences, read_counts, replace_uses
 from loopc.passes.manager import PassResult
 
 
 class GrowingConcat:
-    """``max_trips`` bounds while loops (the user's --max-trips): their pieces need a length."""
-
     name = "growing-concat"
-
-    def __init__(self, max_trips: int | None = None) -> None:
-        self.max_trips = max_trips
 
     def __call__(self, graph: Graph) -> PassResult:
         rewritten = sum(self._rewrite(graph, g, loop, rec) for g, loop, rec in recurrences(graph))
@@ -39,12 +33,6 @@ class GrowingConcat:
         finals = [o for o in loop.loop_outputs if o.value is rec.state]
         if read_counts(root).get(id(rec.state), 0) != 1 + len(finals) or not finals:
             return 0
-        if loop.condition is not None and loop.trip_count is None and loop.max_trips is None:
-            if self.max_trips is None:
-                raise PassError(f"{loop.describe()}: {rec.state.name!r} grows every trip of a while loop; "
-                                "give a bound on its trips with --max-trips")
-            loop.max_trips = constant(outer.nodes, f"{loop.name}_max_trips", np.array(self.max_trips, np.int64))
-            outer.nodes.insert(outer.nodes.index(loop), outer.nodes.pop())
         rank = len(piece.shape)
         axis = int(cat.attrs.get("axis", 0))
         axis = axis + rank if axis < 0 else axis

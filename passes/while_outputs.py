@@ -3,20 +3,30 @@
 TensorRT's kCONCATENATE output is as long as its length input (the trip count M or the user's
 --max-trips bound) and padded past the trips run; ONNX's scan outputs hold exactly the trips
 run. So the loop carries a trip counter, and each such output is sliced to its final value
-after the loop. Runs after trip-limit canonicalization, so a condition that is always true
-(and so no early exit) costs nothing.
+after the loop. Runs after trip-limit canonicalization and counted-loops, so a condition that
+is always true, or a trip count hidden in the condition, costs nothing and needs no bound.
+
+A while loop with neither a trip count nor a bound of the user's has no length TensorRT could
+size such an output by: that is refused here, naming the output, since loopc never guesses one.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from loopc.errors import PassError
-from loopc.ir import Graph, Loop
-from loopc.passes._util import first_rows, replace_uses, trips_run
+from loopc.ir import Graph, Loop, LoopOutput
+from loopc.passes._util import constant, first_rows, replace_uses, trips_run
 from loopc.passes.manager import PassResult
 
 
 class WhileOutputs:
+    """``max_trips`` is the user's --max-trips: the length of outputs of loops with no trip count."""
+
     name = "while-outputs"
+
+    def __init__(self, max_trips: int | None = None) -> None:
+        self.max_trips = max_trips
 
     def __call__(self, graph: Graph) -> PassResult:
         cut = 0
@@ -29,6 +39,8 @@ class WhileOutputs:
                 continue
             if any(o.kind == "reverse" for o in stacked):
                 raise PassError(f"{node.describe()}: a reversed output of a loop that can stop early is not supported")
+            if node.trip_count is None and node.max_trips is None:
+                self._bound(g, node, stacked[0])
             trips = trips_run(g, node)
             after = g.nodes.index(node) + 1
             for out in stacked:
@@ -41,3 +53,11 @@ class WhileOutputs:
                 after += len(nodes)
             cut += len(stacked)
         return PassResult(graph, cut > 0, {"outputs": cut} if cut else {})
+
+    def _bound(self, outer: Graph, loop: Loop, output: LoopOutput) -> None:
+        if self.max_trips is None:
+            raise PassError(f"{loop.describe()}: output {output.result.name!r} collects a value on every trip of a "
+                            "while loop whose trip count loopc cannot tell; give a bound on its trips with --max-trips")
+        loop.max_trips = constant(outer.nodes, f"{loop.name}_max_trips", np.array(self.max_trips, np.int64))
+        outer.nodes.insert(outer.nodes.index(loop), outer.nodes.pop())
+        loop.sync()

@@ -57,5 +57,5 @@ def test_greedy_decoder_is_one_while_loop_with_a_concatenated_output() -> None:
 def test_greedy_decoder_without_a_bound_is_refused() -> None:
     from loopc.errors import PassError
 
-    with pytest.raises(PassError, match="grows every trip of a while loop; give a bound .* --max-trips"):
+    with pytest.raises(PassError, match="collects a value on every trip of a while loop .* give a bound on its trips with --max-trips"):
         compile(SAMPLES / "greedy_gru_decoder.onnx")

@@ -65,8 +65,6 @@ class _Verifier:
         for out in loop.loop_outputs:
             if out.kind == "last" and id(out.value) not in states:
                 raise VerificationError(f"{what}: a 'last' output must read a recurrence state, not {out.value.name!r}")
-            if out.kind != "last" and loop.trip_count is None and loop.max_trips is None:
-                raise VerificationError(f"{what}: a while loop's {out.kind} output needs max_trips")
         self.graph(loop.body, outer)
         inside = outer | {id(v) for v in loop.body.inputs} | {id(v) for _, n in loop.body.walk() for v in n.outputs}
         for value in loop.body.outputs:

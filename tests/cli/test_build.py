@@ -122,9 +122,9 @@ def test_unknown_op(tmp_path: pathlib.Path) -> None:
         ({"cond_dtype": TensorProto.FLOAT}, "cond"),
         ({"trip_dtype": TensorProto.FLOAT}, "trip count"),
         ({"with_trip": False, "with_cond": False}, "unbounded"),
-        ({"with_trip": False}, "bound"),
+        ({"with_trip": False}, "never ends"),
     ],
-    ids=["body-inputs", "cond-not-bool", "trip-not-int", "no-M-no-cond", "while-with-scan-output"],
+    ids=["body-inputs", "cond-not-bool", "trip-not-int", "no-M-no-cond", "while-true-without-M"],
 )
 def test_malformed_loop(tmp_path: pathlib.Path, knobs: dict[str, object], fragment: str) -> None:
     path, plan = broken(tmp_path, "loop.onnx")

@@ -64,9 +64,3 @@ def test_value_defined_twice() -> None:
     graph = Graph("g", [a, b], [b], [Node("Neg", [a], [b])])
     with pytest.raises(VerificationError, match="'b' is defined twice"):
         verify(graph)
-
-
-def test_while_loop_concat_needs_max_trips() -> None:
-    cond = Value("c", np.dtype(np.bool_), ())
-    with pytest.raises(VerificationError, match="needs max_trips"):
-        verify(running_sum(trip_count=False, condition=cond))

@@ -32,8 +32,6 @@ class Context:
     opset: int
     value_info: dict[str, onnx.TypeProto] = field(default_factory=dict)
     counter: int = 0
-    #: The user's bound on while loops' trip counts (``--max-trips``), for their scan outputs.
-    max_trips: int | None = None
 
     def fresh(self, base: str) -> str:
         self.counter += 1
@@ -73,19 +71,15 @@ class Scope:
         return None
 
 
-def import_model(model: onnx.ModelProto | str | os.PathLike[str], max_trips: int | None = None) -> Model:
-    """Translate ``model`` (a ModelProto or a path) into an IR :class:`Model`.
-
-    ``max_trips`` bounds while loops (no trip count) that have scan outputs: TensorRT needs a
-    length for their concatenated outputs, and loopc never guesses one.
-    """
+def import_model(model: onnx.ModelProto | str | os.PathLike[str]) -> Model:
+    """Translate ``model`` (a ModelProto or a path) into an IR :class:`Model`."""
     source = "<model>" if isinstance(model, onnx.ModelProto) else os.fspath(model)
     proto = model if isinstance(model, onnx.ModelProto) else load(source)
     opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")), 0)
     if not 1 <= opset <= onnx.defs.onnx_opset_version():
         raise FrontendError(f"{source}: default-domain opset {opset} is not one this onnx package knows")
     _check_tensor_io(proto.graph, source, opset)
-    ctx = Context(opset, _infer_types(proto, source), max_trips=max_trips)
+    ctx = Context(opset, _infer_types(proto, source))
     graph = translate_graph(ctx, proto.graph, Scope(), proto.graph.name or "main")
     return Model(graph, source, opset, [v.name for v in graph.outputs])
 

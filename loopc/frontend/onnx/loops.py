@@ -22,7 +22,6 @@ from loopc.ir.core import Shape
 BOOL = np.dtype(np.bool_)
 I64 = np.dtype(np.int64)
 
-WHILE_WITH_SCAN_OUTPUTS = "a while loop with scan outputs needs a bound on its trip count (--max-trips)"
 INT32_MAX = 2**31 - 1
 UNBOUNDED = "unbounded: the loop has neither a trip count M nor a condition"
 
@@ -188,11 +187,6 @@ def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
     if trip is None and cond is None:
         raise UnsupportedOpError(f"{what}: {UNBOUNDED}")
     em = Emitter(ctx, node, graph)
-    bound = trip
-    if trip is None and any(node.output[n:]):
-        if ctx.max_trips is None:
-            raise UnsupportedOpError(f"{what}: {WHILE_WITH_SCAN_OUTPUTS}")
-        bound = em.const(ctx.max_trips, np.int64)
 
     inits = [lookup(ctx, node, scope, name) if name else None for name in carried]
     if any(v is None for v in inits):
@@ -223,7 +217,7 @@ def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
     outputs += [LoopOutput("concat", v, result_value(ctx, name, v.dtype, stacked(v.shape, 0, length)), 0)
                 for v, name in zip(scans, node.output[n:]) if name]
     loop = Loop(body, trip_count=trip, condition=condition, counter=counter if reads(body, counter) else None,
-                recurrences=recurrences, loop_outputs=outputs, max_trips=bound if trip is None else None,
+                recurrences=recurrences, loop_outputs=outputs,
                 name=ctx.fresh(label), origin=what)
     graph.add(loop)
     for out in outputs:

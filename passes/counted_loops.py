@@ -1,0 +1,256 @@
+"""A while condition that compares an induction variable with a loop-invariant bound is a trip count.
+
+tf2onnx writes ``tf.while_loop(lambda i, ...: i < 9, ...)`` as a Loop with M = INT64_MAX whose body
+carries ``i`` and computes ``Less(Cast(i + 1, float), 9.0)``; TorchScript's ``for i in range(n)``
+with a ``break`` becomes M = INT64_MAX and ``cond = i + 1 < n and not done``. Left as a kWHILE
+limit, such a loop has no length TensorRT can size its concatenated outputs by, so it would need
+--max-trips although its trip count is known. This pass moves each such comparison into the
+trip count (kCOUNT) and keeps kWHILE only for what depends on data.
+
+Why it is exact. Split the body's next condition into conjuncts ``p_1 and ... and p_k``. A
+conjunct ``v(t) < B`` with ``v(t) = a + s·t`` (``s > 0``, ``B`` invariant) holds for exactly the
+first ``K = max(0, ceil((B - a) / s))`` trips ``t`` and for none after. Trip ``t + 1`` runs when
+the condition trip ``t`` computed holds, so that conjunct ends the loop after ``K + 1`` trips,
+and before that it is true: the loop is the same with trip count ``min(M, K + 1)`` and the other
+conjuncts as its condition. (When the condition is computed from the trip's own parameters
+rather than carried, trip ``t`` itself needs ``v(t) < B``: ``K`` trips.) ``<=``, ``>``, ``>=``
+and ``Not`` normalize to ``<`` over the integers; a comparison in floating point
+(``Cast(i) < 9.0``) is the same comparison over the integers with the bound rounded
+(``i < ceil(9.0)``) — exact while ``i`` is exactly representable (below 2^24 in float32).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from loopc.ir import Graph, Loop, Node, Value
+from loopc.passes._induction import Affine, Induction
+from loopc.passes._util import constant, constant_value
+from loopc.passes.manager import PassResult
+
+BOOL, I64 = np.dtype(np.bool_), np.dtype(np.int64)
+INT32_MAX = 2**31 - 1
+#: comparison -> (the comparison with its operands swapped, its negation)
+COMPARISONS = {
+    "Less": ("Greater", "GreaterOrEqual"),
+    "LessOrEqual": ("GreaterOrEqual", "Greater"),
+    "Greater": ("Less", "LessOrEqual"),
+    "GreaterOrEqual": ("LessOrEqual", "Less"),
+}
+
+
+@dataclass
+class Bound:
+    """``value(t) < limit`` over the integers, with ``value`` increasing in ``t``.
+
+    ``limit`` is ``limit_base + limit_const`` (``limit_base`` an invariant integer value, or None)."""
+
+    value: Affine
+    limit_base: Value | None
+    limit_const: int
+
+
+class CountedLoops:
+    name = "counted-loops"
+
+    def __call__(self, graph: Graph) -> PassResult:
+        counted = 0
+        for outer, node in list(graph.walk()):
+            if isinstance(node, Loop) and node.condition is not None:
+                counted += self._rewrite(outer, node)
+        return PassResult(graph, counted > 0, {"bounds": counted} if counted else {})
+
+    def _rewrite(self, outer: Graph, loop: Loop) -> int:
+        assert loop.condition is not None
+        induction = Induction(loop)
+        carried = next((r for r in loop.recurrences if r.state is loop.condition), None)
+        if any(o.value is loop.condition for o in loop.loop_outputs):
+            return 0  # the flag's own final value is read: it must keep its values
+        predicate = carried.next if carried is not None else loop.condition
+        bounds: list[Bound] = []
+        rest: list[Value] = []
+        for conjunct in _conjuncts(predicate):
+            bound = _bound(induction, conjunct)
+            if bound is None:
+                rest.append(conjunct)
+            else:
+                bounds.append(bound)
+        if not bounds:
+            return 0
+        before: list[Node] = []
+        # a carried condition is what trip t computed for trip t + 1: one more trip than it allows
+        counts = [_trips(before, loop.name, b, extra=1 if carried is not None else 0) for b in bounds]
+        count = _smallest(before, loop.name, counts + ([loop.trip_count] if loop.trip_count is not None else []))
+        folded = constant_value(count)
+        if folded is not None and int(np.asarray(folded)) > INT32_MAX:
+            return 0  # no count TensorRT can take; the while limit stays
+        at = outer.nodes.index(loop)
+        outer.nodes[at:at] = before
+        loop.trip_count = count
+        loop.max_trips = None  # concatenated outputs are now as long as the trip count
+        condition = _all_of(loop, rest)
+        if carried is not None:
+            carried.next = condition
+        else:
+            loop.condition = condition if rest else None
+        loop.sync()
+        return len(bounds)
+
+
+def _conjuncts(value: Value) -> list[Value]:
+    node = value.producer
+    if node is not None and node.op == "And" and len(node.inputs) == 2 and all(v is not None for v in node.inputs):
+        return [c for v in node.inputs if v is not None for c in _conjuncts(v)]
+    return [value]
+
+
+def _bound(induction: Induction, predicate: Value) -> Bound | None:
+    """``predicate`` as ``v(t) < limit`` over the integers, ``v`` increasing, ``limit`` invariant; else None."""
+    node = predicate.producer
+    negate = False
+    while node is not None and node.op == "Not" and node.inputs[0] is not None:
+        negate = not negate
+        node = node.inputs[0].producer
+    if node is None or node.op not in COMPARISONS or len(node.inputs) != 2:
+        return None
+    op = COMPARISONS[node.op][1] if negate else node.op
+    left, right = node.inputs
+    assert left is not None and right is not None
+    value, limit = _induction_operand(induction, left), _limit_operand(induction, right)
+    if value is None or limit is None:
+        value, limit = _induction_operand(induction, right), _limit_operand(induction, left)
+        op = COMPARISONS[op][0]
+    if value is None or limit is None or value.step == 0:
+        return None
+    base, low, high = limit  # the limit is base + a number in [low, high] (rounding a float bound)
+    if op in ("Less", "LessOrEqual") and value.step > 0:
+        # v < x  <=>  v < ceil(x);  v <= x  <=>  v < floor(x) + 1
+        return Bound(value, base, high if op == "Less" else low + 1)
+    if op in ("Greater", "GreaterOrEqual") and value.step < 0:
+        # v > x  <=>  -v < -floor(x);  v >= x  <=>  -v < -ceil(x) + 1
+        negated = value.times(-1)
+        if negated is None or base is not None:
+            return None
+        return Bound(negated, None, -low if op == "Greater" else -high + 1)
+    return None  # the comparison holds on a suffix of the trips, or never changes: no count
+
+
+def _induction_operand(induction: Induction, value: Value) -> Affine | None:
+    """An affine integer operand, also when the comparison is done in floating point after a Cast."""
+    node = value.producer
+    if node is not None and node.op == "Cast" and node.inputs[0] is not None:
+        value = node.inputs[0]
+    found = induction.affine(value)
+    return found if found is not None and found.base is None else None
+
+
+def _limit_operand(induction: Induction, value: Value) -> tuple[Value | None, int, int] | None:
+    """A loop-invariant bound as ``(base, floor, ceil)``: an integer value, or a number."""
+    array = constant_value(value)
+    if array is not None:
+        number = np.asarray(array)
+        if number.size != 1 or number.dtype.kind not in "iuf" or not np.isfinite(number).all():
+            return None
+        x = float(number.reshape(-1)[0]) if number.dtype.kind == "f" else int(number.reshape(-1)[0])
+        return None, math.floor(x), math.ceil(x)
+    node = value.producer
+    if node is not None and node.op == "Cast" and node.inputs[0] is not None:
+        value = node.inputs[0]  # an integer cast to float and back compares as the integer
+    found = induction.affine(value)
+    if found is None or found.step != 0 or (found.base is not None and not _shape_computable(found.base)):
+        return None
+    return found.base, found.const, found.const
+
+
+#: Integer ops TensorRT evaluates in shape calculations (a kCOUNT trip limit is one).
+SHAPE_OPS = {"Shape", "Size", "Constant", "Cast", "Identity", "Add", "Sub", "Mul", "Div", "Max", "Min", "Neg", "Abs",
+             "Gather", "Squeeze", "Unsqueeze", "Reshape", "Flatten", "Concat", "Slice"}
+
+
+def _shape_computable(value: Value) -> bool:
+    """Whether ``value`` is integer arithmetic on integer inputs and tensor dims, nothing read from data.
+
+    A trip count TensorRT must know when the loop starts; a bound computed from tensor data (an
+    argmax, a float reduction) stays a kWHILE condition, which TensorRT evaluates per trip."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.dtype is None or np.dtype(current.dtype).kind not in "iu":
+            return False
+        node = current.producer
+        if node is None:  # an input: TensorRT takes a scalar or vector of integers as a shape tensor
+            if current.shape is None or len(current.shape) > 1:
+                return False
+            continue
+        if node.op in ("Shape", "Size", "Constant"):
+            continue
+        if node.op not in SHAPE_OPS:
+            return False
+        stack.extend(v for v in node.inputs if v is not None)
+    return True
+
+
+def _trips(nodes: list[Node], name: str, bound: Bound, extra: int) -> Value:
+    """``max(0, ceil((limit - a) / s)) + extra`` trips, as integer nodes (constants fold)."""
+    a, s = bound.value.const, bound.value.step
+    gap_const = bound.limit_const - a
+    if bound.limit_base is None:
+        return constant(nodes, f"{name}_trips", np.array(max(0, -(-gap_const // s)) + extra, np.int64))
+    limit = _as_i64(nodes, f"{name}_limit", bound.limit_base)
+    gap = Value(f"{name}_gap", I64, ())
+    nodes.append(Node("Add", [limit, constant(nodes, f"{name}_gap_const", np.array(gap_const + s - 1, np.int64))], [gap]))
+    clamped = Value(f"{name}_gap_clamped", I64, ())
+    nodes.append(Node("Max", [gap, constant(nodes, f"{name}_floor", np.array(s - 1, np.int64))], [clamped]))
+    trips = Value(f"{name}_trips", I64, ())
+    if s != 1:  # ceil(gap / s) = (gap + s - 1) // s, and the numerator is never negative here
+        quotient = Value(f"{name}_quotient", I64, ())
+        nodes.append(Node("Div", [clamped, constant(nodes, f"{name}_step", np.array(s, np.int64))], [quotient]))
+        clamped = quotient
+    nodes.append(Node("Add", [clamped, constant(nodes, f"{name}_extra", np.array(extra, np.int64))], [trips]))
+    return trips
+
+
+def _as_i64(nodes: list[Node], name: str, value: Value) -> Value:
+    """``value`` as an int64 scalar."""
+    if value.shape != ():
+        flat = Value(f"{name}_scalar", value.dtype, ())
+        nodes.append(Node("Reshape", [value, constant(nodes, f"{name}_dims", np.zeros(0, np.int64))], [flat]))
+        value = flat
+    if value.dtype == I64:
+        return value
+    cast = Value(f"{name}_i64", I64, ())
+    nodes.append(Node("Cast", [value], [cast], {"to": 7}))
+    return cast
+
+
+def _smallest(nodes: list[Node], name: str, counts: list[Value]) -> Value:
+    values = [constant_value(c) for c in counts]
+    if all(v is not None for v in values):
+        return constant(nodes, f"{name}_count", np.array(min(int(np.asarray(v).reshape(-1)[0]) for v in values), np.int64))
+    if len(counts) == 1:
+        return counts[0]
+    result = Value(f"{name}_count", I64, ())
+    nodes.append(Node("Min", [_as_i64(nodes, f"{name}_count{k}", c) for k, c in enumerate(counts)], [result]))
+    return result
+
+
+def _all_of(loop: Loop, conjuncts: list[Value]) -> Value:
+    """The conjunction of ``conjuncts`` as a body value (a constant true when there are none)."""
+    if not conjuncts:
+        return constant(loop.body.nodes, f"{loop.name}_always", np.array(True))
+    result = conjuncts[0]
+    for k, other in enumerate(conjuncts[1:]):
+        both = Value(f"{loop.name}_while{k}", BOOL, ())
+        loop.body.add(Node("And", [result, other], [both]))
+        result = both
+    return result
+
+
+__all__ = ["CountedLoops"]

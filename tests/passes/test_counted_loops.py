@@ -1,0 +1,138 @@
+"""Trip counts hidden in while conditions (exporters' carried counters) become kCOUNT limits.
+
+Each model is an ONNX Loop written the way an exporter writes it; loopc must build it with no
+--max-trips, with the loop's limits as stated, and match onnxruntime on inputs chosen so that the
+counter bound, not the data, ends the loop — and the other way round.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnx.parser
+import onnxruntime as ort
+import pytest
+
+from loopc.compiler import compile
+from loopc.errors import PassError
+from loopc.sim import simulate
+from loopc.trt.config import build_serialized, builder_config, pin_profile
+
+HEADER = '<ir_version: 8, opset_import: ["" : 17]>'
+X = np.random.default_rng(0).standard_normal((12, 3)).astype(np.float32)
+
+
+def check(text: str, feeds: dict[str, np.ndarray], limits: list[str], max_trips: int | None = None) -> None:
+    """Build with the real builder, simulate, compare with onnxruntime; check the loop's trip limits."""
+    model = onnx.parser.parse_model(text)
+    onnx.checker.check_model(model)
+    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    expected = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+    compiled = compile(model, max_trips=max_trips)
+    assert [loop.trip_limits for loop in compiled.report.loops] == [limits]
+    cfg = builder_config(compiled.session)
+    pin_profile(compiled.session, compiled.network, cfg, feeds)
+    assert build_serialized(compiled.session, compiled.network, cfg)
+    got = simulate(compiled.network, feeds)
+    for name, want in expected.items():
+        assert got[name].shape == want.shape, name
+        np.testing.assert_allclose(got[name], want, rtol=1e-6, atol=1e-6, err_msg=name)
+
+
+def tf_while(compare: str = "Less", start: int = 0, step: int = 1, bound: str = "9.0", go: str = "c0") -> str:
+    """tf2onnx's ``tf.while_loop(lambda i, acc: i < 9, ...)``: M = INT64_MAX, a carried int32 counter,
+    the comparison done in float after a Cast, a scan output of every trip's sum."""
+    return f"""{HEADER}
+    g (float[N,3] x, bool go) => (int32 i_final, float[3] total, float[K,3] sums) {{
+      max = Constant <value = int64 {{9223372036854775807}}> ()
+      i0 = Constant <value = int32 {{{start}}}> ()
+      c0 = Constant <value = bool {{1}}> ()
+      acc0 = Constant <value = float[3] {{0, 0, 0}}> ()
+      i_final, total, sums = Loop (max, {go}, i0, acc0) <body = b (int64 it, bool c_in, int32 i, float[3] acc)
+                                                  => (bool c_out, int32 i_next, float[3] acc_next, float[3] row_out) {{
+        step = Constant <value = int32 {{{step}}}> ()
+        i_next = Add (i, step)
+        one = Constant <value = float {{1}}> ()
+        acc_next = Add (acc, one)
+        row_out = Identity (acc_next)
+        fi = Cast <to = 1> (i_next)
+        limit = Constant <value = float {{{bound}}}> ()
+        c_out = {compare} (fi, limit)
+      }}>
+    }}"""
+
+
+@pytest.mark.parametrize(
+    ("compare", "start", "step", "bound"),
+    [("Less", 0, 1, "9.0"), ("Less", 0, 1, "8.5"), ("LessOrEqual", 1, 2, "8.5"), ("LessOrEqual", 1, 2, "9.0"),
+     ("Greater", 10, -3, "0.0"), ("GreaterOrEqual", 10, -3, "1.0"), ("Less", 20, 1, "9.0")],
+    ids=["lt", "lt-fraction", "le-step2", "le-step2-exact", "gt-down", "ge-down", "already-past"],
+)
+def test_tf2onnx_float_compare_of_a_carried_counter_is_a_count(compare: str, start: int, step: int, bound: str) -> None:
+    check(tf_while(compare, start, step, bound), {"x": X, "go": np.array(True)}, ["kCOUNT"])
+
+
+def test_a_false_initial_condition_still_runs_no_trip() -> None:
+    """The count replaces the counter test; the initial flag stays a kWHILE limit (0 trips here)."""
+    check(tf_while(go="go"), {"x": X, "go": np.array(False)}, ["kCOUNT", "kWHILE"])
+
+
+def test_counter_read_of_an_input_becomes_an_iterator() -> None:
+    """``x[i]`` by the carried counter is an iterator once the trip count is known."""
+    text = tf_while().replace("acc_next = Add (acc, one)", "row = Gather <axis = 0> (x, i)\n acc_next = Add (acc, row)")
+    model = onnx.parser.parse_model(text)
+    compiled = compile(model)
+    assert compiled.report.loops[0].iterators == 1
+    check(text, {"x": X, "go": np.array(True)}, ["kCOUNT"])
+
+
+def torch_range_with_break(bound: str = "n") -> str:
+    """TorchScript's ``for i in range(n): ...; if total > 10: break``: M = INT64_MAX and
+    cond = (i + 1 < n) and not (total > 10), a copy of i carried beside iteration_num."""
+    return f"""{HEADER}
+    g (float[N,3] x, int64 n) => (float[3] total, float[K,3] sums) {{
+      max = Constant <value = int64 {{9223372036854775807}}> ()
+      zero = Constant <value = int64 {{0}}> ()
+      start = Less (zero, {bound})
+      acc0 = Constant <value = float[3] {{0, 0, 0}}> ()
+      i_final, total, sums = Loop (max, start, zero, acc0) <body = b (int64 it, bool c_in, int64 i, float[3] acc)
+                                                  => (bool c_out, int64 i_next, float[3] acc_next, float[3] row_out) {{
+        row = Gather <axis = 0> (x, i)
+        acc_next = Add (acc, row)
+        row_out = Identity (acc_next)
+        one = Constant <value = int64 {{1}}> ()
+        i_next = Add (i, one)
+        more = Less (i_next, {bound})
+        sum = ReduceSum <keepdims = 0> (acc_next)
+        ten = Constant <value = float {{10}}> ()
+        big = Greater (sum, ten)
+        small = Not (big)
+        c_out = And (more, small)
+      }}>
+    }}"""
+
+
+@pytest.mark.parametrize("n", [0, 1, 5, 12])
+def test_torch_range_with_break_counts_by_the_input_and_keeps_the_data_condition(n: int) -> None:
+    feeds = {"x": np.abs(X) * 0.2, "n": np.array(n, np.int64)}
+    check(torch_range_with_break(), feeds, ["kCOUNT", "kWHILE"])
+
+
+def test_the_data_condition_can_end_the_loop_first() -> None:
+    check(torch_range_with_break(), {"x": np.abs(X) * 3, "n": np.array(12, np.int64)}, ["kCOUNT", "kWHILE"])
+
+
+def test_a_bound_read_from_data_stays_a_while_condition() -> None:
+    """TensorRT needs a trip count before the loop starts: a bound computed from tensor data is not one."""
+    text = torch_range_with_break("limit").replace(
+        "zero = Constant <value = int64 {0}> ()",
+        "zero = Constant <value = int64 {0}> ()\n fx = ReduceSum <keepdims = 0> (x)\n limit = Cast <to = 7> (fx)")
+    with pytest.raises(PassError, match="--max-trips"):
+        compile(onnx.parser.parse_model(text))
+    check(text, {"x": np.abs(X), "n": np.array(12, np.int64)}, ["kWHILE"], max_trips=32)
+
+
+def test_a_counter_moving_away_from_its_bound_is_no_count() -> None:
+    """``i > -1`` with i counting up holds forever: only the data can end this loop."""
+    with pytest.raises(PassError, match="--max-trips"):
+        compile(onnx.parser.parse_model(tf_while("Greater", 0, 1, "-1.0")))
