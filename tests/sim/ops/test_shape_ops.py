@@ -139,6 +139,38 @@ def test_slice_sample_modes_with_dynamic_parameters(
     np.testing.assert_array_equal(got, np.array(expect, np.float32))
 
 
+def test_slice_wrap_from_zero_tiles_in_two_dims(nb: Any) -> None:
+    """Tile's lowering: start 0, size = shape x repeats, stride 1, WRAP; NumPy's tile is the oracle."""
+    x = nb.input("x", nb.trt.float32, (-1, 3))
+    layer = nb.network.add_slice(x, (0, 0), (1, 1), (1, 1))
+    layer.mode = nb.trt.SampleMode.WRAP
+    shape = nb.network.add_shape(x).get_output(0)
+    size = nb.network.add_elementwise(shape, nb.const([3, 2], np.int64), nb.trt.ElementWiseOperation.PROD)
+    layer.set_input(2, size.get_output(0))
+    nb.output(layer.get_output(0), "y")
+    value = np.arange(6, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(nb.build_and_simulate({"x": value})["y"], np.tile(value, (3, 2)))
+
+
+@pytest.mark.parametrize("mode, numpy_mode", [("FILL", "constant"), ("REFLECT", "reflect"), ("CLAMP", "edge"),
+                                              ("WRAP", "wrap")])
+def test_slice_modes_pad_one_axis_as_numpy_pads(nb: Any, mode: str, numpy_mode: str) -> None:
+    """Pad's lowering on axis 1 only (axes input): start -before, size d + before + after."""
+    x = nb.input("x", nb.trt.float32, (2, 3, 4))
+    layer = nb.network.add_slice(x, (0,), (1,), (1,))
+    layer.mode = getattr(nb.trt.SampleMode, mode)
+    layer.set_input(1, nb.const([-2], np.int64))
+    layer.set_input(2, nb.const([3 + 2 + 1], np.int64))
+    layer.set_input(3, nb.const([1], np.int64))
+    layer.set_input(5, nb.const([1], np.int64))
+    if mode == "FILL":
+        layer.set_input(4, nb.const(7.5, np.float32))
+    nb.output(layer.get_output(0), "y")
+    extra = {"constant_values": 7.5} if numpy_mode == "constant" else {}
+    expect = np.pad(X234, [(0, 0), (2, 1), (0, 0)], mode=numpy_mode, **extra)
+    np.testing.assert_array_equal(nb.build_and_simulate({"x": X234})["y"], expect)
+
+
 def test_slice_negative_stride_in_two_dims(nb: Any) -> None:
     x = nb.input("x", nb.trt.float32, (2, 3, 4))
     layer = nb.network.add_slice(x, (1, 2, 3), (2, 2, 2), (-1, -2, -2))
