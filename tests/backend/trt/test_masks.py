@@ -83,3 +83,14 @@ def test_dropout_in_training_mode_is_refused_by_node():
         }}""")
     with pytest.raises(UnsupportedOpError, match=r"Dropout.*training mode"):
         to_network(import_model(proto))
+
+
+# -- EyeLike -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dims", ["3,5", "N,M"])
+@pytest.mark.parametrize("attrs", ["", "<k = 2>", "<k = -1, dtype = 7>", "<k = 9>"])
+def test_eye_like(dims, attrs):
+    out = "int64" if "dtype = 7" in attrs else "float"
+    check_onnx(f"""{HEADER}
+        g (float[{dims}] x) => ({out}[{dims}] y) {{ y = EyeLike {attrs} (x) }}""", {"x": X[0]})

@@ -1,5 +1,5 @@
-"""Ops that keep or zero elements by position: Trilu (causal masks in decoders, from torch.triu/tril)
-and Dropout, which at inference keeps everything."""
+"""Ops that keep or zero elements by position: Trilu (causal masks in decoders, from torch.triu/tril),
+EyeLike (tf2onnx's tf.eye and matrix-diagonal ops) and Dropout, which at inference keeps everything."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from loopc.backend.trt.context import ConversionContext
+from onnx import helper
+
+from loopc.backend.trt.context import ConversionContext, trt_dtype
 from loopc.backend.trt.ops.shape import broadcast_to
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
@@ -46,6 +48,18 @@ def trilu(ctx: ConversionContext, node: Node) -> None:
     zero = ctx.scalar(0, x, node, "zero")
     keep, x, zero = ctx.broadcast([dropped, x, zero], node)
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_select(keep, zero, x), node))
+
+
+@converter("EyeLike")
+def eye_like(ctx: ConversionContext, node: Node) -> None:
+    """Ones where j - i == k in a matrix shaped like the input, in ``dtype`` (default: the input's)."""
+    x = ctx.get(node.inputs[0], node)
+    if len(x.shape) != 2:
+        raise unsupported(node, f"EyeLike of a rank-{len(x.shape)} tensor (ONNX requires a matrix)")
+    dtype = trt_dtype(helper.tensor_dtype_to_np_dtype(int(node.attrs["dtype"]))) if "dtype" in node.attrs else x.dtype
+    k = ctx.constant(np.array([[int(node.attrs.get("k", 0))]], np.int64), node, "k")
+    on = ctx.elementwise(_diagonal_offsets(ctx, node, x), k, "EQUAL", node, "diagonal")
+    ctx.set(node.outputs[0], ctx.out(ctx.network.add_cast(on, dtype), node))
 
 
 @converter("Dropout")
