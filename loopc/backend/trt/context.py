@@ -67,6 +67,9 @@ class ConversionContext:
     tensors: dict[int, Any] = field(default_factory=dict)
     #: Output names fixed by the model: values with these names get exactly them.
     reserved: dict[int, str] = field(default_factory=dict)
+    #: Arrays known at conversion time whose values hold no data (shape ``[0]``, as ``Shape`` of a
+    #: scalar): no TensorRT tensor can be empty, so they exist only for converters reading operands.
+    empties: dict[int, np.ndarray] = field(default_factory=dict)
     _overlays: list[dict[int, Any]] = field(default_factory=list)
     _names: set[str] = field(default_factory=set)
     _keep: list[np.ndarray] = field(default_factory=list)
@@ -84,6 +87,9 @@ class ConversionContext:
             return self.tensors[id(value)]
         except KeyError:
             where = f"{node.describe()}: " if node else ""
+            if id(value) in self.empties:
+                raise BackendError(f"{where}input {value.name!r} is empty (shape {self.empties[id(value)].shape}), "
+                                   "and TensorRT tensors cannot be") from None
             raise InternalError(f"{where}value {value.name!r} has no tensor (not converted yet)") from None
 
     def has(self, value: Value) -> bool:
@@ -118,10 +124,20 @@ class ConversionContext:
             self._overlays.pop()
 
     def constant_of(self, value: Value | None) -> np.ndarray | None:
-        """The array of ``value`` when a Constant node produces it (attributes-as-inputs need it)."""
+        """The array of ``value`` when it is known now (attributes-as-inputs need it): a Constant
+        node's, or an empty one bound by :meth:`set_array`."""
+        if value is not None and id(value) in self.empties:
+            return self.empties[id(value)]
         if value is None or value.producer is None or value.producer.op != "Constant":
             return None
         return np.asarray(value.producer.attrs["value"])
+
+    def set_array(self, value: Value, array: np.ndarray, node: Node) -> None:
+        """Bind ``value`` to a constant; an empty one only for :meth:`constant_of` (see ``empties``)."""
+        if array.size == 0:
+            self.empties[id(value)] = array
+        else:
+            self.set(value, self.constant(array, node, ""))
 
     # -- layers ------------------------------------------------------------------------------
 

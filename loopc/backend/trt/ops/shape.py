@@ -150,7 +150,7 @@ def shape_op(ctx: ConversionContext, node: Node) -> None:
     start, end, _ = slice(node.attrs.get("start", 0), node.attrs.get("end", rank)).indices(rank)
     picked = tuple(x.shape)[start:end]
     if -1 not in picked:
-        ctx.set(node.outputs[0], ctx.constant(np.array(picked, np.int64), node, ""))
+        ctx.set_array(node.outputs[0], np.array(picked, np.int64), node)
         return
     full = ctx.out(ctx.network.add_shape(x), node, "" if (start, end) == (0, rank) else "shape")
     if (start, end) != (0, rank):
@@ -171,7 +171,13 @@ def size(ctx: ConversionContext, node: Node) -> None:
 
 @converter("Concat")
 def concat(ctx: ConversionContext, node: Node) -> None:
-    tensors = [ctx.get(v, node) for v in node.inputs if v is not None]
+    """Inputs known to be empty add nothing (exporters start shape lists and accumulators with one)."""
+    present = [v for v in node.inputs if v is not None]
+    kept = [v for v in present if id(v) not in ctx.empties] or present
+    tensors = [ctx.get(v, node) for v in kept]
+    if len(tensors) == 1:
+        ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(tensors[0]), node))
+        return
     layer = ctx.network.add_concatenation(tensors)
     layer.axis = int(node.attrs["axis"]) % len(tensors[0].shape)
     ctx.set(node.outputs[0], ctx.out(layer, node))

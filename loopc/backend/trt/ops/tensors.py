@@ -16,10 +16,7 @@ from loopc.trt import trt
 
 @converter("Constant")
 def constant(ctx: ConversionContext, node: Node) -> None:
-    array = np.asarray(node.attrs["value"])
-    if array.size == 0:
-        raise unsupported(node, "an empty constant")
-    ctx.set(node.outputs[0], ctx.constant(array, node, ""))
+    ctx.set_array(node.outputs[0], np.asarray(node.attrs["value"]), node)
 
 
 @converter("Identity")
