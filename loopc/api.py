@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from loopc.errors import LoopcError
+from loopc.feeds import input_specs, prepare_inputs
 from loopc.sim import DEFAULT_MAX_ITERATIONS, Simulator
 from loopc.trt.onnx_parser import parse_onnx
 
@@ -39,7 +40,8 @@ def run(
 ) -> dict[str, np.ndarray]:
     """Run ``model`` on ``inputs`` with the simulator (``sim``) or a real engine (``trt``, GPU only).
 
-    Returns the outputs keyed by the model's output names.
+    ``inputs`` are arrays (or anything ``np.asarray`` takes) keyed by input name, checked and
+    converted by :func:`loopc.feeds.prepare_inputs`. Returns the outputs keyed by the model's output names.
     """
     if executor not in EXECUTORS:
         raise LoopcError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
@@ -47,7 +49,8 @@ def run(
         from loopc.trt.engine import require_gpu, run_network
 
         require_gpu("--executor trt")
-        parsed = load_network(model, frontend, max_trips)
-        return run_network(parsed.session, parsed.network, {k: np.asarray(v) for k, v in inputs.items()})
     parsed = load_network(model, frontend, max_trips)
-    return Simulator(parsed.network, max_iterations).run(inputs)
+    feeds = prepare_inputs(input_specs(parsed.network, getattr(parsed, "model", None)), inputs)
+    if executor == "trt":
+        return run_network(parsed.session, parsed.network, feeds)
+    return Simulator(parsed.network, max_iterations).run(feeds)

@@ -163,7 +163,7 @@ def build(
 
 
 def _warn(message: str) -> None:
-    warnings.warn(message, stacklevel=4)
+    warnings.warn(message, stacklevel=5)  # the caller of loopc.build
 
 
 def summarize_loops(network: Any) -> list[LoopSummary]:

@@ -34,11 +34,24 @@ def save_arrays(path: str | os.PathLike[str], arrays: Mapping[str, np.ndarray]) 
 
 
 def load_arrays(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:
-    """Load an ``.npz`` of named arrays (no pickles: the file is untrusted)."""
+    """Load an ``.npz`` of named arrays; never unpickles (the file is untrusted: a pickle runs code)."""
+    where = os.fspath(path)
+    arrays: dict[str, np.ndarray] = {}
     try:
-        with np.load(os.fspath(path), allow_pickle=False) as data:
-            return {name: data[name] for name in data.files}
+        data = np.load(where, allow_pickle=False)
+        if not isinstance(data, np.lib.npyio.NpzFile):
+            raise LoopcError(f"{where}: a single array, not an .npz of arrays keyed by input name")
+        with data:
+            for name in data.files:
+                try:
+                    arrays[name] = data[name]
+                except ValueError as exc:
+                    if "allow_pickle" not in str(exc):
+                        raise
+                    raise LoopcError(f"{where}: array {name!r} holds Python objects, which loopc does not "
+                                     "unpickle; save numeric arrays") from None
     except FileNotFoundError:
-        raise LoopcError(f"{os.fspath(path)}: no such file") from None
-    except (ValueError, OSError) as exc:
-        raise LoopcError(f"{os.fspath(path)}: not a readable .npz of arrays ({exc})") from None
+        raise LoopcError(f"{where}: no such file") from None
+    except (ValueError, OSError, EOFError) as exc:
+        raise LoopcError(f"{where}: not a readable .npz of arrays ({exc})") from None
+    return arrays

@@ -1,8 +1,17 @@
-"""Input shapes the trtexec way: ``--shapes x:1x3x224,y:4`` and ``--min/opt/max-shapes``."""
+"""The optimization profile: trtexec's ``--shapes`` / ``--min/opt/max-shapes``, example inputs, or a default.
+
+An input TensorRT needs a profile for is one with dynamic dims, or a shape tensor (an integer input
+TensorRT computes shapes from, like a trip count or a ``max_len``: its profile gives *values*).
+Each such input takes, bound by bound, the first of: the flags, the example inputs (``--inputs``,
+which pin min = opt = max unless the flags name that input too), then loopc's default range
+:data:`DEFAULT_RANGE`. Dynamic dims sharing a symbolic name (``batch``) take the range of that name
+wherever an input gives it.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,76 +20,188 @@ import numpy as np
 from loopc.errors import LoopcError
 
 Dims = tuple[int, ...]
+Bounds = tuple[Dims, Dims, Dims]
+
+#: min / opt / max of a dynamic dim, and of each value of a shape tensor, that no flag or example gives.
+#: A range, not a point: a loop's sequence length varies from call to call. 1, not 0: a value of 0 makes
+#: the tensors it shapes empty, and a shape value is often a divisor or a Range step; 64 keeps engines
+#: small (TensorRT's builder allocates for max). The same range for both, so a shape tensor that equals a
+#: dynamic dim (a ``max_len`` beside a sequence) agrees with it at each of min, opt and max.
+DEFAULT_RANGE = (1, 8, 64)
+#: What tells a user how to set a profile themselves.
+OVERRIDE_HINT = "set them with --shapes/--min-shapes/--opt-shapes/--max-shapes or --inputs"
+
+#: Where an input's profile came from (``InputProfile.source``).
+SOURCES = ("static", "default", "shapes", "inputs", "inputs+shapes")
+
+
+@dataclass
+class InputProfile:
+    """The profile one input was built with, as ``--report`` records it."""
+
+    #: static (no profile needed), default (loopc's), shapes (the flags), inputs (an example), inputs+shapes.
+    source: str
+    dtype: str
+    #: The declared dims: ints, symbolic names, "?" where unknown.
+    declared: list[int | str]
+    min: list[int]
+    opt: list[int]
+    max: list[int]
+    shape_tensor: bool = False
+    #: For a shape tensor: its min / opt / max values, each a flat list.
+    values: dict[str, list[int]] | None = None
+
+
+@dataclass(frozen=True)
+class NetworkInput:
+    """What the profile needs to know of one network input."""
+
+    name: str
+    shape: Dims
+    shape_tensor: bool = False
+    dtype: str = ""
+    #: Symbolic names of the dims (None where unnamed or static).
+    names: tuple[str | None, ...] = ()
+
+    @property
+    def dynamic(self) -> bool:
+        return -1 in self.shape
+
+    def declared(self) -> list[int | str]:
+        names = self.names if len(self.names) == len(self.shape) else (None,) * len(self.shape)
+        return [d if d != -1 else (n or "?") for d, n in zip(self.shape, names)]
 
 
 @dataclass
 class ShapeProfile:
-    """min / opt / max shapes per input name; ``--shapes`` sets all three."""
+    """min / opt / max per input name (``--shapes`` sets all three) and example inputs."""
 
     min: dict[str, Dims] = field(default_factory=dict)
     opt: dict[str, Dims] = field(default_factory=dict)
     max: dict[str, Dims] = field(default_factory=dict)
-    #: min / opt / max values of shape-tensor inputs (integers TensorRT computes shapes from, like
-    #: a trip count). Without an entry here, a shape tensor's --shapes entry gives its values, as in trtexec.
-    values: dict[str, tuple[Dims, Dims, Dims]] = field(default_factory=dict)
+    #: Example inputs (``--inputs``): their shapes, and values for shape tensors, fill every bound
+    #: the flags leave open.
+    examples: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def pinned(cls, inputs: Mapping[str, Any]) -> ShapeProfile:
         """min = opt = max = the shapes of ``inputs``, and their values for shape-tensor inputs."""
-        profile = cls()
-        for name, value in inputs.items():
-            array = np.asarray(value)
-            profile.min[name] = profile.opt[name] = profile.max[name] = tuple(array.shape)
-            if array.dtype.kind in "iu":
-                flat = tuple(int(v) for v in array.ravel())
-                profile.values[name] = (flat, flat, flat)
-        return profile
+        return cls(examples={name: np.asarray(value) for name, value in inputs.items()})
 
     @classmethod
     def from_specs(
         cls, shapes: str | None = None, min_shapes: str | None = None, opt_shapes: str | None = None,
-        max_shapes: str | None = None,
+        max_shapes: str | None = None, examples: Mapping[str, Any] | None = None,
     ) -> ShapeProfile:
-        profile = cls()
+        profile = cls(examples={name: np.asarray(value) for name, value in (examples or {}).items()})
         for name, dims in parse_shapes(shapes).items():
             profile.min[name] = profile.opt[name] = profile.max[name] = dims
         for spec, target in ((min_shapes, profile.min), (opt_shapes, profile.opt), (max_shapes, profile.max)):
             target.update(parse_shapes(spec))
-        for name in set(profile.min) | set(profile.opt) | set(profile.max):
-            if not (name in profile.min and name in profile.opt and name in profile.max):
-                raise LoopcError(f"input {name!r} needs all of --min-shapes, --opt-shapes and --max-shapes")
+        profile.check_complete()
         return profile
 
-    def apply(self, builder: Any, network: Any, cfg: Any) -> None:
-        """Add one optimization profile covering every dynamic input of ``network``."""
-        inputs = {network.get_input(i).name: network.get_input(i) for i in range(network.num_inputs)}
-        unknown = sorted(set(self.min) - set(inputs))
+    def check_complete(self) -> None:
+        """An input the flags name needs all three bounds, unless an example fills the rest."""
+        for name in sorted(set(self.min) | set(self.opt) | set(self.max)):
+            if name not in self.examples and not (name in self.min and name in self.opt and name in self.max):
+                raise LoopcError(f"input {name!r} needs all of --min-shapes, --opt-shapes and --max-shapes "
+                                 "(or an example of it in --inputs)")
+
+    def resolve(self, inputs: Sequence[NetworkInput]) -> dict[str, InputProfile]:
+        """The profile of every input, keyed by name, in the network's order."""
+        self.check_complete()
+        known = {t.name for t in inputs}
+        unknown = sorted((set(self.min) | set(self.opt) | set(self.max)) - known)
         if unknown:
             raise LoopcError(f"--shapes names {', '.join(unknown)}, which the model has no input called")
-        dynamic = [t for t in inputs.values() if -1 in tuple(t.shape) or t.is_shape_tensor]
-        if not dynamic:
-            return
-        profile = builder.create_optimization_profile()
-        for tensor in dynamic:
-            name = tensor.name
-            if tensor.is_shape_tensor:
-                if name in self.values:
-                    low, mid, high = self.values[name]
-                elif name in self.min:
-                    low, mid, high = self.min[name], self.opt[name], self.max[name]
+        unknown = sorted(set(self.examples) - known)
+        if unknown:
+            raise LoopcError(f"--inputs names {', '.join(unknown)}, which the model has no input called")
+        records: dict[str, InputProfile] = {}
+        symbols: dict[str, tuple[int, int, int]] = {}
+        for t in inputs:  # first what the user gave, so that named dims can follow it
+            if t.name in self.min or t.name in self.opt or t.name in self.max or t.name in self.examples:
+                records[t.name] = self._given(t)
+                if not t.shape_tensor:
+                    _bind(symbols, t, records[t.name])
+        for t in inputs:
+            if t.name not in records:
+                records[t.name] = _default(t, symbols) if t.dynamic or t.shape_tensor else _static(t)
+        return {t.name: records[t.name] for t in inputs}
+
+    def apply(
+        self, builder: Any, network: Any, cfg: Any, *,
+        dim_names: Mapping[str, Sequence[str | int | None]] | None = None,
+        warn: Callable[[str], None] | None = None,
+    ) -> dict[str, InputProfile]:
+        """Add one optimization profile covering every dynamic input of ``network``; return what each got.
+
+        ``dim_names`` gives the model's dims per input (symbolic names where it has them); ``warn``
+        is told, one line per input, the default profile an input got.
+        """
+        inputs = [network_input(network.get_input(i), (dim_names or {}).get(network.get_input(i).name))
+                  for i in range(network.num_inputs)]
+        records = self.resolve(inputs)
+        needing = [t for t in inputs if t.dynamic or t.shape_tensor]
+        if needing:
+            profile = builder.create_optimization_profile()
+            for t in needing:
+                rec = records[t.name]
+                if t.shape_tensor:
+                    assert rec.values is not None
+                    profile.set_shape_input(t.name, rec.values["min"], rec.values["opt"], rec.values["max"])
                 else:
-                    raise LoopcError(f"input {name!r} is a shape tensor (TensorRT computes shapes from its value, "
-                                     f"e.g. a trip count): give its values with --shapes {name}:V "
-                                     "or --min/opt/max-shapes")
-                profile.set_shape_input(name, list(low), list(mid), list(high))
-                continue
-            if name not in self.min:
-                shape = "x".join("?" if d == -1 else str(d) for d in tensor.shape)
-                raise LoopcError(f"input {name!r} has dynamic dims ({shape}); give its shape with --shapes {name}:...")
-            for dims in (self.min[name], self.opt[name], self.max[name]):
-                _check_fits(name, tuple(tensor.shape), dims)
-            profile.set_shape(name, self.min[name], self.opt[name], self.max[name])
-        cfg.add_optimization_profile(profile)
+                    profile.set_shape(t.name, tuple(rec.min), tuple(rec.opt), tuple(rec.max))
+            cfg.add_optimization_profile(profile)
+        for t in inputs:
+            if warn and records[t.name].source == "default":
+                warn(default_warning(t, records[t.name]))
+        return records
+
+    def _given(self, t: NetworkInput) -> InputProfile:
+        flags = (self.min.get(t.name), self.opt.get(t.name), self.max.get(t.name))
+        example = self.examples.get(t.name)
+        source = _source(flags, example)
+        if t.shape_tensor:
+            values = _checked_values(t, _fill(t, flags, _example_values(t, example) if example is not None else None))
+            shape = list(t.shape)
+            return InputProfile(source, t.dtype, t.declared(), shape, list(shape), list(shape), True, values)
+        for dims in flags:
+            if dims is not None:
+                _check_fits(t, dims, f"--shapes {t.name}:{_text(dims)}")
+        if example is not None:
+            _check_fits(t, tuple(example.shape), f"--inputs: input {t.name!r} of shape {_text(example.shape)}")
+        if not t.dynamic:
+            return _static(t)
+        low, mid, high = _fill(t, flags, tuple(example.shape) if example is not None else None)
+        _check_order(t.name, (low, mid, high), "")
+        return InputProfile(source, t.dtype, t.declared(), list(low), list(mid), list(high))
+
+
+def network_input(tensor: Any, dims: Sequence[str | int | None] | None = None) -> NetworkInput:
+    """A TensorRT input tensor as the profile sees it; ``dims`` are the model's (with symbolic names)."""
+    shape = tuple(tensor.shape)
+    if dims is not None and len(dims) == len(shape):
+        names = tuple(d if isinstance(d, str) else None for d in dims)
+    else:
+        names = tuple(dim_name(tensor, k) for k in range(len(shape)))
+    from loopc.sim.dtypes import to_numpy
+
+    dtype = to_numpy(tensor.dtype).name
+    return NetworkInput(tensor.name, shape, bool(tensor.is_shape_tensor), dtype, names)
+
+
+def default_warning(t: NetworkInput, rec: InputProfile) -> str:
+    """The one line that says which default profile an input got and how to choose another."""
+    if t.shape_tensor:
+        assert rec.values is not None
+        lo, mid, hi = (_text(rec.values[k]) for k in ("min", "opt", "max"))
+        return (f"input {t.name!r} is a shape tensor (TensorRT computes shapes from its values, e.g. a trip "
+                f"count); using values min {lo} opt {mid} max {hi}; {OVERRIDE_HINT}")
+    declared = "(" + ", ".join(str(d) for d in t.declared()) + ")"
+    return (f"input {t.name!r} has dynamic dims {declared}; using min {_text(rec.min)} opt {_text(rec.opt)} "
+            f"max {_text(rec.max)}; {OVERRIDE_HINT}")
 
 
 def parse_shapes(spec: str | None) -> dict[str, Dims]:
@@ -101,8 +222,86 @@ def parse_shapes(spec: str | None) -> dict[str, Dims]:
     return shapes
 
 
-def _check_fits(name: str, declared: Dims, dims: Dims) -> None:
-    if len(dims) != len(declared) or any(d != -1 and d != g for d, g in zip(declared, dims)):
-        decl = "x".join("?" if d == -1 else str(d) for d in declared)
-        raise LoopcError(f"--shapes {name}:{'x'.join(map(str, dims))} does not fit the input's shape {decl}")
+def _static(t: NetworkInput) -> InputProfile:
+    return InputProfile("static", t.dtype, t.declared(), list(t.shape), list(t.shape), list(t.shape))
 
+
+def _default(t: NetworkInput, symbols: Mapping[str, tuple[int, int, int]]) -> InputProfile:
+    if t.shape_tensor:
+        count = _volume(t)
+        values = {key: [v] * count for key, v in zip(("min", "opt", "max"), DEFAULT_RANGE)}
+        shape = list(t.shape)
+        return InputProfile("default", t.dtype, t.declared(), shape, list(shape), list(shape), True, values)
+    names = t.names if len(t.names) == len(t.shape) else (None,) * len(t.shape)
+    per_dim = [(d, d, d) if d != -1 else symbols.get(n or "", DEFAULT_RANGE) for d, n in zip(t.shape, names)]
+    low, mid, high = ([dims[k] for dims in per_dim] for k in range(3))
+    return InputProfile("default", t.dtype, t.declared(), low, mid, high)
+
+
+def _bind(symbols: dict[str, tuple[int, int, int]], t: NetworkInput, rec: InputProfile) -> None:
+    """Record the range a user gave each named dynamic dim (the first input that names it wins)."""
+    for k, (d, name) in enumerate(zip(t.shape, t.names)):
+        if d == -1 and name and name not in symbols:
+            symbols[name] = (rec.min[k], rec.opt[k], rec.max[k])
+
+
+def _fill(t: NetworkInput, flags: tuple[Dims | None, Dims | None, Dims | None], fallback: Dims | None) -> Bounds:
+    """Each bound from the flags, else from the example."""
+    low, mid, high = (f if f is not None else fallback for f in flags)
+    if low is None or mid is None or high is None:
+        raise LoopcError(f"input {t.name!r} needs all of --min-shapes, --opt-shapes and --max-shapes")
+    return low, mid, high
+
+
+def _source(flags: Sequence[Dims | None], example: Any) -> str:
+    if example is None:
+        return "shapes"
+    return "inputs" if all(f is None for f in flags) else "inputs+shapes"
+
+
+def _example_values(t: NetworkInput, example: np.ndarray) -> Dims:
+    if example.dtype.kind not in "iu":
+        raise LoopcError(f"--inputs: input {t.name!r} is a shape tensor and needs integer values, "
+                         f"not {example.dtype}")
+    return tuple(int(v) for v in example.ravel())
+
+
+def _checked_values(t: NetworkInput, bounds: Bounds) -> dict[str, list[int]]:
+    count = _volume(t)
+    for values in bounds:
+        if len(values) != count:
+            raise LoopcError(f"input {t.name!r} is a shape tensor of {count} value(s) (TensorRT computes "
+                             f"shapes from them); {_text(values) or 'nothing'} gives {len(values)}")
+    _check_order(t.name, bounds, " values")
+    return {key: list(values) for key, values in zip(("min", "opt", "max"), bounds)}
+
+
+def _check_fits(t: NetworkInput, dims: Dims, what: str) -> None:
+    if len(dims) != len(t.shape) or any(d != -1 and d != g for d, g in zip(t.shape, dims)):
+        decl = "x".join("?" if d == -1 else str(d) for d in t.shape) or "a scalar"
+        raise LoopcError(f"{what} does not fit the input's shape {decl}")
+
+
+def _check_order(name: str, bounds: Bounds, what: str) -> None:
+    low, mid, high = bounds
+    if len(low) != len(mid) or len(mid) != len(high) or not all(a <= b <= c for a, b, c in zip(low, mid, high)):
+        raise LoopcError(f"input {name!r}: min{what} {_text(low)}, opt {_text(mid)}, max {_text(high)} are not "
+                         "in order (each needs min <= opt <= max)")
+
+
+def _volume(t: NetworkInput) -> int:
+    if any(d < 0 for d in t.shape):
+        raise LoopcError(f"input {t.name!r} is a shape tensor with dynamic dims; TensorRT needs its size fixed")
+    return max(1, math.prod(t.shape))
+
+
+def _text(dims: Collection[int]) -> str:
+    return "x".join(str(d) for d in dims)
+
+
+def dim_name(tensor: Any, index: int) -> str | None:
+    """The name a TensorRT input gives a dynamic dim (TensorRT's ONNX parser sets them), if any."""
+    try:
+        return tensor.get_dimension_name(index) or None
+    except (AttributeError, RuntimeError, TypeError):
+        return None

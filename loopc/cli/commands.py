@@ -7,7 +7,7 @@ import pathlib
 import click
 
 from loopc import api
-from loopc.cli.main import cli
+from loopc.cli.main import cli, verbose_option
 from loopc.fileio import load_arrays, save_arrays, write_atomically
 from loopc.sim import DEFAULT_MAX_ITERATIONS, supported_layer_types
 
@@ -26,24 +26,33 @@ def _dump_ir(stage: str, text: str) -> None:
 @click.option("--min-shapes", help="Smallest shapes of the optimization profile.")
 @click.option("--opt-shapes", help="Shapes the builder optimizes for.")
 @click.option("--max-shapes", help="Largest shapes of the optimization profile.")
+@click.option("-i", "--inputs", "inputs_path", type=click.Path(dir_okay=False),
+              help=".npz of example inputs: their shapes (and shape-tensor values) pin the profile.")
 @click.option("--target", help="Compute capability to build for, e.g. sm89 (default: the GPU present, else sm89).")
 @click.option("--fp16", is_flag=True, help="Allow FP16 kernels.")
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write a JSON build report here.")
 @click.option("--dump-ir", is_flag=True, help="Print the IR after the frontend and after each pass that changes it.")
+@verbose_option
 def build(
     model: str, output: str, shapes: str | None, min_shapes: str | None, opt_shapes: str | None,
-    max_shapes: str | None, target: str | None, fp16: bool, max_trips: int | None, report_path: str | None,
-    dump_ir: bool,
+    max_shapes: str | None, inputs_path: str | None, target: str | None, fp16: bool, max_trips: int | None,
+    report_path: str | None, dump_ir: bool,
 ) -> None:
-    """Compile MODEL into a TensorRT engine whose loops are TensorRT loops."""
+    """Compile MODEL into a TensorRT engine whose loops are TensorRT loops.
+
+    Dynamic inputs without --shapes or --inputs get loopc's default profile (each dynamic dim and
+    shape-tensor value min 1, opt 8, max 64), with one warning per input.
+    """
     from loopc.compiler import build as build_engine
     from loopc.profiles import ShapeProfile
 
-    profile = ShapeProfile.from_specs(shapes, min_shapes, opt_shapes, max_shapes)
-    report = build_engine(model, output, shapes=profile, target=target, fp16=fp16, max_trips=max_trips,
-                          dump_ir=_dump_ir if dump_ir else None,
-                          progress=lambda stage: click.echo(f"loopc: {stage} ...", err=True))
+    examples = load_arrays(inputs_path) if inputs_path else {}
+    profile = ShapeProfile.from_specs(shapes, min_shapes, opt_shapes, max_shapes, examples)
+    report = build_engine(model, output, shapes=profile, inputs=examples, target=target, fp16=fp16,
+                          max_trips=max_trips, dump_ir=_dump_ir if dump_ir else None,
+                          progress=lambda stage: click.echo(f"loopc: {stage} ...", err=True),
+                          warn=lambda message: click.echo(f"loopc: warning: {message}", err=True))
     for loop in report.loops:
         click.echo(
             f"  loop {loop.name}: {'+'.join(loop.trip_limits)}, {loop.iterators} iterator(s), "
@@ -62,12 +71,13 @@ def build(
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 @click.option("--dump-ir", is_flag=True, help="Also print the IR after the frontend and after each pass.")
+@verbose_option
 def inspect(model: str, max_trips: int | None, dump_ir: bool) -> None:
     """Print MODEL's loops as loopc sees them after canonicalization."""
     from loopc.compiler import load_ir, optimize
     from loopc.ir import Loop, format_graph, format_loop
 
-    ir = load_ir(model, max_trips)
+    ir = load_ir(model)
     if dump_ir:
         _dump_ir("frontend", format_graph(ir.graph))
     optimize(ir, (lambda name, g: _dump_ir(name, format_graph(g))) if dump_ir else None, max_trips)
@@ -89,6 +99,7 @@ def inspect(model: str, max_trips: int | None, dump_ir: bool) -> None:
 @click.option("--max-iterations", type=click.IntRange(min=1), default=DEFAULT_MAX_ITERATIONS, show_default=True,
               help="A loop still running after this many trips is an error (sim only).")
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
+@verbose_option
 def run(
     model: str, inputs_path: str | None, output_path: str | None, executor: str, frontend: str, max_iterations: int,
     max_trips: int | None,
@@ -107,6 +118,7 @@ def run(
 
 
 @cli.command()
+@verbose_option
 def ops() -> None:
     """List the ONNX ops loopc converts and the TensorRT layer types the simulator runs."""
     from loopc.backend.trt.registry import supported_ops

@@ -5,7 +5,8 @@ from __future__ import annotations
 import logging
 import sys
 import traceback
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -37,9 +38,33 @@ def _report(ctx: click.Context, message: str, code: int) -> None:
     sys.exit(code)
 
 
+VERBOSE_HELP = "More logging (-vv for TensorRT's own messages); tracebacks."
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def set_verbosity(verbose: int) -> None:
+    """Log at WARNING, INFO (-v) or DEBUG (-vv and more)."""
+    level = logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG
+    logging.basicConfig(level=level, format="%(levelname)s %(name)s: %(message)s")
+    logging.getLogger().setLevel(level)
+
+
+def _more_verbose(ctx: click.Context, _param: click.Parameter, count: int) -> None:
+    if count:
+        ctx.obj = ctx.obj if ctx.obj is not None else {}  # the group's dict: error reporting reads it
+        ctx.obj["verbose"] = ctx.obj.get("verbose", 0) + count
+        set_verbosity(ctx.obj["verbose"])
+
+
+def verbose_option(command: F) -> F:
+    """``-v`` on a subcommand too, so that ``loopc build ... -v`` works as ``loopc -v build ...`` does."""
+    return click.option("-v", "--verbose", count=True, expose_value=False, callback=_more_verbose,
+                        help=VERBOSE_HELP)(command)
+
+
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="loopc")
-@click.option("-v", "--verbose", count=True, help="More logging (-vv for TensorRT's own messages); tracebacks.")
+@click.option("-v", "--verbose", count=True, help=VERBOSE_HELP)
 @click.option(
     "--tensorrt",
     type=click.Choice(MODULES),
@@ -50,10 +75,7 @@ def _report(ctx: click.Context, message: str, code: int) -> None:
 def cli(ctx: click.Context, verbose: int, tensorrt: str | None) -> None:
     """Compile models with loops into TensorRT engines whose loops are TensorRT loops."""
     ctx.obj = {"verbose": verbose}
-    logging.basicConfig(
-        level=logging.WARNING if verbose == 0 else logging.INFO if verbose == 1 else logging.DEBUG,
-        format="%(levelname)s %(name)s: %(message)s",
-    )
+    set_verbosity(verbose)
     if tensorrt:
         force(tensorrt)
 

@@ -1,7 +1,8 @@
-"""Dynamic inputs: trtexec-style --shapes / --min/opt/max-shapes, and a clear error without them."""
+"""Dynamic inputs: trtexec-style --shapes / --min/opt/max-shapes, and clear errors for shapes that cannot be."""
 
 from __future__ import annotations
 
+import json
 import pathlib
 
 import onnx
@@ -52,10 +53,12 @@ def test_min_opt_max_shapes(model: pathlib.Path, tmp_path: pathlib.Path) -> None
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ((), "input 'x' has dynamic dims (?x3); give its shape with --shapes x:..."),
         (("--shapes", "x:7x4"), "--shapes x:7x4 does not fit the input's shape ?x3"),
         (("--shapes", "y:7x3"), "--shapes names y, which the model has no input called"),
-        (("--min-shapes", "x:1x3"), "input 'x' needs all of --min-shapes, --opt-shapes and --max-shapes"),
+        (("--min-shapes", "x:1x3"), "input 'x' needs all of --min-shapes, --opt-shapes and --max-shapes "
+                                    "(or an example of it in --inputs)"),
+        (("--min-shapes", "x:9x3", "--opt-shapes", "x:8x3", "--max-shapes", "x:64x3"),
+         "input 'x': min 9x3, opt 8x3, max 64x3 are not in order (each needs min <= opt <= max)"),
     ],
 )
 def test_shape_mistakes_are_one_line(model: pathlib.Path, tmp_path: pathlib.Path, args: tuple[str, ...],
@@ -88,10 +91,21 @@ def test_trip_count_input_takes_its_values_from_the_shapes_options(tmp_path: pat
     """A trip count fed by an input is a shape tensor; as in trtexec, its --shapes entry gives values."""
     path = tmp_path / "counted.onnx"
     onnx.save(onnx.parser.parse_model(COUNTED), path)
-    plan = tmp_path / "d.plan"
-    missing = build(str(path), "-o", str(plan))
-    assert missing.exit_code == 1
-    assert "input 'n' is a shape tensor" in missing.output and "--shapes n:V" in missing.output
-    result = build(str(path), "-o", str(plan), "--min-shapes", "n:1", "--opt-shapes", "n:8", "--max-shapes", "n:64")
+    plan, report = tmp_path / "d.plan", tmp_path / "d.json"
+    result = build(str(path), "-o", str(plan), "--min-shapes", "n:2", "--opt-shapes", "n:5", "--max-shapes", "n:9",
+                   "--report", str(report))
     assert result.exit_code == 0, result.output
     assert plan.stat().st_size > 1000
+    assert "warning" not in result.output
+    n = json.loads(report.read_text())["inputs"]["n"]
+    assert (n["source"], n["shape_tensor"], n["values"]) == ("shapes", True, {"min": [2], "opt": [5], "max": [9]})
+
+
+def test_shape_tensor_values_must_match_its_size(tmp_path: pathlib.Path) -> None:
+    path = tmp_path / "counted.onnx"
+    onnx.save(onnx.parser.parse_model(COUNTED), path)
+    result = build(str(path), "-o", str(tmp_path / "e.plan"), "--shapes", "n:2x3")
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == (
+        "loopc: error: input 'n' is a shape tensor of 1 value(s) (TensorRT computes shapes from them); "
+        "2x3 gives 2")
