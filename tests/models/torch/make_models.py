@@ -1,0 +1,679 @@
+"""Make the PyTorch corpus: loop models exported the way PyTorch users export them.
+
+Run outside the test suite, in a venv of its own (loopc never depends on torch):
+
+    python3 -m venv venv-torch
+    venv-torch/bin/pip install -r tests/models/torch/requirements.txt
+    venv-torch/bin/python tests/models/torch/make_models.py
+
+Three exporter idioms are covered:
+
+* traced ``nn.LSTM`` / ``nn.GRU`` / ``nn.RNN`` stacks, TorchScript exporter (``dynamo=False``) with
+  ``dynamic_axes``: the exporter writes ONNX LSTM/GRU/RNN nodes;
+* ``torch.jit.script`` decoders with ``break``, ``list.append`` + ``torch.stack``, ``torch.cat`` caches and
+  ``out[k] = c`` writes, TorchScript exporter: the exporter writes ONNX Loop (and If, Sequence*) nodes;
+* ``torch.export`` higher-order ops (``while_loop``, ``scan``) with ``dynamo=True`` and ``dynamic_shapes``.
+
+Every model is built from fixed seeds. For each case the script writes ``<case>.onnx``,
+``<case>.inputs.npz`` (keyed by graph input name), ``<case>.expected.npz`` (the eager PyTorch module's
+outputs, keyed by graph output name), and finally ``cases.toml``. Each export is checked once against
+onnxruntime so that a broken export fails here, not in the tests.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import pathlib
+import warnings
+from typing import Callable
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import torch
+from torch import Tensor, nn
+from torch._higher_order_ops.scan import scan
+from torch._higher_order_ops.while_loop import while_loop
+
+HERE = pathlib.Path(__file__).resolve().parent
+OPSET = 17  # the TorchScript exporter's opset; the dynamo exporter keeps its own default
+TS = f"TorchScript exporter (torch {torch.__version__.split('+')[0]}, dynamo=False), opset {OPSET}"
+DYNAMO = f"dynamo exporter (torch {torch.__version__.split('+')[0]}, dynamo=True, dynamic_shapes), its default opset 20"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Hand-written recurrent cells (nn.GRUCell / nn.LSTMCell cannot be scripted and exported)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class GRUCell(nn.Module):
+    """A GRU cell written out, as users do when they script a decoder."""
+
+    def __init__(self, inp: int, hidden: int) -> None:
+        super().__init__()
+        self.w_ih = nn.Linear(inp, 3 * hidden)
+        self.w_hh = nn.Linear(hidden, 3 * hidden)
+
+    def forward(self, x: Tensor, h: Tensor) -> Tensor:
+        i_r, i_z, i_n = self.w_ih(x).chunk(3, -1)
+        h_r, h_z, h_n = self.w_hh(h).chunk(3, -1)
+        r = torch.sigmoid(i_r + h_r)
+        z = torch.sigmoid(i_z + h_z)
+        n = torch.tanh(i_n + r * h_n)
+        return (1 - z) * n + z * h
+
+
+class LSTMCell(nn.Module):
+    """An LSTM cell written out; returns (h, c)."""
+
+    def __init__(self, inp: int, hidden: int) -> None:
+        super().__init__()
+        self.w_ih = nn.Linear(inp, 4 * hidden)
+        self.w_hh = nn.Linear(hidden, 4 * hidden)
+
+    def forward(self, x: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor, Tensor]:
+        i, f, g, o = (self.w_ih(x) + self.w_hh(h)).chunk(4, -1)
+        c = torch.sigmoid(f) * c + torch.sigmoid(i) * torch.tanh(g)
+        h = torch.sigmoid(o) * torch.tanh(c)
+        return h, c
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Scripted decoders
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class GreedyDecoder(nn.Module):
+    """Seq2seq greedy decoding, batch 1: LSTM cell + dot attention over the encoder memory, argmax, break at EOS."""
+
+    def __init__(self, vocab: int = 12, hidden: int = 16, eos: int = 0) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.cell = LSTMCell(hidden, hidden)
+        self.out = nn.Linear(2 * hidden, vocab)
+        self.eos = eos
+
+    def forward(self, memory: Tensor, start: Tensor, max_len: Tensor) -> Tensor:
+        h = torch.tanh(memory.mean(0))
+        c = torch.zeros_like(h)
+        token = start
+        tokens: list[Tensor] = []
+        for _ in range(int(max_len)):
+            h, c = self.cell(self.embed(token), h, c)
+            attn = torch.softmax(torch.matmul(memory, h), dim=0)
+            ctx = torch.matmul(attn, memory)
+            token = torch.argmax(self.out(torch.cat([h, ctx])))
+            tokens.append(token)
+            if int(token) == self.eos:
+                break
+        return torch.stack(tokens)
+
+
+class TopKSamplingDecoder(nn.Module):
+    """Batched top-k sampling with a GRU cell; the uniform draws are an input, so the run is deterministic.
+
+    One step per row of ``noise``; a row's token is picked by inverse CDF over the softmax of its top-k logits.
+    Finished rows keep emitting EOS, and the loop breaks once every row has finished.
+    """
+
+    def __init__(self, vocab: int = 12, hidden: int = 16, k: int = 4, eos: int = 0) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.cell = GRUCell(hidden, hidden)
+        self.out = nn.Linear(hidden, vocab)
+        self.k = k
+        self.eos = eos
+
+    def forward(self, h: Tensor, start: Tensor, noise: Tensor) -> tuple[Tensor, Tensor]:
+        token = start
+        finished = torch.zeros_like(start).to(torch.bool)
+        tokens: list[Tensor] = []
+        for t in range(noise.size(0)):
+            h = self.cell(self.embed(token), h)
+            top_vals, top_idx = torch.topk(self.out(h), self.k, dim=1)
+            cdf = torch.cumsum(torch.softmax(top_vals, dim=1), dim=1)
+            pick = (cdf < noise[t].unsqueeze(1)).to(torch.int64).sum(dim=1, keepdim=True).clamp(max=self.k - 1)
+            nxt = torch.gather(top_idx, 1, pick).squeeze(1)
+            nxt = nxt.masked_fill(finished, self.eos)
+            tokens.append(nxt)
+            finished = torch.logical_or(finished, nxt == self.eos)
+            token = nxt
+            if bool(finished.all()):
+                break
+        return torch.stack(tokens, 1), h
+
+
+class BeamSearch(nn.Module):
+    """Beam search (beam 3, batch 1) with a GRU cell and attention over the encoder memory.
+
+    The start state is tiled over the beams (``repeat``: Tile), the memory broadcast (``expand``: Expand); each step
+    takes ``topk`` over beam x vocab, reorders the states and the history with ``index_select``, and breaks when all
+    beams have emitted EOS. Finished beams can only extend with EOS at no cost.
+    """
+
+    def __init__(self, vocab: int = 12, hidden: int = 12, beam: int = 3, bos: int = 1, eos: int = 0) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, hidden)
+        self.cell = GRUCell(hidden, hidden)
+        self.out = nn.Linear(2 * hidden, vocab)
+        self.vocab, self.beam, self.bos, self.eos = vocab, beam, bos, eos
+        eos_row = torch.full((1, vocab), -1e4)
+        eos_row[0, eos] = 0.0
+        self.register_buffer("eos_row", eos_row)
+        init_scores = torch.full((beam,), -1e4)
+        init_scores[0] = 0.0
+        self.register_buffer("init_scores", init_scores)
+
+    def forward(self, memory: Tensor, max_len: Tensor) -> tuple[Tensor, Tensor]:
+        h = torch.tanh(memory.mean(0, keepdim=True)).repeat(self.beam, 1)
+        mem = memory.unsqueeze(0).expand(self.beam, memory.size(0), memory.size(1))
+        tokens = torch.full((self.beam,), self.bos, dtype=torch.long)
+        scores = self.init_scores
+        finished = torch.zeros(self.beam, dtype=torch.bool)
+        history = torch.zeros((self.beam, 0), dtype=torch.long)
+        for _ in range(int(max_len)):
+            h = self.cell(self.embed(tokens), h)
+            attn = torch.softmax(torch.bmm(mem, h.unsqueeze(2)).squeeze(2), dim=1)
+            ctx = torch.bmm(attn.unsqueeze(1), mem).squeeze(1)
+            logp = torch.log_softmax(self.out(torch.cat([h, ctx], 1)), dim=1)
+            logp = torch.where(finished.unsqueeze(1), self.eos_row, logp)
+            top_scores, top_idx = torch.topk((scores.unsqueeze(1) + logp).reshape(-1), self.beam)
+            origin = torch.div(top_idx, self.vocab, rounding_mode="floor")
+            tokens = torch.remainder(top_idx, self.vocab)
+            h = h.index_select(0, origin)
+            history = torch.cat([history.index_select(0, origin), tokens.unsqueeze(1)], 1)
+            finished = torch.logical_or(finished.index_select(0, origin), tokens == self.eos)
+            scores = top_scores
+            if bool(finished.all()):
+                break
+        return history, scores
+
+
+class CTCGreedy(nn.Module):
+    """CTC greedy decoding, batch 1: a linear acoustic head, then per frame argmax, collapse repeats and blanks.
+
+    Labels are written with ``out[k] = c`` into a preallocated tensor; ``length`` says how many are valid.
+    """
+
+    def __init__(self, feat: int = 8, classes: int = 6, blank: int = 0) -> None:
+        super().__init__()
+        self.head = nn.Linear(feat, classes)
+        self.blank = blank
+
+    def forward(self, features: Tensor) -> tuple[Tensor, Tensor]:
+        log_probs = torch.log_softmax(self.head(features), dim=1)
+        frames = log_probs.size(0)
+        out = torch.full((frames,), self.blank, dtype=torch.long)
+        k = 0
+        prev = self.blank
+        for t in range(frames):
+            c = int(torch.argmax(log_probs[t]))
+            if c != self.blank and c != prev:
+                out[k] = c
+                k += 1
+            prev = c
+        return out, torch.tensor(k)
+
+
+class KVCacheDecoder(nn.Module):
+    """Batched single-head attention decoding with a KV cache that grows by ``torch.cat`` every step.
+
+    The prompt fills the cache first; each step attends over every cached position, appends the new key and value,
+    and picks the argmax token. Breaks when every row has emitted EOS.
+    """
+
+    def __init__(self, vocab: int = 12, dim: int = 8, eos: int = 0) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.wq = nn.Linear(dim, dim, bias=False)
+        self.wk = nn.Linear(dim, dim, bias=False)
+        self.wv = nn.Linear(dim, dim, bias=False)
+        self.out = nn.Linear(dim, vocab)
+        self.scale = 1.0 / math.sqrt(dim)
+        self.eos = eos
+
+    def forward(self, prompt: Tensor, max_len: Tensor) -> tuple[Tensor, Tensor]:
+        x = self.embed(prompt)
+        k_cache = self.wk(x)
+        v_cache = self.wv(x)
+        token = prompt[:, -1]
+        finished = torch.zeros_like(token).to(torch.bool)
+        tokens: list[Tensor] = []
+        for _ in range(int(max_len)):
+            e = self.embed(token)
+            k_cache = torch.cat([k_cache, self.wk(e).unsqueeze(1)], 1)
+            v_cache = torch.cat([v_cache, self.wv(e).unsqueeze(1)], 1)
+            q = self.wq(e).unsqueeze(2)
+            attn = torch.softmax(torch.bmm(k_cache, q).squeeze(2) * self.scale, dim=1)
+            ctx = torch.bmm(attn.unsqueeze(1), v_cache).squeeze(1)
+            nxt = torch.argmax(self.out(ctx + e), dim=1)
+            nxt = nxt.masked_fill(finished, self.eos)
+            tokens.append(nxt)
+            finished = torch.logical_or(finished, nxt == self.eos)
+            token = nxt
+            if bool(finished.all()):
+                break
+        return torch.stack(tokens, 1), k_cache
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# torch.export higher-order ops (dynamo exporter)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class WhileConverge(nn.Module):
+    """``while_loop`` with a data-dependent condition: contract ``x`` until it is small or ``limit`` trips ran."""
+
+    def __init__(self, dim: int = 8) -> None:
+        super().__init__()
+        self.proj = nn.Linear(dim, dim, bias=False)
+
+    def forward(self, x: Tensor, limit: Tensor) -> tuple[Tensor, Tensor]:
+        def cond(i: Tensor, x: Tensor) -> Tensor:
+            return (i < limit) & (x.abs().max() > 0.05)
+
+        def body(i: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
+            return i + 1, 0.8 * torch.tanh(self.proj(x))
+
+        trips, y = while_loop(cond, body, (torch.zeros((), dtype=torch.int64), x))
+        return trips, y
+
+
+class ScanRNN(nn.Module):
+    """An Elman RNN over time written with ``scan``: returns the last state and every step's output."""
+
+    def __init__(self, inp: int = 4, hidden: int = 8) -> None:
+        super().__init__()
+        self.w_x = nn.Linear(inp, hidden)
+        self.w_h = nn.Linear(hidden, hidden, bias=False)
+        self.w_y = nn.Linear(hidden, 3)
+
+    def forward(self, xs: Tensor, h0: Tensor) -> tuple[Tensor, Tensor]:
+        def step(h: Tensor, x: Tensor) -> tuple[Tensor, Tensor]:
+            h = torch.tanh(self.w_x(x) + self.w_h(h))
+            return h, self.w_y(h)
+
+        return scan(step, h0, xs)
+
+
+class ScanDiscountedReturns(nn.Module):
+    """Discounted returns G_t = r_t + gamma * G_{t+1}, a reversed ``scan`` over time (RL idiom)."""
+
+    def forward(self, rewards: Tensor, gamma: Tensor) -> Tensor:
+        def step(g: Tensor, r: Tensor) -> tuple[Tensor, Tensor]:
+            g = r + gamma * g
+            return g, g.clone()
+
+        _, returns = scan(step, torch.zeros_like(rewards[0]), rewards, reverse=True)
+        return returns
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Export and bookkeeping
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class Case:
+    name: str
+    path: str
+    about: str
+    rtol: float | None = None
+    atol: float | None = None
+
+
+CASES: list[Case] = []
+
+
+def _flatten(outputs: object) -> list[Tensor]:
+    if isinstance(outputs, Tensor):
+        return [outputs]
+    flat: list[Tensor] = []
+    for item in outputs:  # type: ignore[union-attr]
+        flat.extend(_flatten(item))
+    return flat
+
+
+def _graph_io(path: pathlib.Path) -> tuple[list[str], list[str]]:
+    model = onnx.load(str(path))
+    return [i.name for i in model.graph.input], [o.name for o in model.graph.output]
+
+
+def save_case(
+    name: str,
+    model_file: str,
+    module: nn.Module,
+    inputs: dict[str, Tensor],
+    about: str,
+    rtol: float | None = None,
+    atol: float | None = None,
+) -> list[Tensor]:
+    """Save inputs and eager outputs of ``module`` under the model's graph names; check onnxruntime agrees."""
+    in_names, out_names = _graph_io(HERE / model_file)
+    if in_names != list(inputs):
+        raise RuntimeError(f"{model_file}: graph inputs {in_names} differ from the example inputs {list(inputs)}")
+    with torch.no_grad():
+        eager = _flatten(module(*inputs.values()))
+    if len(eager) != len(out_names):
+        raise RuntimeError(f"{model_file}: {len(out_names)} graph outputs, {len(eager)} eager outputs")
+    feeds = {k: v.numpy() for k, v in inputs.items()}
+    expected = {k: v.numpy() for k, v in zip(out_names, eager)}
+    options = ort.SessionOptions()
+    options.log_severity_level = 3  # the exporters' stale value_info shapes make onnxruntime warn at every trip
+    got = ort.InferenceSession(str(HERE / model_file), options, providers=["CPUExecutionProvider"]).run(None, feeds)
+    for out, value in zip(out_names, got):
+        want = expected[out]
+        if value.shape != want.shape or value.dtype != want.dtype:
+            raise RuntimeError(f"{name}: onnxruntime gives {out} {value.dtype}{value.shape}, eager {want.dtype}{want.shape}")
+        np.testing.assert_allclose(value, want, rtol=rtol or 1e-4, atol=atol or 1e-5, err_msg=f"{name}: {out}")
+    np.savez(HERE / f"{name}.inputs.npz", **feeds)
+    np.savez(HERE / f"{name}.expected.npz", **expected)
+    CASES.append(Case(name, model_file, about, rtol, atol))
+    shapes = ", ".join(f"{k}{list(v.shape)}" for k, v in expected.items())
+    print(f"{name}: {model_file} ok against onnxruntime; outputs {shapes}")
+    return eager
+
+
+def export_ts(
+    name: str,
+    module: nn.Module,
+    inputs: dict[str, Tensor],
+    outputs: list[str],
+    dynamic_axes: dict[str, dict[int, str]],
+    script: bool,
+) -> None:
+    """TorchScript exporter: trace ``module`` or script it first (so that Python loops stay loops)."""
+    model: nn.Module = torch.jit.script(module) if script else module
+    torch.onnx.export(
+        model,
+        tuple(inputs.values()),
+        str(HERE / f"{name}.onnx"),
+        input_names=list(inputs),
+        output_names=outputs,
+        dynamic_axes=dynamic_axes,
+        opset_version=OPSET,
+        dynamo=False,
+    )
+
+
+def export_dynamo(name: str, module: nn.Module, inputs: dict[str, Tensor], outputs: list[str], dynamic_shapes: object) -> None:
+    """Dynamo exporter (``torch.export`` underneath) with named outputs and ``dynamic_shapes``."""
+    torch.onnx.export(
+        module,
+        tuple(inputs.values()),
+        str(HERE / f"{name}.onnx"),
+        input_names=list(inputs),
+        output_names=outputs,
+        dynamic_shapes=dynamic_shapes,
+        dynamo=True,
+        external_data=False,
+        verbose=False,
+    )
+
+
+def search(make: Callable[[int], dict[str, Tensor]], run: Callable[[dict[str, Tensor]], bool], what: str) -> dict[str, Tensor]:
+    """The first seeded example input for which ``run`` says the loop behaves as wanted (fixed seeds: reproducible)."""
+    for seed in range(2000):
+        inputs = make(seed)
+        with torch.no_grad():
+            if run(inputs):
+                return inputs
+    raise RuntimeError(f"no example input found for {what}")
+
+
+def rnd(rng: np.random.Generator, *shape: int) -> Tensor:
+    return torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
+
+
+def scalar(v: int) -> Tensor:
+    return torch.tensor(v, dtype=torch.int64)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The cases
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def rnn_stacks() -> None:
+    rng = np.random.default_rng(1)
+    torch.manual_seed(1)
+    lstm = nn.LSTM(6, 8, num_layers=2, bidirectional=True, batch_first=True).eval()
+    inputs = {"x": rnd(rng, 3, 7, 6)}
+    export_ts("lstm_bidir_2layer", lstm, inputs, ["output", "h_n", "c_n"],
+              {"x": {0: "batch", 1: "seq"}, "output": {0: "batch", 1: "seq"}, "h_n": {1: "batch"}, "c_n": {1: "batch"}},
+              script=False)
+    save_case("lstm_bidir_2layer", "lstm_bidir_2layer.onnx", lstm, inputs,
+              f"nn.LSTM(6, 8, num_layers=2, bidirectional=True, batch_first=True), traced, {TS}, dynamic batch and seq")
+
+    torch.manual_seed(2)
+    gru = nn.GRU(6, 8, num_layers=2, bidirectional=True).eval()
+    inputs = {"x": rnd(rng, 9, 2, 6), "h0": rnd(rng, 4, 2, 8)}
+    export_ts("gru_bidir_2layer", gru, inputs, ["output", "h_n"],
+              {"x": {0: "seq", 1: "batch"}, "h0": {1: "batch"}, "output": {0: "seq", 1: "batch"}, "h_n": {1: "batch"}},
+              script=False)
+    save_case("gru_bidir_2layer", "gru_bidir_2layer.onnx", gru, inputs,
+              f"nn.GRU(6, 8, num_layers=2, bidirectional=True) with an initial state, traced, {TS}, dynamic seq and batch")
+
+    torch.manual_seed(3)
+    rnn = nn.RNN(6, 8, num_layers=2, bidirectional=True, nonlinearity="tanh").eval()
+    inputs = {"x": rnd(rng, 5, 4, 6)}
+    export_ts("rnn_bidir_2layer", rnn, inputs, ["output", "h_n"],
+              {"x": {0: "seq", 1: "batch"}, "output": {0: "seq", 1: "batch"}, "h_n": {1: "batch"}}, script=False)
+    save_case("rnn_bidir_2layer", "rnn_bidir_2layer.onnx", rnn, inputs,
+              f"nn.RNN(6, 8, num_layers=2, bidirectional=True, nonlinearity='tanh'), traced, {TS}, dynamic seq and batch")
+
+    torch.manual_seed(4)
+    lstm = nn.LSTM(6, 8, num_layers=1, batch_first=True).eval()
+    inputs = {"x": rnd(rng, 2, 6, 6)}
+    batch, seq = torch.export.Dim("batch", min=1, max=64), torch.export.Dim("seq", min=1, max=64)
+    export_dynamo("lstm_dynamo", lstm, inputs, ["output", "h_n", "c_n"], ({0: batch, 1: seq},))
+    save_case("lstm_dynamo", "lstm_dynamo.onnx", lstm, inputs,
+              f"nn.LSTM(6, 8, batch_first=True), {DYNAMO}, dynamic batch and seq")
+
+
+def greedy() -> None:
+    torch.manual_seed(10)
+    model = GreedyDecoder().eval()
+
+    def make(seed: int) -> dict[str, Tensor]:
+        rng = np.random.default_rng(seed)
+        return {"memory": rnd(rng, 5, 16), "start": scalar(int(rng.integers(1, 12))), "max_len": scalar(12)}
+
+    def stops_at_eos(inp: dict[str, Tensor]) -> bool:
+        out = model(*inp.values())
+        return 4 <= out.numel() <= 8 and int(out[-1]) == model.eos
+
+    def runs_out(inp: dict[str, Tensor]) -> bool:
+        out = model(*inp.values())
+        return out.numel() == 12 and int(out[-1]) != model.eos
+
+    export_ts("greedy_decoder", model, make(0), ["tokens"], {"memory": {0: "src_len"}, "tokens": {0: "steps"}}, script=True)
+    about = (f"greedy seq2seq decoder (hand-written LSTM cell, attention over memory, argmax, `if token == eos: break`,"
+             f" list.append + torch.stack, max_len input), torch.jit.script, {TS}, dynamic src_len")
+    save_case("greedy_decoder", "greedy_decoder.onnx", model, search(make, stops_at_eos, "greedy_decoder"),
+              about + "; stops at EOS")
+    inputs = search(make, runs_out, "greedy_decoder (max_len)")
+    inputs["max_len"] = scalar(7)
+    save_case("greedy_decoder_max_len", "greedy_decoder.onnx", model, inputs, about + "; runs to max_len, no EOS")
+
+
+def topk_sampling() -> None:
+    torch.manual_seed(11)
+    model = TopKSamplingDecoder().eval()
+    with torch.no_grad():
+        model.out.bias[model.eos] += 0.5
+
+    def make(seed: int) -> dict[str, Tensor]:
+        rng = np.random.default_rng(seed)
+        return {
+            "h": rnd(rng, 3, 16),
+            "start": torch.from_numpy(rng.integers(1, 12, size=3)),
+            "noise": torch.from_numpy(rng.uniform(size=(12, 3)).astype(np.float32)),
+        }
+
+    def stops_early(inp: dict[str, Tensor]) -> bool:
+        tokens, _ = model(*inp.values())
+        return 4 <= tokens.shape[1] <= 9 and bool((tokens[:, -1] == model.eos).all()) and _robust(model, inp)
+
+    export_ts("topk_sampling_decoder", model, make(0), ["tokens", "h_last"],
+              {"h": {0: "batch"}, "start": {0: "batch"}, "noise": {0: "steps", 1: "batch"},
+               "tokens": {0: "batch", 1: "out_steps"}, "h_last": {0: "batch"}}, script=True)
+    save_case("topk_sampling_decoder", "topk_sampling_decoder.onnx", model, search(make, stops_early, "topk_sampling"),
+              "top-k (k=4) sampling decoder, batched (hand-written GRU cell, torch.topk, inverse CDF on a noise input,"
+              f" torch.gather, break when all rows hit EOS, list.append + torch.stack), torch.jit.script, {TS},"
+              " dynamic batch and steps (trip count = noise rows)")
+
+
+def _robust(model: TopKSamplingDecoder, inp: dict[str, Tensor]) -> bool:
+    """True when no uniform draw lies within 1e-3 of a CDF edge, so rounding cannot flip a sampled token."""
+    h, token, noise = inp["h"], inp["start"], inp["noise"]
+    finished = torch.zeros_like(token).to(torch.bool)
+    for t in range(noise.size(0)):
+        h = model.cell(model.embed(token), h)
+        top_vals, top_idx = torch.topk(model.out(h), model.k, dim=1)
+        cdf = torch.cumsum(torch.softmax(top_vals, dim=1), dim=1)
+        if bool(((cdf - noise[t].unsqueeze(1)).abs() < 1e-3).any()):
+            return False
+        pick = (cdf < noise[t].unsqueeze(1)).to(torch.int64).sum(dim=1, keepdim=True).clamp(max=model.k - 1)
+        token = torch.gather(top_idx, 1, pick).squeeze(1).masked_fill(finished, model.eos)
+        finished = finished | (token == model.eos)
+        if bool(finished.all()):
+            break
+    return True
+
+
+def beam() -> None:
+    torch.manual_seed(12)
+    model = BeamSearch().eval()
+    with torch.no_grad():
+        model.out.bias[model.eos] += 0.3
+
+    def make(seed: int) -> dict[str, Tensor]:
+        rng = np.random.default_rng(seed)
+        return {"memory": rnd(rng, 6, 12), "max_len": scalar(12)}
+
+    def stops_early(inp: dict[str, Tensor]) -> bool:
+        history, scores = model(*inp.values())
+        gaps = (scores[:-1] - scores[1:]).abs().min()
+        return 4 <= history.shape[1] <= 9 and bool(gaps > 1e-3) and bool((history[:, :2] != model.eos).all())
+
+    export_ts("beam_search", model, make(0), ["sequences", "scores"],
+              {"memory": {0: "src_len"}, "sequences": {1: "steps"}}, script=True)
+    save_case("beam_search", "beam_search.onnx", model, search(make, stops_early, "beam_search"),
+              "beam search (beam 3, batch 1; hand-written GRU cell, attention; repeat -> Tile, expand -> Expand, topk over"
+              " beam x vocab, index_select reorders state and a torch.cat-grown history, break when all beams end),"
+              f" torch.jit.script, {TS}, dynamic src_len")
+
+
+def ctc() -> None:
+    torch.manual_seed(13)
+    model = CTCGreedy().eval()
+
+    def make(seed: int) -> dict[str, Tensor]:
+        rng = np.random.default_rng(seed)
+        return {"features": rnd(rng, 9, 8)}
+
+    def collapses(inp: dict[str, Tensor]) -> bool:
+        labels = torch.argmax(model.head(inp["features"]), dim=1)
+        out, k = model(*inp.values())
+        repeats = bool((labels[1:] == labels[:-1]).any())
+        blanks = bool((labels == model.blank).any())
+        return repeats and blanks and 3 <= int(k) <= 6
+
+    export_ts("ctc_greedy", model, make(0), ["tokens", "length"],
+              {"features": {0: "frames"}, "tokens": {0: "frames"}}, script=True)
+    save_case("ctc_greedy", "ctc_greedy.onnx", model, search(make, collapses, "ctc_greedy"),
+              "CTC greedy decoding (linear head, per-frame argmax, collapse repeats and blanks, `out[k] = c` into a"
+              f" preallocated tensor inside the loop, If in the body), torch.jit.script, {TS}, dynamic frames")
+
+
+def kv_cache() -> None:
+    torch.manual_seed(14)
+    model = KVCacheDecoder().eval()
+    with torch.no_grad():
+        model.out.bias[model.eos] += 0.5
+
+    def make(seed: int) -> dict[str, Tensor]:
+        rng = np.random.default_rng(seed)
+        return {"prompt": torch.from_numpy(rng.integers(1, 12, size=(2, 3))), "max_len": scalar(12)}
+
+    def stops_early(inp: dict[str, Tensor]) -> bool:
+        tokens, _ = model(*inp.values())
+        return 4 <= tokens.shape[1] <= 9
+
+    export_ts("kv_cache_decoder", model, make(0), ["tokens", "k_cache"],
+              {"prompt": {0: "batch", 1: "prompt_len"}, "tokens": {0: "batch", 1: "steps"},
+               "k_cache": {0: "batch", 1: "cache_len"}}, script=True)
+    save_case("kv_cache_decoder", "kv_cache_decoder.onnx", model, search(make, stops_early, "kv_cache_decoder"),
+              "single-head attention decoder, batched, K/V caches grown by torch.cat each step and attended over in the"
+              f" body, argmax, break when all rows hit EOS, the grown K cache returned, torch.jit.script, {TS},"
+              " dynamic batch and prompt_len")
+
+
+def higher_order() -> None:
+    rng = np.random.default_rng(20)
+    batch, time = torch.export.Dim("batch", min=1, max=64), torch.export.Dim("time", min=1, max=64)
+
+    torch.manual_seed(20)
+    model = WhileConverge().eval()
+    inputs = {"x": rnd(rng, 3, 8), "limit": scalar(20)}
+    export_dynamo("while_loop_converge", model, inputs, ["trips", "y"], ({0: batch}, None))
+    trips, _ = save_case("while_loop_converge", "while_loop_converge.onnx", model, inputs,
+                         f"torch._higher_order_ops.while_loop with a data-dependent condition (trips < limit and"
+                         f" max|x| > 0.05), {DYNAMO}, dynamic batch")
+    if not 3 <= int(trips) <= 10:
+        raise RuntimeError(f"while_loop_converge ran {int(trips)} trips")
+
+    torch.manual_seed(21)
+    model = ScanRNN().eval()
+    inputs = {"xs": rnd(rng, 7, 2, 4), "h0": rnd(rng, 2, 8)}
+    export_dynamo("scan_rnn", model, inputs, ["h_last", "ys"], ({0: time, 1: batch}, {0: batch}))
+    save_case("scan_rnn", "scan_rnn.onnx", model, inputs,
+              f"Elman RNN written with torch._higher_order_ops.scan (final carry + stacked outputs), {DYNAMO},"
+              " dynamic time and batch")
+
+    model = ScanDiscountedReturns().eval()
+    inputs = {"rewards": rnd(rng, 8, 3), "gamma": torch.tensor(0.9)}
+    export_dynamo("scan_discounted_returns", model, inputs, ["returns"], ({0: time, 1: batch}, None))
+    save_case("scan_discounted_returns", "scan_discounted_returns.onnx", model, inputs,
+              f"discounted returns with a reversed torch._higher_order_ops.scan (reverse=True), {DYNAMO},"
+              " dynamic time and batch")
+
+
+def write_toml() -> None:
+    lines = ["# Made by make_models.py; one table per case (see README.md).", ""]
+    for case in CASES:
+        lines += [
+            "[[model]]",
+            f'name = "{case.name}"',
+            f'path = "{case.path}"',
+            f'inputs = "{case.name}.inputs.npz"',
+            f'expected = "{case.name}.expected.npz"',
+            "about = " + '"' + case.about.replace("\\", "\\\\").replace('"', '\\"') + '"',
+        ]
+        if case.rtol is not None:
+            lines.append(f"rtol = {case.rtol}")
+        if case.atol is not None:
+            lines.append(f"atol = {case.atol}")
+        lines.append("")
+    (HERE / "cases.toml").write_text("\n".join(lines))
+
+
+def main() -> None:
+    warnings.filterwarnings("ignore")
+    rnn_stacks()
+    greedy()
+    topk_sampling()
+    beam()
+    ctc()
+    kv_cache()
+    higher_order()
+    write_toml()
+    for onnx_file in sorted(HERE.glob("*.onnx")):
+        if onnx_file.stat().st_size > 300_000:
+            raise RuntimeError(f"{onnx_file.name} is {onnx_file.stat().st_size} bytes; keep corpus models < 300 KB")
+
+
+if __name__ == "__main__":
+    main()
