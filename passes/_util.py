@@ -109,3 +109,30 @@ def first_rows(nodes: list[Node], padded: Value, count: Value, axis: int) -> Val
     start = constant(nodes, f"{padded.name}_start", np.array([0], np.int64))
     nodes.append(Node("Slice", [padded, start, end, axes], [cut]))
     return cut
+
+
+def merge_stacked_axis(nodes: list[Node], stacked: Value, piece: Value, axis: int, name: str) -> Value:
+    """Append nodes that merge axes ``axis`` and ``axis + 1`` of ``stacked`` (pieces of ``piece``'s shape
+    stacked on a new ``axis``): concatenating the pieces along ``axis``. ``piece`` needs a known rank."""
+    assert piece.shape is not None
+    rank = len(piece.shape)
+    merged = Value(f"{name}_merged", piece.dtype, None)
+    if all(isinstance(d, int) for d in piece.shape):
+        target = [int(d) for d in piece.shape]  # type: ignore[arg-type]
+        target[axis] = -1
+        nodes.append(Node("Reshape", [stacked, constant(nodes, f"{name}_dims", np.array(target, np.int64))], [merged]))
+        return merged
+    shape = Value(f"{name}_shape", I64, (rank + 1,))
+    nodes.append(Node("Shape", [stacked], [shape]))
+    parts = []
+    for part, (start, end) in (("head", (0, axis)), ("tail", (axis + 2, rank + 1))):
+        dims = Value(f"{name}_{part}", I64, (end - start,))
+        starts = constant(nodes, f"{name}_{part}_start", np.array([start], np.int64))
+        ends = constant(nodes, f"{name}_{part}_end", np.array([end], np.int64))
+        nodes.append(Node("Slice", [shape, starts, ends], [dims]))
+        parts.append(dims)
+    target = Value(f"{name}_dims", I64, (rank,))
+    nodes.append(Node("Concat", [parts[0], constant(nodes, f"{name}_joined", np.array([-1], np.int64)), parts[1]],
+                      [target], {"axis": 0}))
+    nodes.append(Node("Reshape", [stacked, target], [merged]))
+    return merged

@@ -9,10 +9,9 @@ by a Reshape, and concatenated after ``init`` outside the loop unless ``init`` i
 
 from __future__ import annotations
 
-import numpy as np
 
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
-from loopc.passes._util import recurrences, read_counts, replace_uses
+from loopc.passes._util import merge_stacked_axis, read_counts, recurrences, replace_uses
 from loopc.passes.manager import PassResult
 
 
@@ -28,8 +27,8 @@ class GrowingConcat:
         if cat is None or cat.op != "Concat" or len(cat.inputs) != 2 or cat.inputs[0] is not rec.state:
             return 0
         piece = cat.inputs[1]
-        if piece is None or piece.shape is None or any(not isinstance(d, int) for d in piece.shape):
-            return 0  # merging the new axis back needs the piece's static shape
+        if piece is None or piece.shape is None:
+            return 0  # merging the new axis back needs the piece's rank
         finals = [o for o in loop.loop_outputs if o.value is rec.state]
         if read_counts(root).get(id(rec.state), 0) != 1 + len(finals) or not finals:
             return 0
@@ -43,13 +42,8 @@ class GrowingConcat:
             loop.loop_outputs.remove(out)
         loop.body.nodes.remove(cat)
         loop.sync()
-        target = list(piece.shape)
-        target[axis] = -1
-        dims = Value(rec.state.name + "_dims", np.dtype(np.int64), (rank,))
-        merged = Value(rec.state.name + "_grown", piece.dtype, None)
-        new_nodes = [Node("Constant", [], [dims], {"value": np.array(target, np.int64)}),
-                     Node("Reshape", [stacked, dims], [merged])]
-        result = merged
+        new_nodes: list[Node] = []
+        result = merged = merge_stacked_axis(new_nodes, stacked, piece, axis, rec.state.name + "_grown")
         if not _statically_empty(rec.init, axis):
             result = Value(rec.state.name + "_final", piece.dtype, None)
             new_nodes.append(Node("Concat", [rec.init, merged], [result], {"axis": axis}))

@@ -5,15 +5,13 @@ sequence: init ``SequenceEmpty``, next ``SequenceInsert(state, h)``, and a
 ``ConcatFromSequence(new_axis=1, axis=a)`` of the loop's final sequence. When the state is
 read by nothing else, that final sequence is exactly the trips' ``h`` values in order, so the
 stack is ILoopOutputLayer kCONCATENATE on axis ``a``. (``new_axis=0`` concatenates along an
-existing axis instead; that needs a static element shape to merge the two axes with a Reshape.)
+existing axis instead: stacked on a new axis, then merged into the next by a Reshape.)
 """
 
 from __future__ import annotations
 
-import numpy as np
-
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
-from loopc.passes._util import recurrences, read_counts, replace_uses
+from loopc.passes._util import merge_stacked_axis, read_counts, recurrences, replace_uses
 from loopc.passes.manager import PassResult
 
 
@@ -67,19 +65,14 @@ class SequenceAccumulation:
             loop.sync()
             return result
         # new_axis=0: concatenate along an existing axis = stack on it, then merge it with the next
-        if element.shape is None or any(not isinstance(d, int) for d in element.shape) or rank == 0:
+        if element.shape is None or rank == 0:
             return None
         axis = axis + rank if axis < 0 else axis
         stacked = Value(stack.outputs[0].name + "_stacked", element.dtype, element.shape[:axis] + (None,) + element.shape[axis:])
         loop.loop_outputs.append(LoopOutput("concat", element, stacked, axis))
         loop.sync()
-        target = [int(d) for d in element.shape]
-        target[axis] = -1
-        dims = Value(stack.outputs[0].name + "_dims", np.dtype(np.int64), (len(target),))
-        merged = Value(stack.outputs[0].name + "_merged", element.dtype, None)
+        nodes: list[Node] = []
+        merged = merge_stacked_axis(nodes, stacked, element, axis, stack.outputs[0].name)
         at = outer.nodes.index(stack)
-        outer.nodes[at:at] = [
-            Node("Constant", [], [dims], {"value": np.array(target, np.int64)}),
-            Node("Reshape", [stacked, dims], [merged]),
-        ]
+        outer.nodes[at:at] = nodes
         return merged

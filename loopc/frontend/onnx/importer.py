@@ -252,10 +252,11 @@ def _array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
 
 
 def _infer_types(proto: onnx.ModelProto, source: str) -> dict[str, onnx.TypeProto]:
-    try:
-        inferred = onnx.shape_inference.infer_shapes(proto, data_prop=True)
-    except Exception:
-        inferred = proto  # inference is a help, not a requirement: types then come from the graph
+    inferred = _inferred(proto)
+    for _ in range(MAX_NESTING_ROUNDS):
+        if not _declare_carried_ranks(inferred.graph, {}):
+            break
+        inferred = _inferred(inferred)
     types: dict[str, onnx.TypeProto] = {}
 
     def collect(graph: onnx.GraphProto) -> None:
@@ -268,6 +269,50 @@ def _infer_types(proto: onnx.ModelProto, source: str) -> dict[str, onnx.TypeProt
 
     collect(inferred.graph)
     return types
+
+
+#: Carried ranks flow one loop level deeper per round of inference.
+MAX_NESTING_ROUNDS = 4
+
+
+def _inferred(proto: onnx.ModelProto) -> onnx.ModelProto:
+    try:
+        return onnx.shape_inference.infer_shapes(proto, data_prop=True)
+    except Exception:
+        copy = onnx.ModelProto()
+        copy.CopyFrom(proto)  # inference is a help, not a requirement: types then come from the graph
+        return copy
+
+
+def _declare_carried_ranks(graph: onnx.GraphProto, outer: dict[str, onnx.TypeProto]) -> bool:
+    """Give each Loop body's undeclared carried inputs the rank of their initial values.
+
+    Exporters (onnxscript, paddle2onnx) leave body inputs untyped, and ONNX's inference then knows
+    nothing inside the body. A carried value may change its dims from trip to trip but not its
+    rank, so the rank alone (every dim unknown) is safe to declare — and enough for the passes.
+    """
+    known = dict(outer)
+    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
+        if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape"):
+            known[vi.name] = vi.type
+    for init in graph.initializer:
+        known[init.name] = helper.make_tensor_type_proto(init.data_type, list(init.dims))
+    changed = False
+    for node in graph.node:
+        for attr in node.attribute:
+            if attr.type != onnx.AttributeProto.GRAPH:
+                continue
+            if node.op_type == "Loop" and attr.name == "body":
+                for name, vi in zip(node.input[2:], attr.g.input[2:]):
+                    source = known.get(name)
+                    tensor = vi.type.tensor_type
+                    if source is None or (vi.type.HasField("tensor_type") and tensor.HasField("shape")):
+                        continue
+                    rank = len(source.tensor_type.shape.dim)
+                    vi.type.CopyFrom(helper.make_tensor_type_proto(source.tensor_type.elem_type, [None] * rank))
+                    changed = True
+            changed |= _declare_carried_ranks(attr.g, known)
+    return changed
 
 
 def _type_of(type_proto: onnx.TypeProto | None) -> tuple[np.dtype[Any] | None, tuple[Any, ...] | None]:

@@ -145,6 +145,16 @@ def stacked(shape: Shape | None, axis: int, length: Any = None) -> Shape | None:
     return tuple(dims)
 
 
+def carried_shape(rec: Recurrence) -> Shape | None:
+    """The state's dims: a dim unknown inside the body is ``d`` when both the initial value and the
+    next value (computed with that dim unknown) have ``d`` there — so every trip has it."""
+    state, init, nxt = rec.state.shape, rec.init.shape, rec.next.shape
+    if state is None or init is None or nxt is None or not len(state) == len(init) == len(nxt):
+        return state
+    return tuple(a if isinstance(a, int) or not (isinstance(b, int) and b == c) else b
+                 for a, b, c in zip(state, init, nxt))
+
+
 def translate_body(ctx: Context, body: onnx.GraphProto, scope: Scope, params: list[Value], name: str) -> Graph:
     """The body in a child scope, so outer-scope names resolve to the outer values (loop invariants)."""
     inner = Scope(scope)
@@ -210,6 +220,8 @@ def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
         # the carried flag, which starts out true.
         recurrences.append(Recurrence(cond_param, em.const(True), cond_out))
     recurrences += [Recurrence(s, init, nxt) for s, init, nxt in zip(states, inits, nexts) if init]
+    for rec in recurrences:
+        rec.state.shape = carried_shape(rec)
 
     outputs = [LoopOutput("last", s, result_value(ctx, name, s.dtype or init.dtype, s.shape or init.shape))
                for s, init, name in zip(states, inits, node.output[:n]) if name and init]
