@@ -113,3 +113,25 @@ def test_one_hot_of_float_indices_with_a_computed_depth():
             values = Constant <value = float[2] {{0, 1}}> ()
             y = OneHot(idx, depth, values)
         }}""", {"idx": np.array([0.0, 2.7, 5.0, 1.0], np.float32), "vocab": np.zeros(6, np.float32)})
+
+
+def test_one_hot_depth_fed_as_an_int64_input():
+    """An integer depth input sizes the output: it becomes a shape-tensor input of the engine."""
+    check_onnx(f"""{HEADER}
+        g (int64[3] tokens, int64 depth) => (float[3,D] y) {{
+            values = Constant <value = float[2] {{0.0, 1.0}}> ()
+            y = OneHot(tokens, depth, values)
+        }}""", {"tokens": np.array([1, 0, 3]), "depth": np.array(4)})
+
+
+def test_one_hot_depth_fed_as_a_float_input_is_refused_by_node():
+    import onnx.parser
+
+    from loopc.backend.trt import to_network
+    from loopc.errors import UnsupportedOpError
+    from loopc.frontend.onnx import import_model
+
+    proto = onnx.parser.parse_model(f"""{HEADER}
+        g (int64[3] tokens, float depth, float[2] values) => (float[3,D] y) {{ y = OneHot(tokens, depth, values) }}""")
+    with pytest.raises(UnsupportedOpError, match=r"OneHot.*floating-point depth input 'depth'.*int64"):
+        to_network(import_model(proto))

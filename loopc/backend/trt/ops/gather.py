@@ -3,6 +3,8 @@ ScatterElements, ReverseSequence, OneHot."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
@@ -66,8 +68,16 @@ def one_hot(ctx: ConversionContext, node: Node) -> None:
     """IOneHotLayer; ONNX lets indices and depth be of any numeric type (floats truncate), TensorRT
     takes INT32 indices and a 0-D INT32 depth."""
     T = trt()
-    indices, depth, values = (ctx.get(v, node) for v in node.inputs)
+    indices, values = ctx.get(node.inputs[0], node), ctx.get(node.inputs[2], node)
+    known = ctx.constant_of(node.inputs[1])
+    if known is not None:
+        depth = ctx.constant(np.array(int(known.reshape(-1)[0]), np.int32), node, "depth")
+    else:
+        fed = node.inputs[1]
+        if fed is not None and fed.producer is None and fed.dtype is not None and fed.dtype.kind == "f":
+            raise unsupported(node, f"a floating-point depth input {fed.name!r} (depth sizes the output: feed it "
+                                    f"as int64)")
+        depth = ctx.scalar0d(ctx.cast(ctx.get(fed, node), T.int32, node, "depth"), node, "depth0d")
     indices = ctx.cast(indices, T.int32, node, "indices")
-    depth = ctx.scalar0d(ctx.cast(depth, T.int32, node, "depth"), node, "depth0d")
     axis = int(node.attrs.get("axis", -1)) % (len(indices.shape) + 1)
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_one_hot(indices, values, depth, axis), node))

@@ -11,6 +11,7 @@ from onnx import helper
 
 from loopc.backend.trt.context import ConversionContext, trt_dtype
 from loopc.backend.trt.ops.shape import broadcast_to
+from loopc.backend.trt.ops.unary import scalar_like
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
 from loopc.trt import trt
@@ -43,9 +44,12 @@ def trilu(ctx: ConversionContext, node: Node) -> None:
         k = ctx.constant(np.array(known, np.int64).reshape(1, 1), node, "k")
     else:
         k = ctx.reshape(ctx.cast(ctx.get(k_value, node), trt().int64, node, "k64"), [1, 1], node, "k")
+    if 0 in tuple(x.shape)[-2:]:  # no elements: nothing to mask
+        ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(x), node))
+        return
     offsets = _diagonal_offsets(ctx, node, x)
     dropped = ctx.elementwise(offsets, k, "LESS" if upper else "GREATER", node, "dropped")
-    zero = ctx.scalar(0, x, node, "zero")
+    zero = scalar_like(ctx, 0, x, node, "zero")
     keep, x, zero = ctx.broadcast([dropped, x, zero], node)
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_select(keep, zero, x), node))
 

@@ -10,6 +10,7 @@ import numpy as np
 
 from loopc.backend.trt.context import ConversionContext, np_dtype
 from loopc.backend.trt.ops.reduce import mask
+from loopc.backend.trt.ops.unary import scalar_like
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
 
@@ -39,12 +40,12 @@ def batch_norm(ctx: ConversionContext, node: Node) -> None:
         b = bias - mean * a
         dtype = np_dtype(x.dtype)
         shape = [1, a.size] + [1] * (rank - 2)
-        a_t = ctx.constant(a.astype(dtype).reshape(shape), node, "scale")
-        b_t = ctx.constant(b.astype(dtype).reshape(shape), node, "shift")
+        a_t = ctx.cast(ctx.constant(a.astype(dtype).reshape(shape), node, "scale"), x.dtype, node, "scale_typed")
+        b_t = ctx.cast(ctx.constant(b.astype(dtype).reshape(shape), node, "shift"), x.dtype, node, "shift_typed")
     else:
         scale, bias, mean, var = (_per_channel(ctx, node, ctx.get(v, node), rank, name)
                                   for v, name in zip(node.inputs[1:5], ("s", "b", "mean", "var")))
-        spread = ctx.elementwise(var, ctx.scalar(eps, var, node, "eps"), "SUM", node, "var_eps")
+        spread = ctx.elementwise(var, scalar_like(ctx, eps, var, node, "eps"), "SUM", node, "var_eps")
         a_t = ctx.elementwise(scale, ctx.unary(spread, "SQRT", node, "std"), "DIV", node, "scale")
         b_t = ctx.elementwise(bias, ctx.elementwise(mean, a_t, "PROD", node, "mean_scaled"), "SUB", node, "shift")
     ctx.set(node.outputs[0], ctx.elementwise(ctx.elementwise(x, a_t, "PROD", node, "scaled"), b_t, "SUM", node))

@@ -34,9 +34,9 @@ def sampled_slice(ctx: ConversionContext, node: Node, x: Any, axes: list[int], s
     else:
         n = len(axes)
         layer = ctx.network.add_slice(x, [0] * n, [1] * n, [1] * n)
-        as_tensor = lambda v, what: ctx.constant(np.array(v, np.int64), node, what) if isinstance(v, list) else v  # noqa: E731
-        layer.set_input(1, as_tensor(start, "start"))
-        layer.set_input(2, as_tensor(size, "size"))
+        for index, value, what in ((1, start, "start"), (2, size, "size")):
+            layer.set_input(index, ctx.constant(np.array(value, np.int64), node, what) if isinstance(value, list)
+                            else value)
         layer.set_input(3, ctx.constant(np.ones(n, np.int64), node, "stride"))
         if axes != list(range(rank)):
             layer.set_input(5, ctx.constant(np.array(axes, np.int64), node, "axes"))

@@ -81,6 +81,11 @@ def clip(ctx: ConversionContext, node: Node) -> None:
     ctx.set(node.outputs[0], y)
 
 
+def scalar_like(ctx: ConversionContext, value: float, x: Any, node: Node, suffix: str) -> Any:
+    """``value`` in ``x``'s type and rank (BF16 constants are made in FLOAT, then cast)."""
+    return ctx.cast(ctx.scalar(value, x, node, suffix), x.dtype, node, f"{suffix}_typed")
+
+
 def _activate(ctx: ConversionContext, node: Node, x: Any, kind: str, alpha: float = 0.0, beta: float = 0.0,
               suffix: str = "") -> Any:
     layer = ctx.network.add_activation(x, getattr(trt().ActivationType, kind))
@@ -109,10 +114,10 @@ def celu(ctx: ConversionContext, node: Node) -> None:
     """max(0, x) + min(0, alpha * (e^(x / alpha) - 1))."""
     x = ctx.get(node.inputs[0], node)
     alpha = float(node.attrs.get("alpha", 1.0))
-    scaled = ctx.elementwise(x, ctx.scalar(alpha, x, node, "alpha"), "DIV", node, "scaled")
-    grown = ctx.elementwise(ctx.unary(scaled, "EXP", node, "exp"), ctx.scalar(1, x, node, "one"), "SUB", node, "expm1")
-    negative = ctx.elementwise(ctx.elementwise(grown, ctx.scalar(alpha, x, node, "alpha_out"), "PROD", node, "elu"),
-                               ctx.scalar(0, x, node, "zero"), "MIN", node, "negative")
+    a, one, zero = (scalar_like(ctx, v, x, node, name) for v, name in ((alpha, "alpha"), (1, "one"), (0, "zero")))
+    grown = ctx.unary(ctx.elementwise(x, a, "DIV", node, "scaled"), "EXP", node, "exp")
+    elu = ctx.elementwise(ctx.elementwise(grown, one, "SUB", node, "expm1"), a, "PROD", node, "elu")
+    negative = ctx.elementwise(elu, zero, "MIN", node, "negative")
     positive = _activate(ctx, node, x, "RELU", suffix="positive")
     ctx.set(node.outputs[0], ctx.elementwise(positive, negative, "SUM", node))
 
@@ -122,10 +127,10 @@ def shrink(ctx: ConversionContext, node: Node) -> None:
     """x + bias below -lambd, x - bias above lambd, 0 between."""
     x = ctx.get(node.inputs[0], node)
     lambd, bias = float(node.attrs.get("lambd", 0.5)), float(node.attrs.get("bias", 0.0))
-    below = ctx.elementwise(x, ctx.scalar(-lambd, x, node, "low"), "LESS", node, "below")
-    above = ctx.elementwise(x, ctx.scalar(lambd, x, node, "high"), "GREATER", node, "above")
-    b = ctx.scalar(bias, x, node, "bias")
-    zero = ctx.scalar(0, x, node, "zero")
+    below = ctx.elementwise(x, scalar_like(ctx, -lambd, x, node, "low"), "LESS", node, "below")
+    above = ctx.elementwise(x, scalar_like(ctx, lambd, x, node, "high"), "GREATER", node, "above")
+    b = scalar_like(ctx, bias, x, node, "bias")
+    zero = scalar_like(ctx, 0, x, node, "zero")
     minus, plus = ctx.elementwise(x, b, "SUB", node, "minus"), ctx.elementwise(x, b, "SUM", node, "plus")
     upper = ctx.out(ctx.network.add_select(above, minus, zero), node, "upper")
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_select(below, plus, upper), node))
@@ -139,7 +144,7 @@ def is_inf(ctx: ConversionContext, node: Node) -> None:
     if positive and negative:
         ctx.set(node.outputs[0], ctx.unary(x, "ISINF", node))
     elif positive or negative:
-        inf = ctx.scalar(np.inf if positive else -np.inf, x, node, "inf")
+        inf = scalar_like(ctx, np.inf if positive else -np.inf, x, node, "inf")
         ctx.set(node.outputs[0], ctx.elementwise(x, inf, "EQUAL", node))
     else:
         never = ctx.constant(np.zeros((1,) * len(x.shape), bool), node, "never")
