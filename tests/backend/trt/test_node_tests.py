@@ -1,6 +1,6 @@
 """ONNX's own node tests for the ops added for real exporters (ReverseSequence, Tile, Pad, OneHot,
 NonZero, GatherND, Trilu, Dropout, the composed activations, the normalizations, Compress,
-EyeLike), through loopc's converters: built with the real builder, simulated, and compared with the
+EyeLike, Scatter, the global pools), through loopc's converters: built with the real builder, simulated, and compared with the
 expected outputs the tests ship. The cases loopc refuses are listed with the reason it gives."""
 
 from __future__ import annotations
@@ -8,7 +8,8 @@ from __future__ import annotations
 from loopc.conformance import MATCH, PARSE_FAILED, node_test_cases, run_case
 
 OPS = {"ReverseSequence", "Tile", "Pad", "OneHot", "NonZero", "GatherND", "Trilu", "Dropout", "HardSwish", "Mish",
-       "Celu", "Shrink", "IsInf", "PRelu", "BatchNormalization", "InstanceNormalization", "Compress", "EyeLike"}
+       "Celu", "Shrink", "IsInf", "PRelu", "BatchNormalization", "InstanceNormalization", "Compress", "EyeLike",
+       "Scatter", "GlobalAveragePool", "GlobalMaxPool"}
 
 #: Refused, and why: training-mode graphs (random or updating statistics), a float depth input that
 #: sizes the output, and Pad axes fed as an input (TensorRT needs them when it builds).

@@ -102,3 +102,11 @@ def test_layer_normalization(axis, with_bias):
         g (float[2,3,4] x, {sig}) => (float[2,3,4] y) {{
             y = LayerNormalization <axis = {axis}, epsilon = 0.001> ({args})
         }}""", inputs, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("dims", ["2,3,4,5", "N,3,H,W"])
+@pytest.mark.parametrize("op", ["GlobalAveragePool", "GlobalMaxPool"])
+def test_global_pools(dims, op):
+    x = np.random.default_rng(5).standard_normal((2, 3, 4, 5)).astype(np.float32)
+    check_onnx(f"""<ir_version: 8, opset_import: ["" : 19]>
+        g (float[{dims}] x) => (float[A,B,C,D] y) {{ y = {op}(x) }}""", {"x": x})

@@ -93,3 +93,9 @@ def test_scatter_nd_and_elements_overwrite():
             idx = Constant <value = int64[2,4] {{0,1,2,0, 2,2,1,1}}> ()
             b = ScatterElements <axis = 0> (x, idx, vals)
         }}""", {"x": X, "row": np.arange(4, dtype=np.float32), "vals": -np.ones((2, 4), np.float32)})
+
+
+def test_scatter_of_opset_10_is_scatter_elements():
+    check_onnx("""<ir_version: 5, opset_import: ["" : 10]>
+        g (float[3,4] x, int64[2,4] idx, float[2,4] vals) => (float[3,4] y) { y = Scatter <axis = 0> (x, idx, vals) }""",
+               {"x": X, "idx": np.array([[0, 1, 2, 0], [2, 2, 1, 1]]), "vals": -np.ones((2, 4), np.float32)})

@@ -37,16 +37,17 @@ def gather_nd(ctx: ConversionContext, node: Node) -> None:
     ctx.set(node.outputs[0], ctx.out(layer, node))
 
 
-@converter("ScatterND", "ScatterElements")
+@converter("ScatterND", "ScatterElements", "Scatter")
 def scatter(ctx: ConversionContext, node: Node) -> None:
-    """Writes without a reduction (``out[i] = v`` as exporters emit it); TensorRT scatters overwrite."""
+    """Writes without a reduction (``out[i] = v`` as exporters emit it); TensorRT scatters overwrite.
+    Scatter (opsets 9-10, PyTorch's exporter below opset 11) is ScatterElements under its old name."""
     reduction = node.attrs.get("reduction", "none")
     if reduction != "none":
         raise unsupported(node, f"reduction={reduction!r}")
     data, indices, updates = (ctx.get(v, node) for v in node.inputs)
     mode = trt().ScatterMode.ND if node.op == "ScatterND" else trt().ScatterMode.ELEMENT
     layer = ctx.network.add_scatter(data, indices, updates, mode)
-    if node.op == "ScatterElements":
+    if node.op != "ScatterND":
         layer.axis = int(node.attrs.get("axis", 0)) % len(data.shape)
     ctx.set(node.outputs[0], ctx.out(layer, node))
 

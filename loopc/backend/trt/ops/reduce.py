@@ -1,5 +1,5 @@
-"""Ops that reduce along axes: Reduce*, Softmax, LogSoftmax, ArgMax/ArgMin, TopK, CumSum,
-LayerNormalization. Axes arrive as inputs in the newest opsets; TensorRT needs them at build
+"""Ops that reduce along axes: Reduce*, GlobalAveragePool/GlobalMaxPool, Softmax, LogSoftmax,
+ArgMax/ArgMin, TopK, CumSum, LayerNormalization. Axes arrive as inputs in the newest opsets; TensorRT needs them at build
 time, so they must be constants."""
 
 from __future__ import annotations
@@ -65,12 +65,28 @@ def reduce(ctx: ConversionContext, node: Node) -> None:
     ctx.set(node.outputs[0], y)
 
 
+@converter("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(ctx: ConversionContext, node: Node) -> None:
+    """Mean or max over the spatial axes (all after [N, C]), kept as ones."""
+    x = ctx.get(node.inputs[0], node)
+    rank = len(x.shape)
+    if rank < 3:
+        raise unsupported(node, f"{node.op} of a rank-{rank} input (it needs [N, C, D1, ...])")
+    op = trt().ReduceOperation.AVG if node.op == "GlobalAveragePool" else trt().ReduceOperation.MAX
+    ctx.set(node.outputs[0], ctx.out(ctx.network.add_reduce(x, op, mask(list(range(2, rank)), rank), True), node))
+
+
 @converter("Softmax", "LogSoftmax")
 def softmax(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
+    vector = len(x.shape) == 1  # TensorRT's softmax wants two dims or more: run it on [1, n]
+    if vector:
+        x = ctx.unsqueeze(x, [0], node, "as2d")
     layer = ctx.network.add_softmax(x)
-    layer.axes = mask([int(node.attrs.get("axis", -1))], len(x.shape))
-    y = ctx.out(layer, node, "softmax" if node.op == "LogSoftmax" else "")
+    layer.axes = mask([int(node.attrs.get("axis", -1)) % len(x.shape) if not vector else 1], len(x.shape))
+    y = ctx.out(layer, node, "softmax" if node.op == "LogSoftmax" or vector else "")
+    if vector:
+        y = ctx.squeeze(y, [0], node, "" if node.op == "Softmax" else "softmax1d")
     if node.op == "LogSoftmax":
         y = ctx.unary(y, "LOG", node)
     ctx.set(node.outputs[0], y)
