@@ -37,3 +37,20 @@ def test_layers_are_named_after_their_nodes_and_simulatable():
     known = supported_layer_types()
     assert all(network.get_layer(i).type.name in known for i in range(network.num_layers))
     assert network.get_output(0).name == "z"
+
+
+def test_every_layer_the_backend_adds_has_a_simulator_kernel():
+    """Each ``network.add_*`` call in the backend's source names a layer type the simulator runs,
+    so a converter cannot emit a layer the simulator lacks unnoticed."""
+    import pathlib
+    import re
+
+    import loopc.backend.trt as backend
+
+    source = "\n".join(p.read_text() for p in pathlib.Path(backend.__file__).parent.rglob("*.py"))
+    calls = set(re.findall(r"network\.add_([a-z_0-9]+)\(", source))
+    assert {"reverse_sequence", "one_hot", "non_zero", "slice", "scatter"} <= calls
+    renamed = {"gather_v2": "GATHER", "if_conditional": "CONDITION", "input": None, "loop": None}
+    known = supported_layer_types()
+    kinds = {renamed.get(c, c.upper()) for c in calls} - {None}
+    assert kinds <= known, sorted(kinds - known)
