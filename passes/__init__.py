@@ -15,20 +15,25 @@ from loopc.passes.identities import Identities
 from loopc.passes.invariants import Invariants
 from loopc.passes.manager import Pass, PassManager, PassResult
 from loopc.passes.sequence_accumulation import SequenceAccumulation
+from loopc.passes.shape_refinement import ShapeRefinement
+from loopc.passes.static_conditionals import StaticConditionals
 from loopc.passes.trip_limits import TripLimits
 from loopc.passes.unroll import Unroll
 from loopc.passes.while_outputs import WhileOutputs
 
 __all__ = ["ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "Invariants", "Pass", "PassManager", "PassResult",
-           "SequenceAccumulation", "TripLimits", "Unroll", "WhileOutputs", "default_passes"]
+           "SequenceAccumulation", "ShapeRefinement", "StaticConditionals", "TripLimits", "Unroll", "WhileOutputs", "default_passes"]
 
 
 def default_passes(max_trips: int | None = None) -> list[Pass]:
     """The canonicalization pipeline, in the order that lets each pass feed the next.
 
-    ``max_trips`` is the user's bound on while loops' trips (``--max-trips``), never a guess.
+    ``max_trips`` is the user's bound on while loops' trips (``--max-trips``), never a guess. Dead
+    code goes early too: the accumulation passes count a carried value's readers, and unrolling and
+    while-outputs refuse what they cannot express, so no dead reader may be left for them to see.
     """
     return [
-        ConstantFolding(), Identities(), Invariants(), CountedLoops(), TripLimits(), SequenceAccumulation(),
-        GrowingConcat(), Unroll(), GatherToIterator(), FloatTripCount(max_trips), WhileOutputs(max_trips), DeadCode(),
+        ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), Invariants(), CountedLoops(), TripLimits(), DeadCode(),
+        SequenceAccumulation(), GrowingConcat(), Unroll(), GatherToIterator(), FloatTripCount(max_trips),
+        WhileOutputs(max_trips), DeadCode(),
     ]

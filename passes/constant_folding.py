@@ -47,17 +47,18 @@ class ConstantFolding:
 
 def _fold(node: Node) -> list[np.ndarray] | None:
     if node.op == "Shape" and node.inputs[0] is not None:
-        shape = node.inputs[0].shape
-        if shape is None or not all(isinstance(d, int) for d in shape):
-            return None
-        start, end = node.attrs.get("start", 0), node.attrs.get("end", len(shape))
-        return [np.array(shape[slice(start, end)], np.int64)]
+        dims = _shape_dims(node)
+        return None if dims is None or not all(isinstance(d, int) for d in dims) else [np.array(dims, np.int64)]
+    if node.op == "Gather" and node.inputs[0] is not None and node.inputs[0].producer is not None:
+        picked = _static_dims_picked(node)
+        if picked is not None:
+            return [picked]
     arrays = [None if v is None else constant_value(v) for v in node.inputs]
     if any(a is None and v is not None for a, v in zip(arrays, node.inputs)):
         return None
     names = [f"in{i}" if v is not None else "" for i, v in enumerate(node.inputs)]
     proto = helper.make_node(node.op, names, [f"out{i}" for i in range(len(node.outputs))],
-                             **{k: _attr(v) for k, v in node.attrs.items()})
+                             **{k: attribute(v) for k, v in node.attrs.items()})
     try:
         results = ReferenceEvaluator(proto).run(None, {n: np.asarray(a) for n, a in zip(names, arrays) if n})
     except Exception:
@@ -67,5 +68,31 @@ def _fold(node: Node) -> list[np.ndarray] | None:
     return [np.asarray(r) for r in results]
 
 
-def _attr(value: Any) -> Any:
+def _shape_dims(shape: Node) -> tuple[Any, ...] | None:
+    """The dims a ``Shape`` node returns (its ``start``/``end`` applied), static or not."""
+    dims = shape.inputs[0].shape if shape.inputs[0] is not None else None
+    if dims is None:
+        return None
+    return dims[slice(shape.attrs.get("start", 0), shape.attrs.get("end", len(dims)))]
+
+
+def _static_dims_picked(gather: Node) -> np.ndarray | None:
+    """``Shape(x)[k]`` when dim ``k`` of ``x`` is static though others are not (TorchScript tests
+    ``x.size(1) == 1`` before a squeeze; the answer is known when the dim is)."""
+    shape = gather.inputs[0].producer if gather.inputs[0] is not None else None
+    indices = constant_value(gather.inputs[1]) if len(gather.inputs) > 1 else None
+    if shape is None or shape.op != "Shape" or indices is None or np.asarray(indices).dtype.kind not in "iu":
+        return None
+    dims = _shape_dims(shape)
+    if dims is None:
+        return None
+    index = np.asarray(indices)
+    if np.any(index >= len(dims)) or np.any(index < -len(dims)):
+        return None
+    picked = np.vectorize(lambda k: dims[int(k)] if isinstance(dims[int(k)], int) else -1, otypes=[np.int64])(index)
+    return None if np.any(picked < 0) else picked.astype(np.int64)
+
+
+def attribute(value: Any) -> Any:
+    """An IR attribute as ``onnx.helper.make_node`` takes it (tensors as TensorProto)."""
     return numpy_helper.from_array(value) if isinstance(value, np.ndarray) else value

@@ -30,7 +30,10 @@ class GrowingConcat:
         if piece is None or piece.shape is None:
             return 0  # merging the new axis back needs the piece's rank
         finals = [o for o in loop.loop_outputs if o.value is rec.state]
-        if read_counts(root).get(id(rec.state), 0) != 1 + len(finals) or not finals:
+        counts = read_counts(root)
+        # the state is read by the concatenation and its own "last" outputs, the grown value only by
+        # the recurrence: anything else in the body would need the grown value on every trip
+        if counts.get(id(rec.state), 0) != 1 + len(finals) or counts.get(id(rec.next), 0) != 1 or not finals:
             return 0
         rank = len(piece.shape)
         axis = int(cat.attrs.get("axis", 0))

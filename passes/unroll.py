@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from loopc.errors import PassError
 from loopc.ir import Graph, Loop, Node, Recurrence, Value
 from loopc.passes._util import constant_value, replace_uses
 from loopc.passes.manager import PassResult
@@ -30,12 +31,21 @@ class Unroll:
         return PassResult(graph, unrolled > 0, {"loops": unrolled} if unrolled else {})
 
     def _wanted(self, loop: Loop) -> bool:
-        count = constant_value(loop.trip_count)
-        if count is None or loop.condition is not None or not 1 <= int(np.asarray(count).reshape(-1)[0]) <= MAX_TRIPS:
+        """Whether to unroll ``loop``; a carried value that grows where unrolling can't help is refused."""
+        changing = [r for r in loop.recurrences if _grows(r) or _shape_changes(r.init, r.next)]
+        if not changing:
             return False
-        if any(node.subgraphs() for node in loop.body.nodes):
-            return False  # cloning nested loops and branches is not done here
-        return any(_grows(r) or _shape_changes(r.init, r.next) for r in loop.recurrences)
+        reason = _cannot_unroll(loop)
+        if reason is None:
+            return True
+        growing = next((r for r in changing if _grows(r)), None)
+        if growing is not None:
+            assert growing.next.producer is not None
+            raise PassError(f"{loop.describe()}: carried value {growing.state.name!r} grows on every trip "
+                            f"({growing.next.producer.describe()} concatenates onto it) and is read inside the loop; "
+                            "a TensorRT loop carries values of one shape, and loopc unrolls such a loop only "
+                            f"when {reason}")
+        return False
 
     def _unroll(self, root: Graph, outer: Graph, loop: Loop) -> None:
         trips = int(np.asarray(constant_value(loop.trip_count)).reshape(-1)[0])
@@ -82,10 +92,34 @@ class Unroll:
             replace_uses(root, old, new)
 
 
+def _cannot_unroll(loop: Loop) -> str | None:
+    """Why ``loop`` cannot be unrolled here, or None."""
+    count = constant_value(loop.trip_count)
+    if count is None or loop.condition is not None:
+        return "its trip count is a constant and it cannot stop early"
+    if not 1 <= int(np.asarray(count).reshape(-1)[0]) <= MAX_TRIPS:
+        return f"it runs at most {MAX_TRIPS} trips"
+    if any(node.subgraphs() for node in loop.body.nodes):
+        return "its body holds no nested loops or conditionals"  # cloning them is not done here
+    return None
+
+
 def _grows(rec: Recurrence) -> bool:
-    """The next value concatenates something onto the state: its shape changes every trip."""
+    """The next value concatenates something onto the state, or onto a reordering of it that keeps
+    its length on the concatenation axis (a beam search's ``cat([history[beams], token])``)."""
     producer = rec.next.producer
-    return producer is not None and producer.op == "Concat" and any(v is rec.state for v in producer.inputs)
+    if producer is None or producer.op != "Concat" or len(producer.inputs) < 2:
+        return False
+    axis = int(producer.attrs.get("axis", 0))
+    return any(v is rec.state or _reordered(v, rec.state, axis) for v in producer.inputs)
+
+
+def _reordered(value: Value | None, state: Value, axis: int) -> bool:
+    node = value.producer if value is not None else None
+    if node is None or node.op != "Gather" or node.inputs[0] is not state or state.shape is None:
+        return False
+    rank = len(state.shape)
+    return int(node.attrs.get("axis", 0)) % rank != axis % rank
 
 
 def _shape_changes(init: Value, nxt: Value) -> bool:

@@ -328,6 +328,11 @@ def _type_of(type_proto: onnx.TypeProto | None) -> tuple[np.dtype[Any] | None, t
     if not tensor.HasField("shape"):
         return dtype, None
     dims = tuple(
-        d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tensor.shape.dim
+        d.dim_value if d.HasField("dim_value") else _dim_name(d.dim_param) for d in tensor.shape.dim
     )
     return dtype, dims
+
+
+def _dim_name(name: str) -> str | None:
+    """A symbolic dim's name; ONNX's inference writes ``unk__N`` for a dim it knows nothing of."""
+    return None if not name or name.startswith("unk__") else name

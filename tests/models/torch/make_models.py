@@ -321,9 +321,15 @@ class Case:
     about: str
     rtol: float | None = None
     atol: float | None = None
+    #: loopc's refusal, for a case at a known limit of loopc (the corpus test checks it is stated)
+    refusal: str | None = None
 
 
 CASES: list[Case] = []
+
+#: A carried value that grows every trip and is read inside the loop (a K/V cache, a beam history):
+#: one TensorRT recurrence cannot carry it, and preallocating it to a bound is not implemented.
+GROWS = "grows on every trip"
 
 
 def _flatten(outputs: object) -> list[Tensor]:
@@ -348,6 +354,7 @@ def save_case(
     about: str,
     rtol: float | None = None,
     atol: float | None = None,
+    refusal: str | None = None,
 ) -> list[Tensor]:
     """Save inputs and eager outputs of ``module`` under the model's graph names; check onnxruntime agrees."""
     in_names, out_names = _graph_io(HERE / model_file)
@@ -369,7 +376,7 @@ def save_case(
         np.testing.assert_allclose(value, want, rtol=rtol or 1e-4, atol=atol or 1e-5, err_msg=f"{name}: {out}")
     np.savez(HERE / f"{name}.inputs.npz", **feeds)
     np.savez(HERE / f"{name}.expected.npz", **expected)
-    CASES.append(Case(name, model_file, about, rtol, atol))
+    CASES.append(Case(name, model_file, about, rtol, atol, refusal))
     shapes = ", ".join(f"{k}{list(v.shape)}" for k, v in expected.items())
     print(f"{name}: {model_file} ok against onnxruntime; outputs {shapes}")
     return eager
@@ -563,7 +570,7 @@ def beam() -> None:
     save_case("beam_search", "beam_search.onnx", model, search(make, stops_early, "beam_search"),
               "beam search (beam 3, batch 1; hand-written GRU cell, attention; repeat -> Tile, expand -> Expand, topk over"
               " beam x vocab, index_select reorders state and a torch.cat-grown history, break when all beams end),"
-              f" torch.jit.script, {TS}, dynamic src_len")
+              f" torch.jit.script, {TS}, dynamic src_len", refusal=GROWS)
 
 
 def ctc() -> None:
@@ -608,7 +615,7 @@ def kv_cache() -> None:
     save_case("kv_cache_decoder", "kv_cache_decoder.onnx", model, search(make, stops_early, "kv_cache_decoder"),
               "single-head attention decoder, batched, K/V caches grown by torch.cat each step and attended over in the"
               f" body, argmax, break when all rows hit EOS, the grown K cache returned, torch.jit.script, {TS},"
-              " dynamic batch and prompt_len")
+              " dynamic batch and prompt_len", refusal=GROWS)
 
 
 def higher_order() -> None:
@@ -656,6 +663,8 @@ def write_toml() -> None:
             lines.append(f"rtol = {case.rtol}")
         if case.atol is not None:
             lines.append(f"atol = {case.atol}")
+        if case.refusal is not None:
+            lines.append(f'loopc-refuses = "{case.refusal}"')
         lines.append("")
     (HERE / "cases.toml").write_text("\n".join(lines))
 

@@ -1,0 +1,84 @@
+"""Fill in value shapes the frontend could not know, with ONNX's own shape functions, node by node.
+
+ONNX's inference runs once on the source model, before loopc's passes fold constants, declare loop
+bodies' carried ranks, or inline conditionals; inside loop bodies it often knows nothing. Asking it
+again per node, with what the IR knows now (constant operands included), recovers what those
+rewrites made knowable — TorchScript's ``If(Shape(x)[1] == 1, Squeeze(x), x)`` folds only when
+the dim is known. Only unknown dims are filled; nothing known is ever replaced.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from loopc.ir import Graph, Node, Value
+from loopc.ir.core import Shape
+from loopc.passes._util import constant_value
+from loopc.passes.constant_folding import NEVER, attribute
+from loopc.passes.manager import PassResult
+
+#: Constant operands up to this size are shown to the shape functions (axes, shapes, repeats).
+MAX_DATA = 64
+
+
+class ShapeRefinement:
+    name = "shape-refinement"
+
+    def __call__(self, graph: Graph) -> PassResult:
+        refined = 0
+        for _, node in graph.walk():
+            if node.op in NEVER or node.subgraphs() or all(_known(v) for v in node.outputs):
+                continue
+            inferred = _infer(node)
+            for value in node.outputs:
+                refined += _merge(value, inferred.get(value.name))
+        return PassResult(graph, refined > 0, {"values": refined} if refined else {})
+
+
+def _known(value: Value) -> bool:
+    return value.shape is not None and all(isinstance(d, int) for d in value.shape)
+
+
+def _infer(node: Node) -> dict[str, onnx.TypeProto]:
+    try:
+        schema = onnx.defs.get_schema(node.op, onnx.defs.onnx_opset_version())
+    except onnx.defs.SchemaError:
+        return {}
+    names = [f"in{k}" if v is not None else "" for k, v in enumerate(node.inputs)]
+    types: dict[str, onnx.TypeProto] = {}
+    data: dict[str, onnx.TensorProto] = {}
+    for name, value in zip(names, node.inputs):
+        if value is None:
+            continue
+        if value.dtype is None:
+            return {}
+        elem = helper.np_dtype_to_tensor_dtype(np.dtype(value.dtype))
+        types[name] = helper.make_tensor_type_proto(elem, None if value.shape is None else list(value.shape))
+        array = constant_value(value)
+        if array is not None and np.asarray(array).size <= MAX_DATA:
+            data[name] = numpy_helper.from_array(np.asarray(array), name)
+    proto = helper.make_node(node.op, names, [v.name for v in node.outputs],
+                             **{k: attribute(v) for k, v in node.attrs.items()})
+    try:
+        return dict(onnx.shape_inference.infer_node_outputs(schema, proto, types, data))
+    except Exception:  # noqa: BLE001  (a shape function that cannot tell is no information)
+        return {}
+
+
+def _merge(value: Value, inferred: onnx.TypeProto | None) -> int:
+    """Fill ``value``'s unknown dims from ``inferred``; 1 if anything was learned."""
+    if inferred is None or not inferred.HasField("tensor_type") or not inferred.tensor_type.HasField("shape"):
+        return 0
+    dims: Shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in inferred.tensor_type.shape.dim)
+    if value.shape is None:
+        value.shape = dims
+        return 1
+    if len(value.shape) != len(dims):
+        return 0  # disagreement: keep what the frontend said
+    merged = tuple(old if isinstance(old, int) or new is None else new for old, new in zip(value.shape, dims))
+    if merged == value.shape:
+        return 0
+    value.shape = merged
+    return 1
