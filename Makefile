@@ -23,13 +23,14 @@ conformance: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/sim_lstm.py
 	$(PY) benchmarks/loop_conformance.py --max-trips 64
+	$(PY) benchmarks/corpus_table.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
 
 demo: $(STAMP)
 	mkdir -p build
-	$(VENV)/bin/loopc inspect samples/greedy_gru_decoder.onnx --max-trips 64
-	$(VENV)/bin/loopc build samples/greedy_gru_decoder.onnx -o build/greedy_gru_decoder.plan --max-trips 64 \
+	$(VENV)/bin/loopc inspect samples/greedy_gru_decoder.onnx
+	$(VENV)/bin/loopc build samples/greedy_gru_decoder.onnx -o build/greedy_gru_decoder.plan \
 		--report build/greedy_gru_decoder.json
-	$(VENV)/bin/loopc run samples/greedy_gru_decoder.onnx -i samples/greedy_gru_decoder_inputs.npz --max-trips 64
+	$(VENV)/bin/loopc run samples/greedy_gru_decoder.onnx -i samples/greedy_gru_decoder_inputs.npz

@@ -111,8 +111,10 @@ def _bound(induction: Induction, predicate: Value) -> Bound | None:
     """``predicate`` as ``v(t) < limit`` over the integers, ``v`` increasing, ``limit`` invariant; else None."""
     node = predicate.producer
     negate = False
-    while node is not None and node.op == "Not" and node.inputs[0] is not None:
-        negate = not negate
+    while node is not None and node.op in ("Not", "Cast", "Identity") and node.inputs[0] is not None:
+        if node.op != "Not" and node.inputs[0].dtype != BOOL:
+            return None  # a cast to bool of a number is a test against zero, not the comparison
+        negate ^= node.op == "Not"
         node = node.inputs[0].producer
     if node is None or node.op not in COMPARISONS or len(node.inputs) != 2:
         return None
