@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -136,3 +137,19 @@ def merge_stacked_axis(nodes: list[Node], stacked: Value, piece: Value, axis: in
                       [target], {"axis": 0}))
     nodes.append(Node("Reshape", [stacked, target], [merged]))
     return merged
+
+
+def computed_from(value: Value) -> Iterator[Value]:
+    """``value`` and every value it is computed from, each once; the walk stops at ``Shape``/``Size``,
+    whose results are a tensor's dims, not its data (what TensorRT's shape calculations may read)."""
+    seen: set[int] = set()
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        node = current.producer
+        if node is not None and node.op not in ("Shape", "Size"):
+            stack.extend(v for v in node.inputs if v is not None)

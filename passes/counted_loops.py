@@ -28,7 +28,7 @@ import numpy as np
 
 from loopc.ir import Graph, Loop, Node, Value
 from loopc.passes._induction import Affine, Induction
-from loopc.passes._util import constant, constant_value
+from loopc.passes._util import computed_from, constant, constant_value
 from loopc.passes.manager import PassResult
 
 BOOL, I64 = np.dtype(np.bool_), np.dtype(np.int64)
@@ -177,25 +177,14 @@ def _shape_computable(value: Value) -> bool:
 
     A trip count TensorRT must know when the loop starts; a bound computed from tensor data (an
     argmax, a float reduction) stays a kWHILE condition, which TensorRT evaluates per trip."""
-    seen: set[int] = set()
-    stack = [value]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
+    for current in computed_from(value):
         if current.dtype is None or np.dtype(current.dtype).kind not in "iu":
             return False
         node = current.producer
-        if node is None:  # an input: TensorRT takes a scalar or vector of integers as a shape tensor
-            if current.shape is None or len(current.shape) > 1:
-                return False
-            continue
-        if node.op in ("Shape", "Size", "Constant"):
-            continue
-        if node.op not in SHAPE_OPS:
+        if node is None and (current.shape is None or len(current.shape) > 1):
+            return False  # an input: TensorRT takes a scalar or vector of integers as a shape tensor
+        if node is not None and node.op not in SHAPE_OPS:
             return False
-        stack.extend(v for v in node.inputs if v is not None)
     return True
 
 

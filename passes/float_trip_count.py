@@ -13,7 +13,7 @@ import numpy as np
 
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, Node, Recurrence, Value
-from loopc.passes._util import constant
+from loopc.passes._util import computed_from, constant
 from loopc.passes.manager import PassResult
 from loopc.sim.dtypes import is_float
 
@@ -65,15 +65,4 @@ def _from_floats(value: Value) -> bool:
 
     TensorRT does carry float arithmetic inside shape calculations that start from integers (a
     Range on int32 bounds casts through float); what it cannot do is start one from float data."""
-    seen: set[int] = set()
-    stack = [value]
-    while stack:
-        current = stack.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if current.producer is None and current.dtype is not None and is_float(current.dtype):
-            return True
-        if current.producer is not None and current.producer.op not in ("Shape", "Size"):  # dims, not data
-            stack.extend(v for v in current.producer.inputs if v is not None)
-    return False
+    return any(v.producer is None and v.dtype is not None and is_float(v.dtype) for v in computed_from(value))
