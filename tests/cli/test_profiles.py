@@ -16,6 +16,7 @@ from click.testing import CliRunner
 import loopc
 from loopc.cli import commands  # noqa: F401  (registers the subcommands)
 from loopc.cli.main import cli
+from tests.cli.test_shapes import COUNTED  # a loop whose trip count is an input (a shape tensor)
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples"
@@ -34,17 +35,6 @@ g (float[batch,seq,4] x, float[batch,4] h0, float[4] bias) => (float[batch,4] h,
         acc_out = Tanh (t)
         p = Identity (acc_out)
     }> (h0, xt)
-}"""
-
-#: A loop whose trip count is an input (a shape tensor: it sets the length of the scan output).
-COUNTED = """<ir_version: 8, opset_import: ["" : 17]>
-g (int64 n, float[3] x) => (float[3] y, float[K,3] ys) {
-    y, ys = Loop (n, "", x) <body = b (int64 i, bool c, float[3] x_in) => (bool c_out, float[3] x_out, float[3] s) {
-        one = Constant <value = float {1}> ()
-        x_out = Add (x_in, one)
-        s = Identity (x_out)
-        c_out = Identity (c)
-    }>
 }"""
 
 
