@@ -15,80 +15,21 @@ import numpy as np
 import onnx
 
 from loopc.errors import FrontendError, UnsupportedOpError
+from loopc.frontend.emit import I64, Emitter
 from loopc.frontend.onnx.importer import Context, Scope, _type_of, lookup, translate_graph
 from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value
 from loopc.ir.core import Shape
 
 BOOL = np.dtype(np.bool_)
-I64 = np.dtype(np.int64)
 
 INT32_MAX = 2**31 - 1
 UNBOUNDED = "unbounded: the loop has neither a trip count M nor a condition"
 
 
-class Emitter:
-    """Adds the IR nodes one source node lowers to, each named after (and traced back to) that node."""
-
-    def __init__(self, ctx: Context, node: onnx.NodeProto, graph: Graph) -> None:
-        self.ctx = ctx
-        self.node = node
-        self.graph = graph
-        self.label = node.name or next((o for o in node.output if o), node.op_type.lower())
-
-    def into(self, graph: Graph) -> Emitter:
-        """The same emitter writing into another graph (a loop body being built)."""
-        return Emitter(self.ctx, self.node, graph)
-
-    def fresh(self, base: str) -> Value:
-        return Value(self.ctx.fresh(f"{self.label}_{base}"))
-
-    def op(
-        self,
-        op: str,
-        inputs: list[Value | None],
-        attrs: dict[str, Any] | None = None,
-        *,
-        dtype: np.dtype[Any] | None = None,
-        shape: Shape | None = None,
-        out: Value | None = None,
-    ) -> Value:
-        """One single-output node; ``out`` supplies a pre-made result (a source node's named output)."""
-        result = out if out is not None else self.fresh(op.lower())
-        if result.dtype is None:
-            result.dtype = dtype
-        if result.shape is None:
-            result.shape = shape
-        self.add(op, inputs, [result], attrs)
-        return result
-
-    def multi(self, op: str, inputs: list[Value | None], count: int, attrs: dict[str, Any] | None = None,
-              dtype: np.dtype[Any] | None = None) -> list[Value]:
-        outs = [self.fresh(f"{op.lower()}{k}") for k in range(count)]
-        for out in outs:
-            out.dtype = dtype
-        self.add(op, inputs, outs, attrs)
-        return outs
-
-    def add(self, op: str, inputs: list[Value | None], outputs: list[Value], attrs: dict[str, Any] | None) -> None:
-        name = self.ctx.fresh(f"{self.label}_{op.lower()}")
-        self.graph.add(Node(op, inputs, outputs, dict(attrs or {}), name=name, origin=self.ctx.describe(self.node)))
-
-    def const(self, array: Any, dtype: Any = None) -> Value:
-        value = np.array(array, dtype=dtype)
-        result = self.fresh("const")
-        result.dtype, result.shape = value.dtype, tuple(value.shape)
-        self.add("Constant", [], [result], {"value": value})
-        return result
-
-    def dim(self, value: Value, axis: int, keep_1d: bool = False) -> Value:
-        """Length of ``value`` along ``axis`` as an int64 scalar (``[1]`` if ``keep_1d``): a constant when
-        the shape is static, else ``Shape`` then ``Gather`` — which TensorRT evaluates as a shape tensor."""
-        static = value.shape[axis] if value.shape is not None and -len(value.shape) <= axis < len(value.shape) else None
-        if isinstance(static, int):
-            return self.const([static] if keep_1d else static, np.int64)
-        shape = self.op("Shape", [value], dtype=I64, shape=(len(value.shape),) if value.shape is not None else None)
-        index = self.const([axis] if keep_1d else axis, np.int64)
-        return self.op("Gather", [shape, index], {"axis": 0}, dtype=I64, shape=(1,) if keep_1d else ())
+def emitter(ctx: Context, node: onnx.NodeProto, graph: Graph) -> Emitter:
+    """The emitter for the nodes ``node`` lowers to (named after its name or first output)."""
+    label = node.name or next((o for o in node.output if o), node.op_type.lower())
+    return Emitter(graph, label, ctx.describe(node), ctx.fresh)
 
 
 def graph_attr(ctx: Context, node: onnx.NodeProto, name: str) -> onnx.GraphProto:
@@ -196,7 +137,7 @@ def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
         trip = None  # exporters write `while cond` as M = INT64_MAX: it bounds nothing TensorRT can count
     if trip is None and cond is None:
         raise UnsupportedOpError(f"{what}: {UNBOUNDED}")
-    em = Emitter(ctx, node, graph)
+    em = emitter(ctx, node, graph)
 
     inits = [lookup(ctx, node, scope, name) if name else None for name in carried]
     if any(v is None for v in inits):
@@ -262,7 +203,7 @@ def translate_scan(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
     m = _num_scan_inputs(ctx, node, len(node.input))
     n = len(node.input) - m
     inputs = [lookup(ctx, node, scope, name) for name in node.input]
-    results = _scan_loop(ctx, node, scope, Emitter(ctx, node, graph), inputs[:n], inputs[n:],
+    results = _scan_loop(ctx, node, scope, emitter(ctx, node, graph), inputs[:n], inputs[n:],
                          [ctx.value(name) if name else None for name in node.output], what)
     for name, value in zip(node.output, results):
         if name:
@@ -388,7 +329,7 @@ def _scan8(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> No
     m = _num_scan_inputs(ctx, node, len(node.input) - 1)
     inputs = [lookup(ctx, node, scope, name) for name in node.input[1:]]
     n = len(inputs) - m
-    outer_em = Emitter(ctx, node, graph)
+    outer_em = emitter(ctx, node, graph)
     label = node.name or node.output[0]
     body = Graph(f"{label}_batch")
     params = [Value(ctx.fresh(f"{label}_item"), v.dtype, _drop(v.shape, 0)) for v in inputs]

@@ -25,7 +25,8 @@ from onnx import helper
 
 from loopc.errors import FrontendError, UnsupportedOpError
 from loopc.frontend.onnx.importer import Context, Scope, lookup
-from loopc.frontend.onnx.loops import I64, Emitter, result_value
+from loopc.frontend.emit import I64, Emitter
+from loopc.frontend.onnx.loops import emitter, result_value
 from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
 
 #: name -> (uses alpha, uses beta, default alpha, default beta), as onnxruntime reads the lists.
@@ -109,7 +110,7 @@ def translate_lstm(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
 
 def _translate(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph, cell: Cell) -> None:
     spec = _parse(ctx, node, scope, cell)
-    em = Emitter(ctx, node, graph)
+    em = emitter(ctx, node, graph)
     names = list(node.output) + [""] * (1 + cell.state_outputs - len(node.output))
     want_y = bool(names[0])
     per_dir = [_direction(em, spec, d, reverse, want_y) for d, reverse in enumerate(spec.directions)]
@@ -217,12 +218,12 @@ def _direction(em: Emitter, spec: Spec, d: int, reverse: bool, want_y: bool) -> 
     h0 = _initial(em, spec, spec.h0, d)
     c0 = _initial(em, spec, spec.c0, d) if spec.cell is LSTM else None
 
-    body = Graph(em.ctx.fresh(f"{em.label}_dir{d}_body"))
+    body = Graph(em.name(f"dir{d}_body"))
     bem = em.into(body)
-    x_t = Value(em.ctx.fresh(f"{em.label}_x_t"), dtype)
-    h = Value(em.ctx.fresh(f"{em.label}_h"), dtype)
-    c = Value(em.ctx.fresh(f"{em.label}_c"), dtype) if c0 is not None else None
-    counter = Value(em.ctx.fresh(f"{em.label}_t"), I64, ()) if lens is not None else None
+    x_t = Value(em.name("x_t"), dtype)
+    h = Value(em.name("h"), dtype)
+    c = Value(em.name("c"), dtype) if c0 is not None else None
+    counter = Value(em.name("t"), I64, ()) if lens is not None else None
     h_new, c_new = _cell(bem, spec, weights, spec.activations[d], x_t, h, c)
     y_t = h_new
     if lens is not None and counter is not None:
@@ -256,7 +257,7 @@ def _direction(em: Emitter, spec: Spec, d: int, reverse: bool, want_y: bool) -> 
     loop = Loop(body, trip_count=em.dim(spec.x, spec.time_axis), counter=counter,
                 iterators=[LoopIterator(x_t, xw, spec.time_axis, iterate_reverse)],
                 recurrences=recurrences, loop_outputs=outputs,
-                name=em.ctx.fresh(f"{em.label}_dir{d}"), origin=em.ctx.describe(em.node))
+                name=em.name(f"dir{d}"), origin=em.origin)
     em.graph.add(loop)
     if y is not None and reverse and lens is not None:
         y = _reverse_sequence(em, spec, y, lens)
