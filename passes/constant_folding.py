@@ -32,7 +32,7 @@ class ConstantFolding:
         for g, node in list(graph.walk()):
             if node.op in NEVER or node.subgraphs() or node not in g.nodes:
                 continue
-            values = _fold(node)
+            values = fold(node)
             if values is None:
                 continue
             at = g.nodes.index(node)
@@ -45,7 +45,8 @@ class ConstantFolding:
         return PassResult(graph, folded > 0, {"nodes": folded} if folded else {})
 
 
-def _fold(node: Node) -> list[np.ndarray] | None:
+def fold(node: Node) -> list[np.ndarray] | None:
+    """The values of ``node``'s outputs when its inputs are constants (or it is a Shape of a static shape)."""
     if node.op == "Shape" and node.inputs[0] is not None:
         dims = _shape_dims(node)
         return None if dims is None or not all(isinstance(d, int) for d in dims) else [np.array(dims, np.int64)]

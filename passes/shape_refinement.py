@@ -31,10 +31,14 @@ class ShapeRefinement:
         for _, node in graph.walk():
             if node.op in NEVER or node.subgraphs() or all(_known(v) for v in node.outputs):
                 continue
-            inferred = _infer(node)
-            for value in node.outputs:
-                refined += _merge(value, inferred.get(value.name))
+            refined += refine(node)
         return PassResult(graph, refined > 0, {"values": refined} if refined else {})
+
+
+def refine(node: Node) -> int:
+    """Fill ``node``'s outputs' unknown dtypes and dims from its op's shape function; how many changed."""
+    inferred = _infer(node)
+    return sum(_merge(value, inferred.get(value.name)) for value in node.outputs)
 
 
 def _known(value: Value) -> bool:
@@ -68,17 +72,23 @@ def _infer(node: Node) -> dict[str, onnx.TypeProto]:
 
 
 def _merge(value: Value, inferred: onnx.TypeProto | None) -> int:
-    """Fill ``value``'s unknown dims from ``inferred``; 1 if anything was learned."""
-    if inferred is None or not inferred.HasField("tensor_type") or not inferred.tensor_type.HasField("shape"):
+    """Fill ``value``'s unknown dtype and dims from ``inferred``; 1 if anything was learned."""
+    if inferred is None or not inferred.HasField("tensor_type"):
         return 0
+    learned = 0
+    if value.dtype is None and inferred.tensor_type.elem_type:
+        value.dtype = np.dtype(helper.tensor_dtype_to_np_dtype(inferred.tensor_type.elem_type))
+        learned = 1
+    if not inferred.tensor_type.HasField("shape"):
+        return learned
     dims: Shape = tuple(d.dim_value if d.HasField("dim_value") else None for d in inferred.tensor_type.shape.dim)
     if value.shape is None:
         value.shape = dims
         return 1
     if len(value.shape) != len(dims):
-        return 0  # disagreement: keep what the frontend said
+        return learned  # disagreement: keep what the frontend said
     merged = tuple(old if isinstance(old, int) or new is None else new for old, new in zip(value.shape, dims))
     if merged == value.shape:
-        return 0
+        return learned
     value.shape = merged
     return 1

@@ -1,0 +1,357 @@
+"""Translate an OpenVINO IR (``.xml`` + ``.bin``) into loopc's IR.
+
+Layers are visited in dependency order (a cycle is an error naming a layer on it); each resolves
+to a translator by type and version (:mod:`loopc.frontend.openvino.registry`) that emits
+ONNX-named IR nodes. Shapes are never taken from the XML's declared port dims: every node's dtype
+and shape is inferred as it is added, from its operands, with ONNX's shape functions — OpenVINO
+re-infers them too, and body Parameters written as ``?`` get real shapes that way.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from loopc.errors import FrontendError, UnsupportedOpError
+from loopc.frontend.emit import Emitter
+from loopc.frontend.openvino.reader import IR, Layer, Net, Port, read_ir
+from loopc.frontend.openvino.registry import resolve
+from loopc.frontend.openvino.weights import Weights, element_type, parse_shape
+from loopc.ir import Graph, Model, Node, Value
+
+#: How many producers deep :meth:`Op.constant` looks through to find a constant operand.
+FOLD_DEPTH = 8
+
+
+@dataclass
+class Context:
+    """One import: the weights, and the names given so far (every name is unique in the model)."""
+
+    path: str
+    weights: Weights
+    names: set[str] = field(default_factory=set)
+    counter: int = 0
+
+    def fresh(self, base: str) -> str:
+        self.counter += 1
+        name = f"{base}__{self.counter}"
+        self.names.add(name)
+        return name
+
+    def unique(self, name: str) -> str:
+        """``name`` itself if no value has it yet, else a fresh variant: user-visible names stay recognizable."""
+        if name and name not in self.names:
+            self.names.add(name)
+            return name
+        return self.fresh(name or "value")
+
+
+def import_ir(xml: str | os.PathLike[str], weights: str | os.PathLike[str] | None = None) -> Model:
+    """Translate the IR at ``xml`` (weights from ``weights``, default: the ``.bin`` beside it)."""
+    path = os.fspath(xml)
+    if weights is not None and not os.path.isfile(weights):
+        raise FrontendError(f"{os.fspath(weights)}: weights file not found")
+    bin_path = os.fspath(weights) if weights is not None else os.path.splitext(path)[0] + ".bin"
+    ir = read_ir(path)
+    ctx = Context(path, Weights(bin_path))
+    graph = Graph(ir.net.name or "main")
+    names: list[str] = []
+    for result, value in translate_net(ctx, ir.net, graph):
+        graph.outputs.append(value)
+        name = output_name(ir.net, result)
+        names.append(name if name not in names else f"{name}.{len(names)}")
+    if not graph.outputs:
+        raise FrontendError(f"{path}: the model has no Result layer, so no outputs")
+    return Model(graph, path, 0, names)
+
+
+def translate_net(ctx: Context, net: Net, graph: Graph, bound: dict[int, Value] | None = None) -> list[tuple[Layer, Value]]:
+    """Emit ``net``'s layers into ``graph``; return its Result layers with their values, in XML order.
+
+    ``bound`` gives the values of a body's Parameters (by layer id); without it Parameters become
+    ``graph``'s inputs.
+    """
+    sources = _check_edges(ctx, net)
+    values: dict[tuple[int, int], Value] = {}
+    results: list[tuple[Layer, Value]] = []
+    for layer in _topological(ctx, net, sources):
+        inputs = [values[sources[(layer.id, port.id)]] for port in layer.inputs]
+        if layer.type == "Result":
+            if len(inputs) != 1:
+                raise FrontendError(f"{where(net, layer)}: a Result takes one input, not {len(inputs)}")
+            results.append((layer, inputs[0]))
+            continue
+        if layer.type == "Parameter":
+            outs = [_parameter(ctx, net, layer, graph, bound)]
+        else:
+            outs = _translate_layer(ctx, net, layer, inputs, graph)
+        for port, value in zip(layer.outputs, outs):
+            values[(layer.id, port.id)] = value
+    position = {layer_id: k for k, layer_id in enumerate(net.layers)}
+    return sorted(results, key=lambda item: position[item[0].id])
+
+
+def output_name(net: Net, result: Layer) -> str:
+    """The name OpenVINO gives a Result's output: its ``output_names``, else its producer's tensor name."""
+    if result.output_names:
+        return result.output_names[0]
+    for edge in net.edges:
+        if edge.to_layer == result.id:
+            port = next(p for p in net.layers[edge.from_layer].outputs if p.id == edge.from_port)
+            if port.names:
+                return port.names[0]
+    return result.name
+
+
+def where(net: Net, layer: Layer) -> str:
+    """How errors name a layer: inside which body, if not the top-level net."""
+    return layer.describe() if net.where == "net" else f"{layer.describe()} in {net.where}"
+
+
+@dataclass
+class Op:
+    """One layer being translated: its inputs as IR values, its attributes, and an emitter for its nodes."""
+
+    ctx: Context
+    net: Net
+    layer: Layer
+    inputs: list[Value]
+    em: Emitter
+    #: The opset that introduced the op version this layer reads as.
+    version: int
+
+    @property
+    def what(self) -> str:
+        return where(self.net, self.layer)
+
+    def error(self, message: str) -> FrontendError:
+        return FrontendError(f"{self.what}: {message}")
+
+    def unsupported(self, message: str) -> UnsupportedOpError:
+        return UnsupportedOpError(f"{self.what}: {message}")
+
+    def expect_inputs(self, *counts: int) -> None:
+        if len(self.inputs) not in counts:
+            wanted = " or ".join(str(c) for c in counts)
+            raise self.error(f"takes {wanted} input(s), not {len(self.inputs)}")
+
+    # Attributes (``<data>``), read defensively: a bad value names the attribute.
+    def attr(self, key: str, default: str | None = None) -> str:
+        text = self.layer.data.get(key, default)
+        if text is None:
+            raise self.error(f"attribute {key!r} is required")
+        return text
+
+    def int_attr(self, key: str, default: int | None = None) -> int:
+        text = self.layer.data.get(key)
+        if text is None:
+            if default is None:
+                raise self.error(f"attribute {key!r} is required")
+            return default
+        try:
+            return int(text)
+        except ValueError:
+            raise self.error(f"attribute {key!r} is {text[:40]!r}, not an integer") from None
+
+    def ints_attr(self, key: str, default: list[int] | None = None) -> list[int]:
+        text = self.layer.data.get(key)
+        if text is None or not text.strip():
+            if default is None and text is None:
+                raise self.error(f"attribute {key!r} is required")
+            return list(default or [])
+        try:
+            return [int(part) for part in text.split(",")]
+        except ValueError:
+            raise self.error(f"attribute {key!r} is {text[:40]!r}, not a list of integers") from None
+
+    def float_attr(self, key: str, default: float | None = None) -> float:
+        text = self.layer.data.get(key)
+        if text is None:
+            if default is None:
+                raise self.error(f"attribute {key!r} is required")
+            return default
+        try:
+            return float(text)
+        except ValueError:
+            raise self.error(f"attribute {key!r} is {text[:40]!r}, not a number") from None
+
+    def floats_attr(self, key: str) -> list[float]:
+        text = self.layer.data.get(key, "")
+        try:
+            return [float(part) for part in text.split(",") if part.strip()]
+        except ValueError:
+            raise self.error(f"attribute {key!r} is {text[:40]!r}, not a list of numbers") from None
+
+    def bool_attr(self, key: str, default: bool) -> bool:
+        text = self.layer.data.get(key)
+        if text is None:
+            return default
+        if text.lower() in ("true", "1"):
+            return True
+        if text.lower() in ("false", "0"):
+            return False
+        raise self.error(f"attribute {key!r} is {text[:40]!r}, not true or false")
+
+    def choice_attr(self, key: str, choices: Iterable[str], default: str | None = None) -> str:
+        text = self.attr(key, default).lower()
+        options = list(choices)
+        if text not in options:
+            raise self.unsupported(f"attribute {key}={text[:40]!r} is not one of {', '.join(options)}")
+        return text
+
+    def dtype_attr(self, key: str) -> np.dtype[Any]:
+        return element_type(self.attr(key), f"{self.what}: attribute {key!r}")
+
+    # Operands.
+    def constant(self, k: int) -> np.ndarray | None:
+        """Input ``k``'s value when it is computable now from constants (through a few nodes), else None."""
+        return static_value(self.inputs[k]) if k < len(self.inputs) else None
+
+    def require_constant(self, k: int, role: str) -> np.ndarray:
+        value = self.constant(k)
+        if value is None:
+            raise self.unsupported(f"input {k} ({role}) must be a constant; it is computed at run time")
+        return value
+
+    def rank(self, k: int) -> int:
+        shape = self.inputs[k].shape
+        if shape is None:
+            raise self.unsupported(f"the rank of input {k} is unknown, and this op needs it")
+        return len(shape)
+
+    def op(self, op: str, inputs: list[Value | None], attrs: dict[str, Any] | None = None) -> Value:
+        return self.em.op(op, inputs, attrs)
+
+    def const(self, array: Any, dtype: Any = None) -> Value:
+        return self.em.const(array, dtype)
+
+
+def static_value(value: Value | None, depth: int = FOLD_DEPTH) -> np.ndarray | None:
+    """``value``'s array when a Constant produces it, or a short chain of foldable nodes from constants."""
+    from loopc.passes.constant_folding import NEVER, fold
+
+    if value is None or value.producer is None:
+        return None
+    node = value.producer
+    if node.op == "Constant":
+        return np.asarray(node.attrs["value"])
+    if depth == 0 or node.op in NEVER or node.subgraphs():
+        return None
+    if node.op != "Shape" and any(v is not None and static_value(v, depth - 1) is None for v in node.inputs):
+        return None
+    substituted = Node(node.op, [None if v is None else _constant_twin(v, depth - 1) for v in node.inputs],
+                       [Value(v.name) for v in node.outputs], node.attrs) if node.op != "Shape" else node
+    folded = fold(substituted)
+    return None if folded is None else folded[node.outputs.index(value)]
+
+
+def _constant_twin(value: Value, depth: int) -> Value:
+    array = static_value(value, depth)
+    twin = Value(value.name, value.dtype, value.shape)
+    Node("Constant", [], [twin], {"value": array})
+    return twin
+
+
+def _infer(node: Node) -> None:
+    """Type a node's outputs as it is added (Constants, loops and conditionals are typed by their makers)."""
+    from loopc.passes.shape_refinement import refine
+
+    if node.op != "Constant" and not node.subgraphs():
+        refine(node)
+
+
+def _translate_layer(ctx: Context, net: Net, layer: Layer, inputs: list[Value], graph: Graph) -> list[Value]:
+    label = layer.name or f"layer{layer.id}"
+    em = Emitter(graph, label, where(net, layer), ctx.fresh, _infer)
+    before = len(graph.nodes)
+    if layer.type == "Const":
+        array = ctx.weights.array(layer.data, where(net, layer))
+        value = em.const(array)
+        outs = [value]
+    else:
+        translator, version = resolve(layer)
+        outs = translator(Op(ctx, net, layer, inputs, em, version))
+        if len(outs) != len(layer.outputs):
+            raise FrontendError(f"{where(net, layer)}: has {len(layer.outputs)} output port(s); "
+                                f"the op gives {len(outs)}")
+    added = set(map(id, graph.nodes[before:]))
+    for k, (port, value) in enumerate(zip(layer.outputs, outs)):
+        if value.producer is not None and id(value.producer) in added:
+            value.name = ctx.unique(port.names[0] if port.names else (label if k == 0 else f"{label}.{k}"))
+    return outs
+
+
+def _parameter(ctx: Context, net: Net, layer: Layer, graph: Graph, bound: dict[int, Value] | None) -> Value:
+    if bound is not None:
+        if layer.id not in bound:
+            raise FrontendError(f"{where(net, layer)}: this body Parameter has no port_map input and is not "
+                                f"the current_iteration; nothing gives it a value")
+        return bound[layer.id]
+    what = where(net, layer)
+    port_names = layer.outputs[0].names if layer.outputs else []
+    value = Value(ctx.unique(port_names[0] if port_names else layer.name),
+                  element_type(layer.data.get("element_type", ""), what),
+                  parse_shape(layer.data.get("shape", ""), what))
+    graph.inputs.append(value)
+    return value
+
+
+def _check_edges(ctx: Context, net: Net) -> dict[tuple[int, int], tuple[int, int]]:
+    """Map each (layer, input port) to the (layer, output port) feeding it; every input needs exactly one."""
+    sources: dict[tuple[int, int], tuple[int, int]] = {}
+    for edge in net.edges:
+        what = f"{ctx.path}: {net.where}: edge {edge.from_layer}:{edge.from_port} -> {edge.to_layer}:{edge.to_port}"
+        src, dst = net.layers.get(edge.from_layer), net.layers.get(edge.to_layer)
+        if src is None or dst is None:
+            raise FrontendError(f"{what} names layer {edge.from_layer if src is None else edge.to_layer}, "
+                                f"which does not exist")
+        if not _has_port(src.outputs, edge.from_port):
+            raise FrontendError(f"{what}: {src.describe()} has no output port {edge.from_port}")
+        if not _has_port(dst.inputs, edge.to_port):
+            raise FrontendError(f"{what}: {dst.describe()} has no input port {edge.to_port}")
+        if (edge.to_layer, edge.to_port) in sources:
+            raise FrontendError(f"{what}: input port {edge.to_port} of {dst.describe()} has two edges into it")
+        sources[(edge.to_layer, edge.to_port)] = (edge.from_layer, edge.from_port)
+    for layer in net.layers.values():
+        for port in layer.inputs:
+            if (layer.id, port.id) not in sources:
+                raise FrontendError(f"{where(net, layer)}: input port {port.id} is not connected")
+    return sources
+
+
+def _has_port(ports: list[Port], port_id: int) -> bool:
+    return any(p.id == port_id for p in ports)
+
+
+def _topological(ctx: Context, net: Net, sources: dict[tuple[int, int], tuple[int, int]]) -> list[Layer]:
+    """Layers in an order where producers come first, XML order among equals; a cycle is an error."""
+    position = {layer_id: k for k, layer_id in enumerate(net.layers)}
+    waiting = {layer_id: 0 for layer_id in net.layers}
+    readers: dict[int, list[int]] = {layer_id: [] for layer_id in net.layers}
+    for (dst, _), (src, _) in sources.items():
+        waiting[dst] += 1
+        readers[src].append(dst)
+    import heapq
+
+    ready = [position[i] for i, n in waiting.items() if n == 0]
+    heapq.heapify(ready)
+    ids = list(net.layers)
+    order: list[Layer] = []
+    while ready:
+        layer_id = ids[heapq.heappop(ready)]
+        order.append(net.layers[layer_id])
+        for reader in readers[layer_id]:
+            waiting[reader] -= 1
+            if waiting[reader] == 0:
+                heapq.heappush(ready, position[reader])
+    if len(order) != len(net.layers):
+        stuck = next(net.layers[i] for i, n in waiting.items() if n > 0)
+        raise FrontendError(f"{where(net, stuck)}: the graph has a cycle through this layer")
+    return order
+
+
+__all__ = ["Context", "IR", "Op", "import_ir", "output_name", "static_value", "translate_net", "where"]

@@ -1,0 +1,100 @@
+"""Elementwise ops: arithmetic, comparisons, logic, activations and conversions.
+
+Most are ONNX's op under another name. OpenVINO's binary ops broadcast numpy-style
+(``auto_broadcast="numpy"``, the default) exactly as ONNX's do; ``"none"`` asks for equal shapes,
+which broadcasting also computes; PaddlePaddle's ``"pdpd"`` rule is refused.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loopc.frontend.openvino.importer import Op
+from loopc.frontend.openvino.registry import translates
+from loopc.ir import Value
+
+BINARY = {"Add": "Add", "Subtract": "Sub", "Multiply": "Mul", "Maximum": "Max", "Minimum": "Min", "Power": "Pow",
+          "Equal": "Equal", "Greater": "Greater", "GreaterEqual": "GreaterOrEqual", "Less": "Less",
+          "LessEqual": "LessOrEqual", "LogicalAnd": "And", "LogicalOr": "Or", "LogicalXor": "Xor"}
+UNARY = {"Abs": "Abs", "Ceiling": "Ceil", "Floor": "Floor", "Exp": "Exp", "Log": "Log", "Sqrt": "Sqrt",
+         "Tanh": "Tanh", "Sigmoid": "Sigmoid", "Erf": "Erf", "Negative": "Neg", "ReLU": "Relu", "LogicalNot": "Not",
+         "Sin": "Sin", "Cos": "Cos", "Tan": "Tan", "Asin": "Asin", "Acos": "Acos", "Atan": "Atan", "Sinh": "Sinh",
+         "Cosh": "Cosh", "Sign": "Sign", "SoftPlus": "Softplus", "Mish": "Mish", "HSwish": "HardSwish",
+         "SoftSign": "Softsign"}
+#: Op versions that moved to a later opset than opset1.
+INTRODUCED = {"LogicalXor": (2,), "Asinh": (4,), "SoftPlus": (4,), "Mish": (4,), "HSwish": (4,), "SoftSign": (9,)}
+
+
+def _binary(onnx_op: str):
+    def translate(op: Op) -> list[Value]:
+        op.expect_inputs(2)
+        broadcast = op.choice_attr("auto_broadcast", ("numpy", "none"), "numpy")
+        del broadcast  # both are ONNX's multidirectional broadcasting for well-formed inputs
+        return [op.op(onnx_op, list(op.inputs))]
+
+    return translate
+
+
+def _unary(onnx_op: str):
+    def translate(op: Op) -> list[Value]:
+        op.expect_inputs(1)
+        return [op.op(onnx_op, list(op.inputs))]
+
+    return translate
+
+
+for _ov, _onnx in BINARY.items():
+    translates(_ov, *INTRODUCED.get(_ov, (1,)))(_binary(_onnx))
+for _ov, _onnx in UNARY.items():
+    translates(_ov, *INTRODUCED.get(_ov, (1,)))(_unary(_onnx))
+
+
+@translates("NotEqual")
+def not_equal(op: Op) -> list[Value]:
+    op.expect_inputs(2)
+    return [op.op("Not", [op.op("Equal", list(op.inputs))])]
+
+
+@translates("Convert")
+def convert(op: Op) -> list[Value]:
+    op.expect_inputs(1)
+    target = op.dtype_attr("destination_type")
+    from onnx import helper
+
+    return [op.op("Cast", list(op.inputs), {"to": helper.np_dtype_to_tensor_dtype(target)})]
+
+
+@translates("Divide")
+def divide(op: Op) -> list[Value]:
+    """Integer division floors (``m_pythondiv``, default true) where ONNX's Div truncates: a − mod(a, b) is
+    an exact multiple of b, and dividing it truncates to the floor."""
+    op.expect_inputs(2)
+    a, b = op.inputs
+    if a.dtype is not None and a.dtype.kind in "iu" and op.bool_attr("m_pythondiv", True):
+        a = op.op("Sub", [a, op.op("Mod", [a, b], {"fmod": 0})])
+    return [op.op("Div", [a, b])]
+
+
+@translates("SquaredDifference")
+def squared_difference(op: Op) -> list[Value]:
+    op.expect_inputs(2)
+    diff = op.op("Sub", list(op.inputs))
+    return [op.op("Mul", [diff, diff])]
+
+
+@translates("Clamp")
+def clamp(op: Op) -> list[Value]:
+    op.expect_inputs(1)
+    x = op.inputs[0]
+    dtype = x.dtype or np.dtype(np.float32)
+    low, high = op.float_attr("min"), op.float_attr("max")
+    if dtype.kind in "iu":  # OpenVINO rounds integer bounds inward
+        low, high = np.ceil(low), np.floor(high)
+    return [op.op("Clip", [x, op.const(low, dtype), op.const(high, dtype)])]
+
+
+@translates("Select")
+def select(op: Op) -> list[Value]:
+    op.expect_inputs(3)
+    op.choice_attr("auto_broadcast", ("numpy", "none"), "numpy")
+    return [op.op("Where", list(op.inputs))]
