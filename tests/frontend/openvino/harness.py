@@ -32,7 +32,9 @@ def run_openvino(xml: Path, inputs: Mapping[str, np.ndarray]) -> dict[str, np.nd
     core = ov.Core()
     compiled = core.compile_model(core.read_model(str(xml)), "CPU", CPU_F32)
     request = compiled.create_infer_request()
-    feeds = {port.get_any_name(): np.ascontiguousarray(inputs[port.get_any_name()]) for port in compiled.inputs}
+    # ov.Tensor keeps a 0-d array's shape (a plain ndarray would be fed as [1]).
+    feeds = {port.get_any_name(): ov.Tensor(np.array(inputs[port.get_any_name()], copy=True, order="C"))
+             for port in compiled.inputs}
     result = request.infer(feeds)
     return {port.get_any_name(): np.asarray(result[port]) for port in compiled.outputs}
 
