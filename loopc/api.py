@@ -13,12 +13,14 @@ from loopc.feeds import input_specs, prepare_inputs
 from loopc.sim import DEFAULT_MAX_ITERATIONS, Simulator
 from loopc.trt.onnx_parser import parse_onnx
 
-#: ``loopc``: loopc's own frontend, passes and backend; ``trt-onnx``: TensorRT's own ONNX parser.
-FRONTENDS = ("loopc", "trt-onnx")
+#: ``loopc``: loopc's own frontend (ONNX or OpenVINO IR, from the file), passes and backend; ``onnx`` and
+#: ``openvino`` force one of loopc's frontends; ``trt-onnx``: TensorRT's own ONNX parser.
+FRONTENDS = ("loopc", "onnx", "openvino", "trt-onnx")
 EXECUTORS = ("sim", "trt")
 
 
-def load_network(model: str | os.PathLike[str], frontend: str = "loopc", max_trips: int | None = None) -> Any:
+def load_network(model: str | os.PathLike[str], frontend: str = "loopc", max_trips: int | None = None,
+                 weights: str | os.PathLike[str] | None = None) -> Any:
     """Turn a model file into a TensorRT network (with its ``session``) using the chosen frontend."""
     if frontend not in FRONTENDS:
         raise LoopcError(f"unknown frontend {frontend!r}; choose one of {', '.join(FRONTENDS)}")
@@ -26,7 +28,7 @@ def load_network(model: str | os.PathLike[str], frontend: str = "loopc", max_tri
         return parse_onnx(model)
     from loopc.compiler import compile
 
-    return compile(model, max_trips=max_trips)
+    return compile(model, max_trips=max_trips, frontend=None if frontend == "loopc" else frontend, weights=weights)
 
 
 def run(
@@ -37,6 +39,7 @@ def run(
     frontend: str = "loopc",
     max_iterations: int = DEFAULT_MAX_ITERATIONS,
     max_trips: int | None = None,
+    weights: str | os.PathLike[str] | None = None,
 ) -> dict[str, np.ndarray]:
     """Run ``model`` on ``inputs`` with the simulator (``sim``) or a real engine (``trt``, GPU only).
 
@@ -49,7 +52,7 @@ def run(
         from loopc.trt.engine import require_gpu, run_network
 
         require_gpu("--executor trt")
-    parsed = load_network(model, frontend, max_trips)
+    parsed = load_network(model, frontend, max_trips, weights)
     feeds = prepare_inputs(input_specs(parsed.network, getattr(parsed, "model", None)), inputs)
     if executor == "trt":
         return run_network(parsed.session, parsed.network, feeds)

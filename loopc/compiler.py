@@ -65,11 +65,12 @@ class Compiled:
     report: BuildReport
 
 
-def load_ir(model: onnx.ModelProto | str | os.PathLike[str]) -> Model:
-    """Import a model file with loopc's own frontend (ONNX by content)."""
-    from loopc.frontend.onnx import import_model
+def load_ir(model: onnx.ModelProto | str | os.PathLike[str], frontend: str | None = None,
+            weights: str | os.PathLike[str] | None = None) -> Model:
+    """Import a model with loopc's own frontends (ONNX or OpenVINO IR, picked from the file unless given)."""
+    from loopc.frontend import load
 
-    return import_model(model)
+    return load(model, frontend, weights)
 
 
 def optimize(
@@ -89,18 +90,20 @@ def compile(  # noqa: A001  (the public name users expect)
     max_trips: int | None = None,
     dump_ir: Callable[[str, str], None] | None = None,
     progress: Callable[[str], None] | None = None,
+    frontend: str | None = None,
+    weights: str | os.PathLike[str] | None = None,
 ) -> Compiled:
     """Import, canonicalize and convert ``model`` to a TensorRT network (not yet built).
 
     ``max_trips`` bounds while loops with scan outputs (see :func:`loopc.frontend.onnx.import_model`);
-    ``progress`` is told each stage as it starts.
+    ``progress`` is told each stage as it starts; ``frontend`` and ``weights`` go to :func:`load_ir`.
     """
     from loopc.backend.trt.network import to_network
 
     say = progress or (lambda stage: None)
     start = time.perf_counter()
     say("importing")
-    ir = load_ir(model)
+    ir = load_ir(model, frontend, weights)
     if dump_ir:
         dump_ir("frontend", format_graph(ir.graph))
     say("canonicalizing loops")
@@ -125,6 +128,8 @@ def build(
     dump_ir: Callable[[str, str], None] | None = None,
     progress: Callable[[str], None] | None = None,
     warn: Callable[[str], None] | None = None,
+    frontend: str | None = None,
+    weights: str | os.PathLike[str] | None = None,
 ) -> BuildReport:
     """Compile ``model`` and write the serialized engine to ``output`` (atomically).
 
@@ -135,7 +140,8 @@ def build(
     from loopc.feeds import input_specs, prepare_inputs
 
     examples = load_arrays(inputs) if isinstance(inputs, (str, os.PathLike)) else dict(inputs or {})
-    compiled = compile(model, max_trips=max_trips, dump_ir=dump_ir, progress=progress)
+    compiled = compile(model, max_trips=max_trips, dump_ir=dump_ir, progress=progress, frontend=frontend,
+                       weights=weights)
     session, network = compiled.session, compiled.network
     profile = shapes or ShapeProfile()
     if examples:

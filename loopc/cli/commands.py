@@ -7,12 +7,21 @@ import pathlib
 import click
 
 from loopc import api
-from loopc.cli.main import cli, verbose_option
+from loopc.cli.main import F, cli, verbose_option
+from loopc.frontend import FRONTENDS
 from loopc.fileio import load_arrays, save_arrays, write_atomically
 from loopc.sim import DEFAULT_MAX_ITERATIONS, supported_layer_types
 
 
 MAX_TRIPS_HELP = "Bound on the trips of while loops that have scan outputs (TensorRT needs their length)."
+FRONTEND_HELP = "Which of loopc's frontends reads MODEL (default: from its suffix and content)."
+WEIGHTS_HELP = "An OpenVINO IR's .bin, when it is not beside the .xml."
+
+
+def frontend_options(command: F) -> F:
+    """``--frontend`` and ``--weights``, shared by the commands that import a model with loopc."""
+    command = click.option("--weights", type=click.Path(dir_okay=False), help=WEIGHTS_HELP)(command)
+    return click.option("--frontend", type=click.Choice(FRONTENDS), help=FRONTEND_HELP)(command)
 
 
 def _dump_ir(stage: str, text: str) -> None:
@@ -33,11 +42,12 @@ def _dump_ir(stage: str, text: str) -> None:
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write a JSON build report here.")
 @click.option("--dump-ir", is_flag=True, help="Print the IR after the frontend and after each pass that changes it.")
+@frontend_options
 @verbose_option
 def build(
     model: str, output: str, shapes: str | None, min_shapes: str | None, opt_shapes: str | None,
     max_shapes: str | None, inputs_path: str | None, target: str | None, fp16: bool, max_trips: int | None,
-    report_path: str | None, dump_ir: bool,
+    report_path: str | None, dump_ir: bool, frontend: str | None, weights: str | None,
 ) -> None:
     """Compile MODEL into a TensorRT engine whose loops are TensorRT loops.
 
@@ -52,7 +62,8 @@ def build(
     report = build_engine(model, output, shapes=profile, inputs=examples, target=target, fp16=fp16,
                           max_trips=max_trips, dump_ir=_dump_ir if dump_ir else None,
                           progress=lambda stage: click.echo(f"loopc: {stage} ...", err=True),
-                          warn=lambda message: click.echo(f"loopc: warning: {message}", err=True))
+                          warn=lambda message: click.echo(f"loopc: warning: {message}", err=True),
+                          frontend=frontend, weights=weights)
     for loop in report.loops:
         click.echo(
             f"  loop {loop.name}: {'+'.join(loop.trip_limits)}, {loop.iterators} iterator(s), "
@@ -71,13 +82,14 @@ def build(
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 @click.option("--dump-ir", is_flag=True, help="Also print the IR after the frontend and after each pass.")
+@frontend_options
 @verbose_option
-def inspect(model: str, max_trips: int | None, dump_ir: bool) -> None:
+def inspect(model: str, max_trips: int | None, dump_ir: bool, frontend: str | None, weights: str | None) -> None:
     """Print MODEL's loops as loopc sees them after canonicalization."""
     from loopc.compiler import load_ir, optimize
     from loopc.ir import Loop, format_graph, format_loop
 
-    ir = load_ir(model)
+    ir = load_ir(model, frontend, weights)
     if dump_ir:
         _dump_ir("frontend", format_graph(ir.graph))
     optimize(ir, (lambda name, g: _dump_ir(name, format_graph(g))) if dump_ir else None, max_trips)
@@ -95,19 +107,21 @@ def inspect(model: str, max_trips: int | None, dump_ir: bool) -> None:
 @click.option("--executor", type=click.Choice(api.EXECUTORS), default="sim", show_default=True,
               help="sim: the CPU simulator; trt: a real engine (needs a GPU).")
 @click.option("--frontend", type=click.Choice(api.FRONTENDS), default="loopc", show_default=True,
-              help="How the model becomes a TensorRT network (loopc, or trt-onnx: TensorRT's own ONNX parser).")
+              help="How the model becomes a TensorRT network: loopc (its ONNX or OpenVINO frontend, from the "
+                   "file), onnx or openvino (one of them, forced), or trt-onnx (TensorRT's own ONNX parser).")
+@click.option("--weights", type=click.Path(dir_okay=False), help=WEIGHTS_HELP)
 @click.option("--max-iterations", type=click.IntRange(min=1), default=DEFAULT_MAX_ITERATIONS, show_default=True,
               help="A loop still running after this many trips is an error (sim only).")
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 @verbose_option
 def run(
     model: str, inputs_path: str | None, output_path: str | None, executor: str, frontend: str, max_iterations: int,
-    max_trips: int | None,
+    max_trips: int | None, weights: str | None,
 ) -> None:
     """Run MODEL on the inputs and print (or save) its outputs."""
     inputs = load_arrays(inputs_path) if inputs_path else {}
     outputs = api.run(model, inputs, executor=executor, frontend=frontend, max_iterations=max_iterations,
-                      max_trips=max_trips)
+                      max_trips=max_trips, weights=weights)
     if output_path:
         save_arrays(output_path, outputs)
         click.echo(f"wrote {len(outputs)} output(s) to {output_path}")

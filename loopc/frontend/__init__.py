@@ -1,1 +1,48 @@
-"""Frontends: model files into loopc's IR."""
+"""Frontends: model files into loopc's IR. :func:`load` picks one from the file (suffix, then content)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from loopc.errors import FrontendError
+from loopc.ir import Model
+
+FRONTENDS = ("onnx", "openvino")
+
+
+def detect(path: str) -> str:
+    """``openvino`` for an ``.xml`` (or a file that starts like XML), ``onnx`` otherwise."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix == ".xml":
+        return "openvino"
+    if suffix == ".onnx":
+        return "onnx"
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(64).lstrip()
+    except OSError:
+        return "onnx"  # the ONNX loader reports the missing file
+    return "openvino" if head.startswith(b"<") else "onnx"
+
+
+def load(model: Any, frontend: str | None = None, weights: str | os.PathLike[str] | None = None) -> Model:
+    """Import ``model`` (a path, or an ``onnx.ModelProto``) with ``frontend`` (default: detected).
+
+    ``weights`` is an OpenVINO IR's ``.bin`` when it is not beside the ``.xml``.
+    """
+    if frontend is not None and frontend not in FRONTENDS:
+        raise FrontendError(f"unknown frontend {frontend!r}; choose one of {', '.join(FRONTENDS)}")
+    is_path = isinstance(model, (str, os.PathLike))
+    chosen = frontend or (detect(os.fspath(model)) if is_path else "onnx")
+    if chosen == "openvino":
+        if not is_path:
+            raise FrontendError("the OpenVINO frontend reads an IR from its .xml path")
+        from loopc.frontend.openvino import import_ir
+
+        return import_ir(model, weights)
+    if weights is not None:
+        raise FrontendError("--weights is for OpenVINO IR; an ONNX model keeps its external data beside it")
+    from loopc.frontend.onnx import import_model
+
+    return import_model(model)
