@@ -12,6 +12,11 @@ cheaper and are exact up to float rounding:
   ``t < len[b]`` keeps the state (``Where``) and zeroes ``Y`` past the end, as the spec says;
   the reverse direction reads each item's first ``len[b]`` steps backwards, which is
   ``ReverseSequence`` before the loop and again on ``Y`` after it.
+
+The lowering reads only a :class:`Spec` (IR values in ONNX's layouts and gate orders, plus the
+attributes), so any frontend can use it: ONNX builds one with ``_parse``; the OpenVINO frontend
+maps its layouts and gate orders onto one. :func:`lower` makes the loops, :func:`stack_directions`
+joins the directions, and :func:`step` is a single step without a loop (the ``*Cell`` ops).
 """
 
 from __future__ import annotations
@@ -64,7 +69,9 @@ class Activation:
 
 @dataclass
 class Spec:
-    """One recurrent node's parsed inputs and attributes."""
+    """One recurrent op's operands and attributes, in ONNX's layouts and gate orders whatever the source:
+    W [dirs, G·H, I] and R [dirs, G·H, H] in gate order iofc (LSTM) or zrh (GRU), B [dirs, 2·G·H] as Wb
+    then Rb, P [dirs, 3·H] as iof; X, initial states and outputs as ``layout`` says."""
 
     cell: Cell
     x: Value
@@ -112,25 +119,41 @@ def _translate(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph, c
     spec = _parse(ctx, node, scope, cell)
     em = emitter(ctx, node, graph)
     names = list(node.output) + [""] * (1 + cell.state_outputs - len(node.output))
-    want_y = bool(names[0])
-    per_dir = [_direction(em, spec, d, reverse, want_y) for d, reverse in enumerate(spec.directions)]
+    per_dir = lower(em, spec, want_y=bool(names[0]))
     # Y is [seq, dirs, batch, H] (layout 0) or [batch, seq, dirs, H]; Y_h/Y_c [dirs, batch, H] or [batch, dirs, H].
     y_axis = 1 if spec.layout == 0 else 2
     state_axis = 0 if spec.layout == 0 else 1
     for k, name in enumerate(names[: 1 + cell.state_outputs]):
         if not name:
             continue
-        axis = y_axis if k == 0 else state_axis
         out = result_value(ctx, name, spec.dtype, None)
-        parts = [_unsqueeze(em, outs[k], axis, out if len(per_dir) == 1 else None) for outs in per_dir]
-        if len(parts) > 1:
-            em.op("Concat", parts, {"axis": axis}, out=out)
+        stack_directions(em, [outs[k] for outs in per_dir], y_axis if k == 0 else state_axis, out)
         scope.bind(name, out)
 
 
-def _unsqueeze(em: Emitter, value: Value | None, axis: int, out: Value | None) -> Value:
-    assert value is not None
-    return em.op("Unsqueeze", [value, em.const([axis], np.int64)], dtype=value.dtype, out=out)
+def lower(em: Emitter, spec: Spec, want_y: bool = True) -> list[list[Value | None]]:
+    """One loop per direction of ``spec``; per direction ``[Y, H_last, C_last]`` without the directions
+    axis (Y is None unless ``want_y``; C_last None but for LSTM)."""
+    return [_direction(em, spec, d, reverse, want_y) for d, reverse in enumerate(spec.directions)]
+
+
+def stack_directions(em: Emitter, parts: list[Value | None], axis: int, out: Value | None = None) -> Value:
+    """The directions' values joined on a new directions axis at ``axis`` (into ``out`` if given)."""
+    values = [p for p in parts if p is not None]
+    assert len(values) == len(parts) and values
+    dtype = values[0].dtype
+    unsqueezed = [em.op("Unsqueeze", [v, em.const([axis], np.int64)], dtype=dtype,
+                        out=out if len(values) == 1 else None) for v in values]
+    if len(unsqueezed) == 1:
+        return unsqueezed[0]
+    return em.op("Concat", unsqueezed, {"axis": axis}, dtype=dtype, out=out)
+
+
+def step(em: Emitter, spec: Spec, h: Value, c: Value | None = None) -> tuple[Value, Value | None]:
+    """One step without a loop (a ``*Cell`` op): ``spec.x`` is this step's input [batch, input] and
+    W/R/B/P keep a directions axis of size 1; ``h``/``c`` are the states [batch, H]. Returns (H, C)."""
+    weights = _weights(em, spec, 0)
+    return _cell(em, spec, weights, spec.activations[0], weights.xw, h, c)
 
 
 # ------------------------------------------------------------------------------------------ parsing
