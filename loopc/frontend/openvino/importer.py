@@ -273,7 +273,7 @@ def _translate_layer(ctx: Context, net: Net, layer: Layer, inputs: list[Value], 
         value = em.const(array)
         outs = [value]
     else:
-        translator, version = resolve(layer)
+        translator, version = resolve(layer, where(net, layer))
         outs = translator(Op(ctx, net, layer, inputs, em, version))
         if len(outs) != len(layer.outputs):
             raise FrontendError(f"{where(net, layer)}: has {len(layer.outputs)} output port(s); "

@@ -45,31 +45,31 @@ def translates(op_type: str, *opsets: int) -> Callable[[Translator], Translator]
     return register
 
 
-def resolve(layer: Layer) -> tuple[Translator, int]:
-    """The translator for ``layer`` and the introducing opset of the version it reads as."""
+def resolve(layer: Layer, what: str) -> tuple[Translator, int]:
+    """The translator for ``layer`` (named ``what`` in errors) and the introducing opset of its version."""
     from loopc.frontend.openvino import ops  # noqa: F401  (registers the translators)
 
     op_type = ALIASES.get(layer.type, layer.type)
-    opset = _opset_number(layer)
+    opset = _opset_number(layer, what)
     versions = TRANSLATORS.get(op_type)
     if versions is None:
-        raise UnsupportedOpError(f"{layer.describe()}: loopc does not support the op type {layer.type!r}")
+        raise UnsupportedOpError(f"{what}: loopc does not support the op type {layer.type!r}")
     known = sorted(set(versions) | UNSUPPORTED_VERSIONS.get(op_type, set()))
     introduced = max((v for v in known if v <= opset), default=None)
     if introduced is None:
-        raise UnsupportedOpError(f"{layer.describe()}: {layer.version} has no {layer.type} (its first version "
+        raise UnsupportedOpError(f"{what}: {layer.version} has no {layer.type} (its first version "
                                  f"is in opset{known[0]})")
     if introduced not in versions:
-        raise UnsupportedOpError(f"{layer.describe()}: {layer.type}-{introduced} (of opset{introduced}) is not "
+        raise UnsupportedOpError(f"{what}: {layer.type}-{introduced} (of opset{introduced}) is not "
                                  f"supported; loopc reads the versions of "
                                  f"{', '.join(f'opset{v}' for v in sorted(versions))}")
     return versions[introduced], introduced
 
 
-def _opset_number(layer: Layer) -> int:
+def _opset_number(layer: Layer, what: str) -> int:
     text = layer.version
     digits = text[len("opset"):] if text.startswith("opset") else ""
     if not digits.isdigit() or not 1 <= int(digits) <= MAX_OPSET:
-        raise UnsupportedOpError(f"{layer.describe()}: version {text!r} is not an opset loopc knows "
+        raise UnsupportedOpError(f"{what}: version {text!r} is not an opset loopc knows "
                                  f"(opset1 … opset{MAX_OPSET})")
     return int(digits)
