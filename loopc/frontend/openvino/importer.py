@@ -9,6 +9,7 @@ re-infers them too, and body Parameters written as ``?`` get real shapes that wa
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ from loopc.frontend.openvino.reader import IR, Layer, Net, Port, read_ir
 from loopc.frontend.openvino.registry import resolve
 from loopc.frontend.openvino.weights import Weights, element_type, parse_shape
 from loopc.ir import Graph, Model, Node, Value
+
+log = logging.getLogger(__name__)
 
 #: How many producers deep :meth:`Op.constant` looks through to find a constant operand.
 FOLD_DEPTH = 8
@@ -280,9 +283,19 @@ def _translate_layer(ctx: Context, net: Net, layer: Layer, inputs: list[Value], 
                                 f"the op gives {len(outs)}")
     added = set(map(id, graph.nodes[before:]))
     for k, (port, value) in enumerate(zip(layer.outputs, outs)):
+        _compare_declared(where(net, layer), port, value)
         if value.producer is not None and id(value.producer) in added:
             value.name = ctx.unique(port.names[0] if port.names else (label if k == 0 else f"{label}.{k}"))
     return outs
+
+
+def _compare_declared(what: str, port: Port, value: Value) -> None:
+    """The XML's port dims are never used; say (with -v) where they disagree with what loopc inferred."""
+    if value.shape is None or len(port.dims) != len(value.shape) and port.dims:
+        return
+    if any(d >= 0 and isinstance(v, int) and d != v for d, v in zip(port.dims, value.shape)):
+        log.info("%s: output port %d declares dims %s; loopc infers %s and uses that", what, port.id,
+                 list(port.dims), list(value.shape))
 
 
 def _parameter(ctx: Context, net: Net, layer: Layer, graph: Graph, bound: dict[int, Value] | None) -> Value:
