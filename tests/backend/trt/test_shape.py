@@ -79,6 +79,18 @@ def test_expand(x_type, x_shape, target):
         "float[A,B,C]", "float[" + ",".join("ABCD"[:max(len(target), len(x_shape))]) + "]"), {"x": x})
 
 
+def test_expand_a_unit_axis_to_a_runtime_zero():
+    """Broadcasting takes a unit axis to 0 (TorchScript's ``zeros(0, n)`` accumulator), not max(1, 0)."""
+    check_onnx(f"""{HEADER}
+        g (float[N] x) => (float[Z,N] y) {{
+            zero = Constant <value = float {{0}}> ()
+            none = Constant <value = int64[1] {{0}}> ()
+            n = Shape(x)
+            s = Concat <axis = 0> (none, n)
+            y = Expand(zero, s)
+        }}""", {"x": np.arange(3, dtype=np.float32)})
+
+
 def test_expand_to_a_runtime_shape():
     check_onnx(f"""{HEADER}
         g (float[1,4] x, float[N,M] like) => (float[N,4] y) {{ s = Shape(like)  y = Expand(x, s) }}""",
