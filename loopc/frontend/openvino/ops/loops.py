@@ -265,8 +265,10 @@ class _LoopBuilder:
             if not 0 <= axis < rank:
                 raise self.op.error(f"port_map input {_entry(entry)}: axis {entry.axis} is out of range for "
                                     f"rank {rank}")
+            # OpenVINO's slice keeps the axis (length |stride|): iterate over chunks of [.., n, s, ..].
             step = abs(entry.stride)
-            source = value if step == 1 else self.split_axis(value, axis, step)
+            source = (self.em.op("Unsqueeze", [value, self.em.const([axis + 1], np.int64)]) if step == 1
+                      else self.split_axis(value, axis, step))
             shape = None if source.shape is None else source.shape[:axis] + source.shape[axis + 1:]
             iterators.append(LoopIterator(Value("slice", value.dtype, shape), source, axis, entry.stride < 0))
             chunks.append(self.em.dim(source, axis))
