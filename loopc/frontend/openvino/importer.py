@@ -65,7 +65,7 @@ def import_ir(xml: str | os.PathLike[str], weights: str | os.PathLike[str] | Non
     names: list[str] = []
     for result, value in translate_net(ctx, ir.net, graph):
         graph.outputs.append(value)
-        name = output_name(ir.net, result)
+        name = output_name(ir.net, result, ir.version)
         names.append(name if name not in names else f"{name}.{len(names)}")
     if not graph.outputs:
         raise FrontendError(f"{path}: the model has no Result layer, so no outputs")
@@ -98,16 +98,21 @@ def translate_net(ctx: Context, net: Net, graph: Graph, bound: dict[int, Value] 
     return sorted(results, key=lambda item: position[item[0].id])
 
 
-def output_name(net: Net, result: Layer) -> str:
-    """The name OpenVINO gives a Result's output: its ``output_names``, else its producer's tensor name."""
-    if result.output_names:
-        return result.output_names[0]
+def output_name(net: Net, result: Layer, version: int) -> str:
+    """The name OpenVINO's ``get_any_name()`` gives a Result's output: the least of its tensor names.
+
+    Those are the Result's ``output_names`` (v11), else the producer port's names; reading IR v10,
+    OpenVINO adds the legacy name ``<producer layer>.<output index>``.
+    """
+    names = list(result.output_names)
     for edge in net.edges:
         if edge.to_layer == result.id:
-            port = next(p for p in net.layers[edge.from_layer].outputs if p.id == edge.from_port)
-            if port.names:
-                return port.names[0]
-    return result.name
+            producer = net.layers[edge.from_layer]
+            index = next(k for k, p in enumerate(producer.outputs) if p.id == edge.from_port)
+            names = names or list(producer.outputs[index].names)
+            if version == 10:
+                names.append(f"{producer.name}.{index}")
+    return min(names) if names else result.name
 
 
 def where(net: Net, layer: Layer) -> str:
@@ -306,7 +311,7 @@ def _parameter(ctx: Context, net: Net, layer: Layer, graph: Graph, bound: dict[i
         return bound[layer.id]
     what = where(net, layer)
     port_names = layer.outputs[0].names if layer.outputs else []
-    value = Value(ctx.unique(port_names[0] if port_names else layer.name),
+    value = Value(ctx.unique(min(port_names) if port_names else layer.name),
                   element_type(layer.data.get("element_type", ""), what),
                   parse_shape(layer.data.get("shape", ""), what))
     graph.inputs.append(value)
