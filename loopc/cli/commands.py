@@ -134,10 +134,14 @@ def run(
 @cli.command()
 @verbose_option
 def ops() -> None:
-    """List the ONNX ops loopc converts and the TensorRT layer types the simulator runs."""
+    """List the ONNX ops and OpenVINO IR types loopc reads, and the TensorRT layer types the simulator runs."""
     from loopc.backend.trt.registry import supported_ops
+    from loopc.frontend.openvino.registry import openvino_types
 
     click.echo("ONNX ops (besides Loop, Scan, If, LSTM, GRU, RNN):")
     click.echo("  " + " ".join(sorted(supported_ops())))
+    click.echo("OpenVINO IR types (the opsets that introduced the versions read):")
+    click.echo("  " + " ".join(f"{name}/{','.join(map(str, sorted(versions)))}"
+                               for name, versions in sorted(openvino_types().items())))
     click.echo("TensorRT layer types the simulator runs:")
     click.echo("  " + " ".join(sorted(supported_layer_types())))

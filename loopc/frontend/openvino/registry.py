@@ -45,6 +45,13 @@ def translates(op_type: str, *opsets: int) -> Callable[[Translator], Translator]
     return register
 
 
+def openvino_types() -> dict[str, set[int]]:
+    """Each IR type loopc reads, with the introducing opsets of the versions it reads."""
+    from loopc.frontend.openvino import ops  # noqa: F401  (registers the translators)
+
+    return {name: set(versions) for name, versions in TRANSLATORS.items()}
+
+
 def resolve(layer: Layer, what: str) -> tuple[Translator, int]:
     """The translator for ``layer`` (named ``what`` in errors) and the introducing opset of its version."""
     from loopc.frontend.openvino import ops  # noqa: F401  (registers the translators)
