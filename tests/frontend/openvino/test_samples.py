@@ -90,8 +90,11 @@ def test_sample_matches_openvino(case: dict[str, Any]) -> None:
     feeds = dict(np.load(inputs_file(case)))
     want = run_openvino(xml, feeds)
     if "loopc-refuses" in case:
-        with pytest.raises(LoopcError, match=re.escape(case["loopc-refuses"])):
+        with pytest.raises(LoopcError) as refusal:
             run_loopc(xml, feeds, case.get("max-trips"))
+        expected = case["loopc-refuses"]
+        for part in [expected] if isinstance(expected, str) else expected:
+            assert part in str(refusal.value), f"loopc's refusal does not say {part!r}: {refusal.value}"
         return
     got = run_loopc(xml, feeds, case.get("max-trips"))
     compare(got, want, rtol=case.get("rtol", 1e-4), atol=case.get("atol", 1e-5))
