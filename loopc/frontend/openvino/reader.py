@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass, field
 from xml.etree.ElementTree import Element
 
-from defusedxml import DefusedXmlException
+from defusedxml import DefusedXmlException, DTDForbidden, EntitiesForbidden, ExternalReferenceForbidden
 from defusedxml.ElementTree import ParseError, iterparse
 
 from loopc.errors import FrontendError
@@ -25,6 +25,7 @@ MAX_DEPTH = 128
 #: Most layers in a model, bodies included.
 MAX_LAYERS = 200_000
 IR_VERSIONS = (10, 11)
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 @dataclass
@@ -120,29 +121,52 @@ def _parse(path: str) -> Element:
     """Stream the file, refusing DTDs/entities and bounding depth and layer count as it goes."""
     depth = layers = 0
     root: Element | None = None
+    open_layers: list[Element] = []  # the <layer> elements being read, outermost first: errors name the innermost
     try:
         for event, elem in iterparse(path, events=("start", "end"), forbid_dtd=True, forbid_entities=True,
                                      forbid_external=True):
             if event == "end":
                 depth -= 1
+                if elem.tag == "layer" and open_layers:
+                    open_layers.pop()
                 continue
             depth += 1
             root = elem if root is None else root
             if depth > MAX_DEPTH:
-                raise FrontendError(f"{path}: elements nest deeper than {MAX_DEPTH} levels (line "
-                                    f"{getattr(elem, 'sourceline', '?')}); loopc does not read IRs nested this deep")
+                inside = f" inside {_layer_text(open_layers[-1])}" if open_layers else ""
+                raise FrontendError(f"{path}: <{elem.tag[:40]}>{inside} nests deeper than {MAX_DEPTH} levels; "
+                                    "loopc does not read IRs nested this deep")
             if elem.tag == "layer":
+                open_layers.append(elem)
                 layers += 1
                 if layers > MAX_LAYERS:
-                    raise FrontendError(f"{path}: more than {MAX_LAYERS} layers")
+                    raise FrontendError(f"{path}: more than {MAX_LAYERS} layers (the next is {_layer_text(elem)}); "
+                                        "loopc does not read models this large")
     except DefusedXmlException as exc:
-        raise FrontendError(f"{path}: refused: the XML uses {type(exc).__name__} ({exc}); "
-                            "an IR never needs DTDs or entities") from None
+        raise FrontendError(f"{path}: refused: the XML has {_forbidden(exc)}; an OpenVINO IR never has DTDs, "
+                            "entities or external references, and loopc does not read them") from None
     except ParseError as exc:
         raise FrontendError(f"{path}: malformed XML ({exc})") from None
     if root is None:
         raise FrontendError(f"{path}: empty XML")
     return root
+
+
+def _forbidden(exc: DefusedXmlException) -> str:
+    """What defusedxml refused, in words."""
+    if isinstance(exc, DTDForbidden):
+        return f"a DTD (<!DOCTYPE {str(exc.name)[:40]}>)"
+    if isinstance(exc, EntitiesForbidden):
+        return f"an entity declaration (<!ENTITY {str(exc.name)[:40]}>)"
+    if isinstance(exc, ExternalReferenceForbidden):
+        return f"an external reference ({str(exc.sysid)[:60]!r})"
+    return type(exc).__name__
+
+
+def _layer_text(elem: Element) -> str:
+    """A ``<layer>`` named as :meth:`Layer.describe` names it, from its attributes as read so far."""
+    name, kind, version = (str(elem.get(key, ""))[:40] for key in ("name", "type", "version"))
+    return f"layer {str(elem.get('id', '?'))[:20]} {name!r} ({kind or 'no type'}, {version or 'no version'})"
 
 
 def _net(elem: Element, name: str, where: str, path: str) -> Net:
@@ -267,12 +291,16 @@ def _names(text: str) -> list[str]:
 
 
 def _int(text: str | None, what: str) -> int:
+    """An integer that fits int64, as OpenVINO reads every id, size and attribute."""
     if text is None:
         raise FrontendError(f"{what} is missing")
     try:
-        return int(text.strip())
+        value = int(text.strip())
     except ValueError:
         raise FrontendError(f"{what} is {text[:40]!r}, not an integer") from None
+    if not INT64_MIN <= value <= INT64_MAX:
+        raise FrontendError(f"{what} is {text[:40]!r}, which does not fit a 64-bit integer")
+    return value
 
 
 def _attrs_text(elem: Element) -> str:

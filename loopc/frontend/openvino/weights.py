@@ -26,6 +26,8 @@ ELEMENT_TYPES: dict[str, tuple[np.dtype[Any], int]] = {
     "u16": (np.dtype(np.uint16), 16), "u8": (np.dtype(np.uint8), 8), "boolean": (np.dtype(np.bool_), 8),
     "u4": (np.dtype(np.uint8), 4), "i4": (np.dtype(np.int8), 4),
 }
+#: Dims, offsets and sizes are int64 in OpenVINO and TensorRT alike.
+INT64_MAX = 2**63 - 1
 #: Most elements one Const may hold (a 4 GiB f32 tensor): bounds memory before anything is allocated.
 MAX_ELEMENTS = 2**30
 
@@ -56,6 +58,9 @@ def parse_shape(text: str, what: str) -> tuple[int | None, ...]:
             raise FrontendError(f"{what}: shape {text[:60]!r} has dimension {part[:20]!r}, not a size") from None
         if dim < 0:
             raise FrontendError(f"{what}: shape {text[:60]!r} has a negative dimension {dim}")
+        if dim > INT64_MAX:
+            raise FrontendError(f"{what}: shape {text[:60]!r} has dimension {part[:30]}, which does not fit a "
+                                "64-bit integer")
         dims.append(dim)
     return tuple(dims)
 
@@ -67,10 +72,8 @@ class Weights:
         self.path = path
         self._map: mmap.mmap | None = None
         self.size = 0
-        if path is None:
-            return
-        if not os.path.isfile(path):
-            raise FrontendError(f"{path}: weights file not found (the IR's .bin; give it with --weights)")
+        if path is None or not os.path.isfile(path):
+            return  # an IR without Consts needs no .bin (OpenVINO reads it so); a Const says what is missing
         self.size = os.path.getsize(path)
         if self.size:
             with open(path, "rb") as handle:
@@ -81,7 +84,7 @@ class Weights:
         kind = data.get("element_type", "")
         if kind == "":
             raise FrontendError(f"{what}: Const has no 'element_type'")
-        dtype = element_type(kind, what)
+        element_type(kind, what)  # refuses types loopc has no dtype for (string, ...)
         shape = parse_shape(data.get("shape", ""), what)
         if any(d is None for d in shape):
             raise FrontendError(f"{what}: Const shape {data.get('shape')!r} is not static")
@@ -97,8 +100,7 @@ class Weights:
             raise FrontendError(f"{what}: Const size {size} bytes disagrees with shape {list(shape)} × {kind} "
                                 f"({needed} bytes)")
         if self._map is None and needed:
-            raise FrontendError(f"{what}: Const needs {needed} bytes of weights but "
-                                f"{'no .bin was given' if self.path is None else f'{self.path} is empty'}")
+            raise FrontendError(f"{what}: Const needs {needed} bytes of weights but {self._absence()}")
         if offset + size > self.size:
             raise FrontendError(f"{what}: Const region [{offset}, {offset + size}) runs past the end of "
                                 f"{self.path} ({self.size} bytes)")
@@ -108,6 +110,14 @@ class Weights:
         if kind == "boolean":
             return (np.frombuffer(raw, dtype=np.uint8) != 0).reshape(shape)
         return np.frombuffer(raw, dtype=ELEMENT_TYPES[kind][0]).reshape(shape).copy()
+
+    def _absence(self) -> str:
+        """Why there are no bytes to read, for a Const that needs some."""
+        if self.path is None:
+            return "no .bin was given"
+        if os.path.isfile(self.path):
+            return f"{self.path} is empty"
+        return f"{self.path} does not exist (give the IR's .bin with --weights)"
 
 
 def _unpack_nibbles(raw: bytes, count: int, signed: bool) -> np.ndarray:
@@ -132,4 +142,6 @@ def _field(data: dict[str, str], key: str, what: str) -> int:
         raise FrontendError(f"{what}: Const {key} {text[:30]!r} is not an integer") from None
     if value < 0:
         raise FrontendError(f"{what}: Const {key} {value} is negative")
+    if value > INT64_MAX:
+        raise FrontendError(f"{what}: Const {key} {text[:30]!r} does not fit a 64-bit integer")
     return value
