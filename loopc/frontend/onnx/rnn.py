@@ -33,6 +33,7 @@ from loopc.frontend.onnx.importer import Context, Scope, lookup
 from loopc.frontend.emit import I64, Emitter
 from loopc.frontend.onnx.loops import emitter, result_value
 from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
+from loopc.ir.core import Dim
 
 #: name -> (uses alpha, uses beta, default alpha, default beta), as onnxruntime reads the lists.
 _ACTIVATIONS: dict[str, tuple[bool, bool, float, float]] = {
@@ -243,9 +244,12 @@ def _direction(em: Emitter, spec: Spec, d: int, reverse: bool, want_y: bool) -> 
 
     body = Graph(em.name(f"dir{d}_body"))
     bem = em.into(body)
-    x_t = Value(em.name("x_t"), dtype)
-    h = Value(em.name("h"), dtype)
-    c = Value(em.name("c"), dtype) if c0 is not None else None
+    batch, seq, hidden = _dims(spec)
+    state_shape = (batch, hidden)
+    gates = spec.cell.gates * hidden if isinstance(hidden, int) else None
+    x_t = Value(em.name("x_t"), dtype, (batch, gates))
+    h = Value(em.name("h"), dtype, state_shape)
+    c = Value(em.name("c"), dtype, state_shape) if c0 is not None else None
     counter = Value(em.name("t"), I64, ()) if lens is not None else None
     h_new, c_new = _cell(bem, spec, weights, spec.activations[d], x_t, h, c)
     y_t = h_new
@@ -260,20 +264,17 @@ def _direction(em: Emitter, spec: Spec, d: int, reverse: bool, want_y: bool) -> 
             c_new = bem.op("Where", [live, c_new, c], dtype=dtype)
 
     recurrences = [Recurrence(h, h0, h_new)]
-    h_last = em.fresh("h_last")
-    h_last.dtype = dtype
+    h_last = Value(em.name("h_last"), dtype, state_shape)
     outputs = [LoopOutput("last", h, h_last)]
     c_last = None
     if c is not None and c0 is not None and c_new is not None:
         recurrences.append(Recurrence(c, c0, c_new))
-        c_last = em.fresh("c_last")
-        c_last.dtype = dtype
+        c_last = Value(em.name("c_last"), dtype, state_shape)
         outputs.append(LoopOutput("last", c, c_last))
     iterate_reverse = reverse and lens is None
     y = None
     if want_y:
-        y = em.fresh("y")
-        y.dtype = dtype
+        y = Value(em.name("y"), dtype, (seq, batch, hidden) if spec.layout == 0 else (batch, seq, hidden))
         # Iterating backwards and emitting with kREVERSE puts step t's state at position t, as
         # ONNX's reverse direction does.
         outputs.append(LoopOutput("reverse" if iterate_reverse else "concat", y_t, y, spec.time_axis))
@@ -285,6 +286,17 @@ def _direction(em: Emitter, spec: Spec, d: int, reverse: bool, want_y: bool) -> 
     if y is not None and reverse and lens is not None:
         y = _reverse_sequence(em, spec, y, lens)
     return [y, h_last, c_last]
+
+
+def _dims(spec: Spec) -> tuple[Dim, Dim, Dim]:
+    """(batch, seq, H) as far as the operands' shapes tell: the loop's values are typed as they are made
+    (a loop inside another loop's body needs its ranks before any pass runs)."""
+    x = spec.x.shape
+    batch = x[spec.batch_axis] if x is not None and len(x) == 3 else None
+    seq = x[spec.time_axis] if x is not None and len(x) == 3 else None
+    r = spec.r.shape
+    hidden = spec.hidden if spec.hidden is not None else r[2] if r is not None and len(r) == 3 else None
+    return batch, seq, hidden
 
 
 def _weights(em: Emitter, spec: Spec, d: int) -> Weights:
