@@ -43,6 +43,10 @@ class GatherToIterator:
             if axis is None or (axis < 0 and rank is None):
                 continue
             axis = axis + rank if axis < 0 and rank is not None else axis
+            if outer is not graph and not _length_of(data, axis, loop.trip_count):
+                # cutting data to the trips would put a Slice in the enclosing loop's body, and
+                # TensorRT's builder fails on such an iterator input (makeScopeNodesContiguous)
+                continue
             out = node.outputs[0]
             element = Value(f"{out.name}_iter", out.dtype, None if data.shape is None else
                             data.shape[:axis] + data.shape[axis + 1:])

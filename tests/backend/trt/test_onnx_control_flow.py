@@ -59,3 +59,22 @@ def test_while_loop_without_scan_outputs():
                 c_out = Less(s_out, limit)
             }}>
         }}""", {"limit": np.array(50, np.float32)})
+
+
+def test_inner_loop_reading_rows_up_to_the_outer_counter():
+    # for i in range(3): for j in range(i + 1): acc += x[j]  — the inner trip count varies per outer trip
+    check_onnx(f"""{HEADER}
+        g (float[N,2] x, float[2] acc0) => (float[2] acc) {{
+            three = Constant <value = int64 {{3}}> ()
+            yes = Constant <value = bool {{1}}> ()
+            acc = Loop(three, yes, acc0) <body = outer (int64 i, bool c, float[2] a) => (bool c2, float[2] a2) {{
+                c2 = Identity(c)
+                one = Constant <value = int64 {{1}}> ()
+                n = Add(i, one)
+                a2 = Loop(n, c, a) <body = inner (int64 j, bool d, float[2] b) => (bool d2, float[2] b2) {{
+                    d2 = Identity(d)
+                    row = Gather <axis = 0> (x, j)
+                    b2 = Add(b, row)
+                }}>
+            }}>
+        }}""", {"x": np.arange(8, dtype=np.float32).reshape(4, 2), "acc0": np.zeros(2, np.float32)})
