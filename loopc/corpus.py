@@ -152,6 +152,27 @@ def compare(got: dict[str, np.ndarray], expected: dict[str, np.ndarray], rtol: f
     return Attempt(True, max_error=worst)
 
 
+def openvino_outputs(xml: str | os.PathLike[str], inputs: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The oracle for an OpenVINO IR: OpenVINO's CPU plugin on the same IR, at f32 inference precision (it
+    computes in bf16 on CPUs that have it otherwise). Outputs keyed by ``get_any_name()``, in order."""
+    import openvino as ov  # a test and benchmark dependency, not loopc's
+
+    core = ov.Core()
+    compiled = core.compile_model(core.read_model(os.fspath(xml)), "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+    names = [port.get_any_name() for port in compiled.inputs]
+    if sorted(names) != sorted(inputs):
+        raise ValueError(f"{xml}: inputs {sorted(inputs)} do not match the IR's {sorted(names)}")
+    # ov.Tensor keeps a 0-d array a scalar (a bare ndarray may be fed as [1]).
+    feeds = {name: ov.Tensor(np.array(inputs[name], copy=True, order="C")) for name in names}
+    result = compiled.create_infer_request().infer(feeds)
+    outputs: dict[str, np.ndarray] = {}
+    for port in compiled.outputs:
+        if port.get_any_name() in outputs:
+            raise ValueError(f"{xml}: two outputs are both named {port.get_any_name()!r}")
+        outputs[port.get_any_name()] = np.asarray(result[port])
+    return outputs
+
+
 def _timed(step: Callable[[str], Any]) -> Attempt:
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="loopc-corpus-") as tmp:

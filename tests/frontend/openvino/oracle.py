@@ -11,33 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import numpy as np
-import openvino as ov
 
 from loopc.compiler import optimize
+from loopc.corpus import openvino_outputs as run_openvino
 from loopc.frontend.openvino import import_ir
 from tests.backend.trt.oracle import build_and_simulate
-
-CPU_F32 = {"INFERENCE_PRECISION_HINT": "f32"}
-
-
-def run_openvino(xml: Path, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """OpenVINO's outputs keyed by ``get_any_name()``, in ``model.outputs`` order."""
-    core = ov.Core()
-    compiled = core.compile_model(core.read_model(str(xml)), "CPU", CPU_F32)
-    names = [port.get_any_name() for port in compiled.inputs]
-    if sorted(names) != sorted(inputs):
-        raise ValueError(f"{xml.name}: inputs {sorted(inputs)} do not match the IR's {sorted(names)}")
-    # ov.Tensor keeps a 0-d array a scalar (a bare ndarray may be fed as [1]).
-    feeds = {name: ov.Tensor(np.array(inputs[name], copy=True, order="C")) for name in names}
-    result = compiled.create_infer_request().infer(feeds)
-    outputs: dict[str, np.ndarray] = {}
-    for port in compiled.outputs:
-        name = port.get_any_name()
-        if name in outputs:
-            raise ValueError(f"{xml.name}: two outputs are both named {name!r}")
-        outputs[name] = np.asarray(result[port])
-    return outputs
-
 
 def run_loopc(xml: Path, inputs: Mapping[str, np.ndarray], max_trips: int | None = None) -> dict[str, np.ndarray]:
     """loopc's outputs keyed by network output name, in the network's output order."""
