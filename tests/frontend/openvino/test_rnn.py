@@ -1,6 +1,7 @@
 """LSTM/GRU/RNN Sequence-5 and the Cell ops against OpenVINO's CPU plugin: every direction, ragged
 sequence_lengths, activations, clip, GRU's linear_before_reset, weights that are not constants, f16
-weights, an LSTMSequence inside a Loop body; and the LSTMCell-1 extras loopc refuses."""
+weights, an LSTMSequence inside a Loop body, IRs converted from ONNX; and the LSTMCell-1 extras loopc
+refuses."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import re
 from pathlib import Path
 
 import numpy as np
+import onnx
 import openvino as ov
 import openvino.opset1 as ops1
 import openvino.opset3 as ops3
 import openvino.opset4 as ops4
 import openvino.opset13 as ops
 import pytest
+from onnx import TensorProto, helper, numpy_helper
 from openvino.utils.node_factory import NodeFactory
 
 from loopc.errors import UnsupportedOpError
@@ -130,6 +133,25 @@ def test_lstm_sequence_in_loop_body(tmp_path: Path) -> None:
     outs = [loop.get_iter_value(r.output(0), -1) for r in (r_h, r_c, r_y)]
     model = ov.Model([ops.result(o) for o in outs], [x, h0, c0], "loop_lstm")
     check(model, {"x": f32(N, T, I), "h0": f32(N, 1, H), "c0": f32(N, 1, H)}, tmp_path)
+
+
+@pytest.mark.parametrize("onnx_op, attrs", [("LSTM", {}), ("GRU", {"linear_before_reset": 1}), ("RNN", {})])
+def test_converted_from_onnx(onnx_op: str, attrs: dict, tmp_path: Path) -> None:
+    """What OpenVINO's converter writes for an ONNX RNN: Transposes around the *Sequence-5 and
+    sequence_lengths computed from X's shape (ShapeOf, Gather, Broadcast)."""
+    g = GATES[onnx_op.lower()]
+    weights = [numpy_helper.from_array(f32(*shape), name) for name, shape in
+               (("W", (2, g * H, I)), ("R", (2, g * H, H)), ("B", (2, 2 * g * H)))]
+    node = helper.make_node(onnx_op, ["x", "W", "R", "B"], ["y", "y_h"], hidden_size=H, direction="bidirectional",
+                            **attrs)
+    graph = helper.make_graph([node], "rnn", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [T, N, I])],
+                              [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "y_h")],
+                              weights)
+    onnx_path = tmp_path / "rnn.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)]), onnx_path)
+    xml = save(ov.convert_model(onnx_path), tmp_path / "rnn.xml")
+    assert f'type="{onnx_op}Sequence" version="opset5"' in xml.read_text()
+    check(xml, {"x": f32(T, N, I)}, tmp_path)
 
 
 # -------------------------------------------------------------------------------------------- cells
