@@ -24,6 +24,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/sim_lstm.py
 	$(PY) benchmarks/loop_conformance.py --max-trips 64
 	$(PY) benchmarks/corpus_table.py
+	$(PY) benchmarks/openvino_table.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -94,11 +94,12 @@ def load_corpus(root: str | os.PathLike[str]) -> list[Case]:
     return [case for manifest in sorted(pathlib.Path(root).glob("*/cases.toml")) for case in load_manifest(manifest)]
 
 
-def build_with_loopc(case: Case, max_trips: int | None = None) -> Attempt:
-    """``loopc build MODEL -o X.plan`` (with ``--max-trips`` when given), nothing else."""
+def build_with_loopc(case: Case, max_trips: int | None = None, pin_inputs: bool = False) -> Attempt:
+    """``loopc build MODEL -o X.plan`` (with ``--max-trips`` when given, ``--inputs`` when pinned), nothing else."""
     from loopc.compiler import build
 
-    return _timed(lambda out: build(case.model, out, max_trips=max_trips, warn=lambda message: None))
+    inputs = case.inputs if pin_inputs else None
+    return _timed(lambda out: build(case.model, out, max_trips=max_trips, inputs=inputs, warn=lambda message: None))
 
 
 def build_with_parser(case: Case) -> Attempt:
