@@ -93,6 +93,12 @@ def _tile_computed() -> Case:
     return [o1.tile(x, o3.shape_of(y))], [x, y], {"x": data(2, 3), "y": data(3)}
 
 
+def _range4_computed(output_type: str) -> Case:
+    n = param("n", [], np.int32)
+    return [node("opset4", "Range", [const(-3, np.int64), n, const(2, np.int32)], {"output_type": output_type})], \
+        [n], {"n": np.array(6, np.int32)}
+
+
 def _range_computed() -> Case:
     n = param("n", [], np.int64)
     r = o1.range(const(1, np.int64), n, const(2, np.int64))
@@ -112,6 +118,8 @@ SHAPES: dict[str, Callable[[], Case]] = {
     "squeeze15_all": lambda: unary([1, 2, 1], lambda x: o15.squeeze(x)),
     "squeeze1_non_unit_kept": lambda: unary([2, 1, 3], lambda x: o1.squeeze(x, const([0, 1], np.int32))),
     "squeeze1_negative": lambda: unary([2, 1, 3, 1], lambda x: o1.squeeze(x, const(-1, np.int64))),
+    "squeeze1_dynamic_axis": lambda: unary([2, -1], lambda x: o1.squeeze(x, const([1], np.int64)),
+                                           values=data(2, 1)),
     "squeeze15_skip": lambda: unary([2, 1, 3], lambda x: o15.squeeze(x, const([0, 1], np.int64), True)),
     "unsqueeze": lambda: unary([2, 3], lambda x: o1.unsqueeze(x, const([0, -1], np.int64))),
     "unsqueeze_scalar_axis": lambda: unary([2, 3], lambda x: o1.unsqueeze(x, const(1, np.int32))),
@@ -147,6 +155,8 @@ SHAPES: dict[str, Callable[[], Case]] = {
     "range4_i32_whole_floats": lambda: ([node("opset4", "Range", [const(6.0, F32), const(0, np.int32),
                                                                   const(-2, np.int64)], {"output_type": "i32"})],
                                         [], {}),
+    "range4_computed_i64": lambda: _range4_computed("i64"),
+    "range4_computed_f32": lambda: _range4_computed("f32"),
     "pad1_constant": lambda: unary([2, 3], lambda x: o1.pad(x, const([1, 0], np.int64), const([0, 2], np.int64),
                                                             "constant", const(1.5, F32))),
     "pad1_edge": lambda: unary([2, 3], lambda x: o1.pad(x, const([1, 2], np.int64), const([2, 1], np.int64),
@@ -167,7 +177,19 @@ def _gather(version: Any, shape: list[int], indices: Any, axis: int, batch_dims:
     return [out], [x], {"x": data(*shape)}
 
 
-def _strided(shape: list[int], begin: list[int], end: list[int], stride: list[int] | None, **masks: list[int]) -> Case:
+def _gather_computed_index(index: int) -> Case:
+    x, i = param("x", [3, 4]), param("i", [], np.int64)
+    return [o8.gather(x, i, const(1, np.int64))], [x, i], {"x": data(3, 4), "i": np.array(index, np.int64)}
+
+
+def _one_hot_computed_depth() -> Case:
+    i, d = param("i", [3], np.int32), param("d", [], np.int64)
+    out = o1.one_hot(i, d, const(1.0, F32), const(0.0, F32), -1)
+    return [out], [i, d], {"i": np.array([2, 0, 4], np.int32), "d": np.array(5, np.int64)}
+
+
+def _strided(shape: list[int], begin: list[int], end: list[int], stride: list[int] | None,
+             values: np.ndarray | None = None, **masks: list[int]) -> Case:
     def build(x: Any) -> Any:
         b, e = const(begin, np.int64), const(end, np.int64)
         s = const(stride if stride is not None else [1] * len(begin), np.int64)
@@ -175,7 +197,7 @@ def _strided(shape: list[int], begin: list[int], end: list[int], stride: list[in
         return o1.strided_slice(x, b, e, s, *(masks.get(key, zeros) for key in (
             "begin_mask", "end_mask", "new_axis_mask", "shrink_axis_mask", "ellipsis_mask")))
 
-    return unary(shape, build)
+    return unary(shape, build, values=values)
 
 
 def _topk(version: Any, shape: list[int], k: int, axis: int, mode: str, sort: str, **extra: Any) -> Case:
@@ -245,6 +267,8 @@ INDEXING: dict[str, Callable[[], Case]] = {
     "gather8_batch1_axis1": lambda: _gather(o8, [2, 5, 3], [[0, 4, -1], [2, 2, 1]], 1, 1),
     "gather8_batch1_axis2": lambda: _gather(o8, [2, 3, 5, 2], [[0, 4], [-2, 1]], 2, 1),
     "gather7_batch_negative": lambda: _gather(o7, [2, 5, 3], [[0, 4], [2, 1]], 1, -1),
+    "gather8_computed_index": lambda: _gather_computed_index(2),
+    "gather8_computed_negative_index": lambda: _gather_computed_index(-3),
     "gather_nd5": lambda: unary([3, 4], lambda x: o5.gather_nd(x, const([[0, 1], [2, 3]], np.int32))),
     "gather_nd5_batch2": lambda: unary([2, 3, 4, 2], lambda x: o5.gather_nd(
         x, const(RNG.integers(0, 4, (2, 3, 2, 1)), np.int64), 2)),
@@ -265,6 +289,9 @@ INDEXING: dict[str, Callable[[], Case]] = {
                                                        end_mask=[1, 1]),
     "strided_shrink": lambda: _strided([4, 5, 3], [2, 0, -1], [3, 5, 0], [1, 1, 1], begin_mask=[0, 1, 0],
                                        end_mask=[0, 1, 0], shrink_axis_mask=[1, 0, 1]),
+    "strided_shrink_begin_masked": lambda: _strided([4, 5], [2, 0], [3, 5], [-2, 1], begin_mask=[1, 0],
+                                                    shrink_axis_mask=[1, 0]),
+    "strided_dynamic": lambda: _strided([-1, 5], [-2, 4], [0, 0], [1, -2], end_mask=[1, 1], values=data(6, 5)),
     "strided_new_axis": lambda: _strided([4, 5], [0, 1, 0], [0, 3, 0], [1, 1, 1], begin_mask=[0, 0, 1],
                                          end_mask=[0, 0, 1], new_axis_mask=[1, 0, 0]),
     "strided_ellipsis": lambda: _strided([2, 3, 4, 5], [0, 1], [0, 4], [1, 2], begin_mask=[0, 0], end_mask=[0, 0],
@@ -292,6 +319,7 @@ INDEXING: dict[str, Callable[[], Case]] = {
     "one_hot_last": lambda: _one_hot(-1, np.array([[0, 3], [1, 2]], np.int64)),
     "one_hot_first_out_of_range": lambda: _one_hot(0, np.array([0, -1, 3, 4, 2], np.int32)),
     "one_hot_middle": lambda: _one_hot(1, np.array([[0, 3, 1], [1, 2, 0]], np.int64)),
+    "one_hot_computed_depth": _one_hot_computed_depth,
     "reverse_sequence01": lambda: _reverse_sequence(0, 1, [3, 4, 2], [4, 1, 2]),
     "reverse_sequence10": lambda: _reverse_sequence(1, 0, [4, 3], [2, 3, 4]),
     "reverse_sequence_other_axes": lambda: _reverse_sequence(2, -1, [2, 3, 2, 4], [3, 1]),

@@ -97,9 +97,10 @@ def slice_(op: Op) -> list[Value]:
 
 @translates("StridedSlice")
 def strided_slice(op: Op) -> list[Value]:
-    """Constant begin/end/stride read with the masks as TensorFlow defines them (a 1 in begin_mask or
-    end_mask ignores that bound; new_axis, shrink_axis and one ellipsis): a Slice, then a Squeeze of the
-    shrunk axes, then an Unsqueeze of the new ones."""
+    """Constant begin/end/stride with the masks as OpenVINO reads them: a 1 in begin_mask or end_mask
+    ignores that bound (a masked shrink takes index 0, whatever the stride); new_axis, shrink_axis and
+    one ellipsis as in TensorFlow. Lowered to a Slice, a Squeeze of the shrunk axes, then an Unsqueeze
+    of the new ones."""
     op.expect_inputs(3, 4)
     x = op.inputs[0]
     rank = op.rank(0)
@@ -130,7 +131,7 @@ def strided_slice(op: Op) -> list[Value]:
             new.append(out_axis)
             out_axis += 1
         elif bit("shrink_axis_mask", i):
-            b = begin[i]
+            b = 0 if bit("begin_mask", i) else begin[i]  # OpenVINO (unlike TensorFlow) masks a shrink's index too
             d = dim(x, in_axis)
             if d is not None and not -d <= b < d:
                 raise op.error(f"shrink_axis entry {i} takes index {b} of an axis of length {d}")

@@ -180,12 +180,15 @@ def variadic_split(op: Op) -> list[Value]:
 
 @translates("Range", 1, 4)
 def range_(op: Op) -> list[Value]:
-    """Range-1 keeps its inputs' type; Range-4 computes in output_type. A float range into an integer
-    output_type is refused unless the bounds are whole numbers (then casting first is exact)."""
+    """Range-1 keeps its inputs' type; Range-4 computes in output_type. Integer bounds into a float
+    output_type count in int64 and convert after (exact, and TensorRT sizes a computed range only from
+    integers); a float range into an integer output_type is refused unless the bounds are whole numbers."""
     op.expect_inputs(3)
     inputs = list(op.inputs)
+    out = None
     if op.version >= 4:
         out = op.dtype_attr("output_type")
+        work = out
         if out.kind in "iu":
             for k, v in enumerate(inputs):
                 if v.dtype is not None and v.dtype.kind == "f":
@@ -194,11 +197,14 @@ def range_(op: Op) -> list[Value]:
                         raise op.unsupported(f"input {k} is floating point and output_type is {out}: the length "
                                              f"is computed in floating point, the values in integers; cast the "
                                              f"bounds to {out} first")
-        inputs = [cast(op, v, out) for v in inputs]
+        elif all(v.dtype is not None and v.dtype.kind in "iu" for v in inputs):
+            work = I64
+        inputs = [cast(op, v, work) for v in inputs]
     elif len({v.dtype for v in inputs}) != 1:
         raise op.error("Range-1 takes start, stop and step of one type")
     inputs = [op.op("Reshape", [v, op.const([], np.int64)]) if v.shape != () else v for v in inputs]
-    return [op.op("Range", inputs)]
+    values = op.op("Range", inputs)
+    return [values if out is None else cast(op, values, out)]
 
 
 @translates("Pad", 1, 12)
