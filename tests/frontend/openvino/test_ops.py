@@ -21,6 +21,7 @@ import openvino.opset5 as o5
 import openvino.opset6 as o6
 import openvino.opset7 as o7
 import openvino.opset8 as o8
+import openvino.opset10 as o10
 import openvino.opset11 as o11
 import openvino.opset12 as o12
 import openvino.opset13 as o13
@@ -375,6 +376,16 @@ def _binary(fn: Callable[[Any, Any], Any], a: np.ndarray, b: np.ndarray) -> Case
     return [fn(x, y)], [x, y], {"a": a, "b": b}
 
 
+SPECIAL = np.array([1.5, -np.inf, np.nan, np.inf, 0.0, -2.0], F32)
+
+
+def _non_zero(output_type: str) -> Case:
+    x = param("x", [3, 4])
+    values = data(3, 4)
+    values[values < 0.3] = 0
+    return [o3.non_zero(x, output_type)], [x], {"x": values}
+
+
 INTS_A = np.array([7, -7, 7, -7, 0, 5], np.int32)
 INTS_B = np.array([3, 3, -3, -3, 2, 5], np.int32)
 
@@ -392,6 +403,19 @@ ACTIVATIONS: dict[str, Callable[[], Case]] = {
     "prelu_matrix": lambda: unary([2, 3], lambda x: o1.prelu(x, const([0.1, 0.2, 0.3], F32))),
     "round_half_even": lambda: unary([10], lambda x: o5.round(x, "half_to_even"), values=HALVES),
     "round_half_away": lambda: unary([10], lambda x: o5.round(x, "half_away_from_zero"), values=HALVES),
+    "asinh": lambda: unary([3, 4], o4.asinh),
+    "acosh": lambda: unary([5], o4.acosh, values=np.array([1.0, 1.5, 2.0, 10.0, 3.3], F32)),
+    "atanh": lambda: unary([5], o4.atanh, values=np.array([-0.9, -0.2, 0.0, 0.5, 0.95], F32)),
+    "convert_like": lambda: _binary(o1.convert_like, np.array([1.7, -2.2, 3.9], F32), np.array([1], np.int32)),
+    "hard_sigmoid": lambda: unary([10], lambda x: o1.hard_sigmoid(x, const(0.3, F32), const(0.4, F32)),
+                                  values=np.linspace(-4, 4, 10).astype(F32)),
+    "selu": lambda: unary([3, 4], lambda x: o1.selu(x, const(1.6, F32), const(1.05, F32))),
+    "is_nan": lambda: unary([6], o10.is_nan, values=SPECIAL),
+    "is_inf": lambda: unary([6], o10.is_inf, values=SPECIAL),
+    "is_inf_negative_only": lambda: unary([6], lambda x: o10.is_inf(x, {"detect_positive": False}), values=SPECIAL),
+    "is_finite": lambda: unary([6], o10.is_finite, values=SPECIAL),
+    "non_zero_i64": lambda: _non_zero("i64"),
+    "non_zero_i32": lambda: _non_zero("i32"),
     "mod_float": lambda: _binary(o1.mod, np.array([5.5, -5.5, 5.5, -5.5, 3.0], F32),
                                  np.array([2.0, 2.0, -2.0, -2.0, 1.5], F32)),
     "floor_mod_float": lambda: _binary(o1.floor_mod, np.array([5.5, -5.5, 5.5, -5.5, 3.0], F32),

@@ -1,5 +1,5 @@
-"""Activations and remainders OpenVINO names or parametrizes differently from ONNX: Gelu, HSigmoid,
-Swish, Elu, PRelu, Round, Mod, FloorMod."""
+"""Activations, tests and remainders OpenVINO names or parametrizes differently from ONNX: Gelu,
+HSigmoid, HardSigmoid, Selu, Swish, Elu, PReLU, Round, IsInf, IsFinite, Mod, FloorMod."""
 
 from __future__ import annotations
 
@@ -31,6 +31,46 @@ def hsigmoid(op: Op) -> list[Value]:
     dtype = _float(op)
     shifted = op.op("Add", [op.inputs[0], op.const(3, dtype)])
     return [op.op("Div", [op.op("Clip", [shifted, op.const(0, dtype), op.const(6, dtype)]), op.const(6, dtype)])]
+
+
+def _scalar_attr(op: Op, k: int, role: str) -> float:
+    """A constant scalar input that ONNX takes as a float attribute."""
+    value = op.require_constant(k, role)
+    if value.size != 1:
+        raise op.error(f"input {k} ({role}) must hold one value, not {value.size}")
+    return float(value.reshape(-1)[0])
+
+
+@translates("HardSigmoid")
+def hard_sigmoid(op: Op) -> list[Value]:
+    """max(0, min(1, alpha * x + beta)) with constant alpha and beta inputs."""
+    op.expect_inputs(3)
+    return [op.op("HardSigmoid", [op.inputs[0]], {"alpha": _scalar_attr(op, 1, "alpha"),
+                                                   "beta": _scalar_attr(op, 2, "beta")})]
+
+
+@translates("Selu")
+def selu(op: Op) -> list[Value]:
+    """lambda * (x if x > 0 else alpha * (e^x - 1)) with constant alpha and lambda inputs."""
+    op.expect_inputs(3)
+    return [op.op("Selu", [op.inputs[0]], {"alpha": _scalar_attr(op, 1, "alpha"),
+                                            "gamma": _scalar_attr(op, 2, "lambda")})]
+
+
+@translates("IsInf", 10)
+def is_inf(op: Op) -> list[Value]:
+    op.expect_inputs(1)
+    attrs = {"detect_negative": int(op.bool_attr("detect_negative", True)),
+             "detect_positive": int(op.bool_attr("detect_positive", True))}
+    return [op.op("IsInf", [op.inputs[0]], attrs)]
+
+
+@translates("IsFinite", 10)
+def is_finite(op: Op) -> list[Value]:
+    """Neither NaN nor infinite."""
+    op.expect_inputs(1)
+    x = op.inputs[0]
+    return [op.op("Not", [op.op("Or", [op.op("IsNaN", [x]), op.op("IsInf", [x])])])]
 
 
 @translates("Swish", 4)

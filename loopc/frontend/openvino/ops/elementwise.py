@@ -20,9 +20,10 @@ UNARY = {"Abs": "Abs", "Ceiling": "Ceil", "Floor": "Floor", "Exp": "Exp", "Log":
          "Tanh": "Tanh", "Sigmoid": "Sigmoid", "Erf": "Erf", "Negative": "Neg", "ReLU": "Relu", "LogicalNot": "Not",
          "Sin": "Sin", "Cos": "Cos", "Tan": "Tan", "Asin": "Asin", "Acos": "Acos", "Atan": "Atan", "Sinh": "Sinh",
          "Cosh": "Cosh", "Sign": "Sign", "SoftPlus": "Softplus", "Mish": "Mish", "HSwish": "HardSwish",
-         "SoftSign": "Softsign"}
+         "SoftSign": "Softsign", "Asinh": "Asinh", "Acosh": "Acosh", "Atanh": "Atanh", "IsNaN": "IsNaN"}
 #: Op versions that moved to a later opset than opset1.
-INTRODUCED = {"LogicalXor": (2,), "Asinh": (4,), "SoftPlus": (4,), "Mish": (4,), "HSwish": (4,), "SoftSign": (9,)}
+INTRODUCED = {"LogicalXor": (2,), "Asinh": (4,), "SoftPlus": (4,), "Mish": (4,), "HSwish": (4,), "SoftSign": (9,),
+              "Acosh": (4,), "Atanh": (4,), "IsNaN": (10,)}
 
 
 def _binary(onnx_op: str):
@@ -62,6 +63,12 @@ def convert(op: Op) -> list[Value]:
     from onnx import helper
 
     return [op.op("Cast", list(op.inputs), {"to": helper.np_dtype_to_tensor_dtype(target)})]
+
+
+@translates("ConvertLike")
+def convert_like(op: Op) -> list[Value]:
+    op.expect_inputs(2)
+    return [op.op("CastLike", list(op.inputs))]
 
 
 @translates("Divide")

@@ -1,5 +1,5 @@
 """Indexing: Gather, GatherND, GatherElements, Slice, StridedSlice, the Scatter*Update family, TopK,
-OneHot, ReverseSequence.
+OneHot, ReverseSequence, NonZero.
 
 Each becomes ONNX's op of the same meaning where one exists; the rest (Gather's batch_dims,
 StridedSlice's masks, ScatterUpdate's whole-slice writes, TopK sorted by index) are rewritten
@@ -260,3 +260,13 @@ def reverse_sequence(op: Op) -> list[Value]:
     moved = op.op("Transpose", [x], {"perm": perm})
     reversed_ = op.op("ReverseSequence", [moved, lengths], {"batch_axis": 0, "time_axis": 1})
     return [op.op("Transpose", [reversed_], {"perm": [int(k) for k in np.argsort(perm)]})]
+
+
+@translates("NonZero", 3)
+def non_zero(op: Op) -> list[Value]:
+    """The [rank, count] coordinates of nonzero elements, as ONNX's NonZero, in output_type."""
+    op.expect_inputs(1)
+    out = op.dtype_attr("output_type") if "output_type" in op.layer.data else np.dtype(np.int64)
+    if out not in (np.dtype(np.int32), np.dtype(np.int64)):
+        raise op.error(f"output_type {out} is not i32 or i64")
+    return [cast(op, op.op("NonZero", [op.inputs[0]]), out)]
