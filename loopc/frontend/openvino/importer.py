@@ -155,15 +155,7 @@ class Op:
         return text
 
     def int_attr(self, key: str, default: int | None = None) -> int:
-        text = self.layer.data.get(key)
-        if text is None:
-            if default is None:
-                raise self.error(f"attribute {key!r} is required")
-            return default
-        try:
-            return int(text)
-        except ValueError:
-            raise self.error(f"attribute {key!r} is {text[:40]!r}, not an integer") from None
+        return self._number(key, default, int, "an integer")
 
     def ints_attr(self, key: str, default: list[int] | None = None) -> list[int]:
         text = self.layer.data.get(key)
@@ -177,15 +169,18 @@ class Op:
             raise self.error(f"attribute {key!r} is {text[:40]!r}, not a list of integers") from None
 
     def float_attr(self, key: str, default: float | None = None) -> float:
+        return self._number(key, default, float, "a number")
+
+    def _number(self, key: str, default: Any, kind: Any, noun: str) -> Any:
         text = self.layer.data.get(key)
         if text is None:
             if default is None:
                 raise self.error(f"attribute {key!r} is required")
             return default
         try:
-            return float(text)
+            return kind(text)
         except ValueError:
-            raise self.error(f"attribute {key!r} is {text[:40]!r}, not a number") from None
+            raise self.error(f"attribute {key!r} is {text[:40]!r}, not {noun}") from None
 
     def floats_attr(self, key: str) -> list[float]:
         text = self.layer.data.get(key, "")
