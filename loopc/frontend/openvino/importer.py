@@ -147,6 +147,13 @@ class Op:
             wanted = " or ".join(str(c) for c in counts)
             raise self.error(f"takes {wanted} input(s), not {len(self.inputs)}")
 
+    def check_input_ids(self) -> None:
+        """Port maps name inputs by port id and OpenVINO binds them by position: the two must agree."""
+        for k, port in enumerate(self.layer.inputs):
+            if port.id != k:
+                raise self.error(f"input port {k} has id {port.id}; the port map binds inputs by id, and "
+                                 f"OpenVINO by position, so they must agree")
+
     # Attributes (``<data>``), read defensively: a bad value names the attribute.
     def attr(self, key: str, default: str | None = None) -> str:
         text = self.layer.data.get(key, default)

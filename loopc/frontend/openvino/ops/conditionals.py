@@ -15,10 +15,7 @@ def if_op(op: Op) -> list[Value]:
     layer = op.layer
     if not layer.inputs:
         raise op.error("an If takes the condition as its first input")
-    for k, port in enumerate(layer.inputs):
-        if port.id != k:
-            raise op.error(f"input port {k} has id {port.id}; port maps bind inputs by id, and OpenVINO by "
-                           f"position, so they must agree")
+    op.check_input_ids()
     cond = op.inputs[0]
     if cond.dtype is not None and cond.dtype.kind != "b":
         raise op.error(f"condition {cond.name!r} must be boolean, not {cond.dtype}")

@@ -85,10 +85,7 @@ class _LoopBuilder:
         if len(layer.inputs) < first:
             raise op.error(f"a Loop takes a trip count and an execution condition first; it has "
                            f"{len(layer.inputs)} input(s)")
-        for k, port in enumerate(layer.inputs):
-            if port.id != k:
-                raise op.error(f"input port {k} has id {port.id}; port_map binds inputs by id, and OpenVINO by "
-                               f"position, so they must agree")
+        op.check_input_ids()
         out_ids = [port.id for port in layer.outputs]
         if out_ids != sorted(out_ids):
             raise op.error(f"output port ids {out_ids} are not in increasing order; OpenVINO binds them by rank, "
