@@ -28,6 +28,8 @@ log = logging.getLogger(__name__)
 
 #: How many producers deep :meth:`Op.constant` looks through to find a constant operand.
 FOLD_DEPTH = 8
+#: TensorRT's ``Dims::MAX_DIMS``.
+MAX_INPUT_RANK = 8
 
 
 @dataclass
@@ -316,6 +318,9 @@ def _parameter(ctx: Context, net: Net, layer: Layer, graph: Graph, bound: dict[i
     value = Value(ctx.unique(min(port_names) if port_names else layer.name),
                   element_type(layer.data.get("element_type", ""), what),
                   parse_shape(layer.data.get("shape", ""), what))
+    if len(value.shape or ()) > MAX_INPUT_RANK:
+        raise UnsupportedOpError(f"{what}: the input has rank {len(value.shape or ())}; TensorRT's tensors have at "
+                                 f"most {MAX_INPUT_RANK} dims")
     graph.inputs.append(value)
     return value
 
