@@ -273,7 +273,31 @@ def _infer(node: Node) -> None:
     from loopc.passes.shape_refinement import refine
 
     if node.op != "Constant" and not node.subgraphs():
+        _check_types(node)
         refine(node)
+
+
+def _check_types(node: Node) -> None:
+    """Operands that the op's ONNX schema binds to one type (Add's two ``T``) must have one dtype, as OpenVINO
+    requires of the layer; TensorRT fails on the network otherwise, far from the layer."""
+    import onnx
+
+    try:
+        schema = onnx.defs.get_schema(node.op, onnx.defs.onnx_opset_version())
+    except onnx.defs.SchemaError:
+        return
+    variadic = onnx.defs.OpSchema.FormalParameterOption.Variadic
+    first: dict[str, np.dtype[Any]] = {}
+    for k, value in enumerate(node.inputs):
+        if not schema.inputs or value is None or value.dtype is None:
+            continue
+        formal = schema.inputs[min(k, len(schema.inputs) - 1)]
+        if k >= len(schema.inputs) and not (formal.option == variadic and formal.is_homogeneous):
+            continue
+        dtype = first.setdefault(formal.type_str, value.dtype)
+        if dtype != value.dtype:
+            raise FrontendError(f"{node.describe()}: operands of element types {dtype} and {value.dtype} meet in "
+                                f"{node.op}, which takes one type; the model needs a Convert")
 
 
 def _translate_layer(ctx: Context, net: Net, layer: Layer, inputs: list[Value], graph: Graph) -> list[Value]:
