@@ -257,6 +257,14 @@ def string_const(root: ET.Element) -> None:
     layer(root, "one").find("data").set("element_type", "string")  # type: ignore[union-attr]
 
 
+def huge_last_value(root: ET.Element) -> None:
+    """Output 0 is y + 1's last value (no back edge carries it: its zero-trip value is zeros), and the inputs are
+    10**12 elements: the zeros must be refused, not allocated (once a MemoryError, exit 2)."""
+    entry(root, "output", "r_y").set("internal_layer_id", layer(root, "r_cat").get("id", ""))
+    for name in ("x", "y0"):
+        layer(root, name).find("data").set("shape", "1000000,1000000")  # type: ignore[union-attr]
+
+
 def deep_nesting(files: IRFiles, depth: int = 10_000) -> IRFiles:
     """``depth`` Loops each inside the previous one's body."""
     open_ = '<layer id="0" name="loop{k}" type="Loop" version="opset5"><body><layers>'
@@ -318,6 +326,11 @@ CASES: dict[str, Case] = {
                                      lambda r: [describe(r, "loop"), "no input port 9"]),
     "id not an integer": Case(edit(lambda r: layer(r, "scaled").set("id", "four")),
                               lambda r: ["model.xml", "name=\"scaled\"", "'four', not an integer"]),
+    "huge zero-trip last value": Case(edit(huge_last_value),
+                                      lambda r: [describe(r, "loop"), "zero-trip", "1000000000000 elements"]),
+    "rank-9 input": Case(set_data("x", shape="1,1,1,1,1,1,1,1,2"), lambda r: [describe(r, "x"), "rank 9", "8"]),
+    "operands of two element types": Case(set_data("x", element_type="i32"),
+                                          lambda r: [describe(r, "scaled"), "int32 and float32", "Convert"]),
     "trip count 2**31": Case(trip_count(2**31), lambda r: [describe(r, "loop"), "trip count 2147483648", "int32"]),
     "trip count 2**32 + 2": Case(trip_count(2**32 + 2), lambda r: [describe(r, "loop"), "4294967298", "int32"]),
 }
