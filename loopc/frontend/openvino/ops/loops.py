@@ -128,6 +128,9 @@ class _LoopBuilder:
         for source, target in layer.back_edges:
             if source not in results:
                 raise op.error(f"back edge {source} -> {target}: body layer {source} is not a Result")
+            if found.iteration is not None and target == found.iteration.id:
+                raise op.error(f"back edge {source} -> {target}: body layer {target} is the current_iteration "
+                               f"Parameter, which the loop counts itself; a back edge cannot feed it")
             if target not in params or target not in {e.internal_layer_id for e, _ in entries}:
                 raise op.error(f"back edge {source} -> {target}: body layer {target} is not a Parameter with a "
                                f"port_map input (OpenVINO would silently drop this edge)")
