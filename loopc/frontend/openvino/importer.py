@@ -278,8 +278,9 @@ def _infer(node: Node) -> None:
 
 
 def _check_types(node: Node) -> None:
-    """Operands that the op's ONNX schema binds to one type (Add's two ``T``) must have one dtype, as OpenVINO
-    requires of the layer; TensorRT fails on the network otherwise, far from the layer."""
+    """Operands must have a type the op's ONNX schema allows (And takes bool), and those it binds to one type
+    (Add's two ``T``) one dtype, as OpenVINO requires of the layer; TensorRT fails on the network otherwise, far
+    from the layer."""
     import onnx
 
     try:
@@ -287,6 +288,7 @@ def _check_types(node: Node) -> None:
     except onnx.defs.SchemaError:
         return
     variadic = onnx.defs.OpSchema.FormalParameterOption.Variadic
+    allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
     first: dict[str, np.dtype[Any]] = {}
     for k, value in enumerate(node.inputs):
         if not schema.inputs or value is None or value.dtype is None:
@@ -294,10 +296,25 @@ def _check_types(node: Node) -> None:
         formal = schema.inputs[min(k, len(schema.inputs) - 1)]
         if k >= len(schema.inputs) and not (formal.option == variadic and formal.is_homogeneous):
             continue
+        kinds = allowed.get(formal.type_str, set())
+        if kinds and _type_str(value.dtype) not in kinds | {None}:
+            raise FrontendError(f"{node.describe()}: an operand of element type {value.dtype} meets {node.op}, "
+                                f"which takes {', '.join(sorted(t[7:-1] for t in kinds))}; the model needs a Convert")
         dtype = first.setdefault(formal.type_str, value.dtype)
         if dtype != value.dtype:
             raise FrontendError(f"{node.describe()}: operands of element types {dtype} and {value.dtype} meet in "
                                 f"{node.op}, which takes one type; the model needs a Convert")
+
+
+def _type_str(dtype: np.dtype[Any]) -> str | None:
+    """ONNX's name for ``dtype`` in type constraints (``tensor(float)``), None for a dtype ONNX has no name for."""
+    import onnx
+    from onnx import helper
+
+    try:
+        return f"tensor({onnx.TensorProto.DataType.Name(helper.np_dtype_to_tensor_dtype(dtype)).lower()})"
+    except (KeyError, TypeError, ValueError):
+        return None
 
 
 def _translate_layer(ctx: Context, net: Net, layer: Layer, inputs: list[Value], graph: Graph) -> list[Value]:
