@@ -158,7 +158,7 @@ def with_prolog(prolog: str, name: str = "loop") -> Callable[[IRFiles], IRFiles]
 
 BOMB = "<!DOCTYPE net [\n<!ENTITY e0 \"lol\">\n" + "".join(
     f"<!ENTITY e{k} \"{f'&e{k - 1};' * 10}\">\n" for k in range(1, 10)) + "]>"
-EXTERNAL_ENTITY = '<!DOCTYPE net [<!ENTITY secret SYSTEM "file:///etc/hostname">]>'
+EXTERNAL_ENTITY = '<!DOCTYPE net [<!ENTITY secret SYSTEM "secret.txt">]>'
 EXTERNAL_DTD = '<!DOCTYPE net SYSTEM "http://example.com/openvino.dtd">'
 
 
