@@ -21,6 +21,7 @@ import openvino.opset5 as o5
 import openvino.opset6 as o6
 import openvino.opset7 as o7
 import openvino.opset8 as o8
+import openvino.opset9 as o9
 import openvino.opset10 as o10
 import openvino.opset11 as o11
 import openvino.opset12 as o12
@@ -100,6 +101,18 @@ def _range4_computed(output_type: str) -> Case:
         [n], {"n": np.array(6, np.int32)}
 
 
+def _eye(batch: list[int] | None, diagonal: int, computed: bool = False) -> Case:
+    n = param("n", [], np.int32) if computed else const(3, np.int32)
+    extra = {} if batch is None else {"batch_shape": const(batch, np.int64)}
+    out = o9.eye(n, const(4, np.int64), const(diagonal, np.int64), "f32", **extra)
+    return [out], [n] if computed else [], {"n": np.array(3, np.int32)} if computed else {}
+
+
+def _reverse(mode: str, axes: list[Any]) -> Case:
+    dtype = bool if mode == "mask" else np.int64
+    return unary([2, 3, 4], lambda x: node("opset1", "Reverse", [x, const(axes, dtype)], {"mode": mode}))
+
+
 def _range_computed() -> Case:
     n = param("n", [], np.int64)
     r = o1.range(const(1, np.int64), n, const(2, np.int64))
@@ -158,6 +171,11 @@ SHAPES: dict[str, Callable[[], Case]] = {
                                         [], {}),
     "range4_computed_i64": lambda: _range4_computed("i64"),
     "range4_computed_f32": lambda: _range4_computed("f32"),
+    "reverse_index": lambda: _reverse("index", [0, 2]),
+    "reverse_mask": lambda: _reverse("mask", [False, True, True]),
+    "eye": lambda: _eye(None, 0),
+    "eye_shifted_batched": lambda: _eye([2], -1),
+    "eye_computed_rows": lambda: _eye([2, 1], 2, computed=True),
     "pad1_constant": lambda: unary([2, 3], lambda x: o1.pad(x, const([1, 0], np.int64), const([0, 2], np.int64),
                                                             "constant", const(1.5, F32))),
     "pad1_edge": lambda: unary([2, 3], lambda x: o1.pad(x, const([1, 2], np.int64), const([2, 1], np.int64),
@@ -356,6 +374,8 @@ REDUCE: dict[str, Callable[[], Case]] = {
     "mvn6_inside": lambda: unary([2, 3, 4], lambda x: o6.mvn(x, const([1, 2], np.int64), True, 1e-3, "inside_sqrt")),
     "mvn6_outside": lambda: unary([2, 3, 4], lambda x: o6.mvn(x, const([-1], np.int32), True, 0.5, "outside_sqrt")),
     "mvn6_mean_only": lambda: unary([2, 3, 4], lambda x: o6.mvn(x, const([0], np.int64), False, 1e-5, "inside_sqrt")),
+    "normalize_l2_add": lambda: unary([2, 3, 4], lambda x: o1.normalize_l2(x, const([1], np.int64), 1e-3, "add")),
+    "normalize_l2_max": lambda: unary([2, 3, 4], lambda x: o1.normalize_l2(x, const([-1, 1], np.int64), 0.5, "max")),
     "mvn1_across": lambda: unary([2, 3, 4], lambda x: node("opset2", "MVN", [x], {"across_channels": True,
                                                                                   "normalize_variance": True,
                                                                                   "eps": 0.5})),

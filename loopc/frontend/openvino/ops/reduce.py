@@ -1,4 +1,4 @@
-"""Reductions and normalizations along axes: Reduce*, CumSum, SoftMax, LogSoftmax, MVN.
+"""Reductions and normalizations along axes: Reduce*, CumSum, SoftMax, LogSoftmax, MVN, NormalizeL2.
 
 OpenVINO's axes are an input (a scalar or a vector, negative from the end) that must be constant
 for TensorRT; an empty axes list reduces nothing, which is ONNX's noop_with_empty_axes.
@@ -93,3 +93,17 @@ def mvn(op: Op) -> list[Value]:
                                      f"normalize over axes {over}; use MVN-6 with explicit axes")
         inside = True
     return [_normalize(op, x, over, op.bool_attr("normalize_variance", True), op.float_attr("eps"), inside)]
+
+
+@translates("NormalizeL2")
+def normalize_l2(op: Op) -> list[Value]:
+    """x / sqrt(sum(x^2) + eps), or / sqrt(max(sum(x^2), eps)), the sum over the axes (none: each element)."""
+    op.expect_inputs(2)
+    x = op.inputs[0]
+    over = axes(op, const_ints(op, 1, "axes"), op.rank(0))
+    combine = {"add": "Add", "max": "Max"}[op.choice_attr("eps_mode", ("add", "max"))]
+    dtype = x.dtype if x.dtype is not None else np.dtype(np.float32)
+    total = op.op("ReduceSum", [op.op("Mul", [x, x]), op.const(over, np.int64)],
+                  {"keepdims": 1, "noop_with_empty_axes": 1})
+    norm = op.op("Sqrt", [op.op(combine, [total, op.const(op.float_attr("eps"), dtype)])])
+    return [op.op("Div", [x, norm])]

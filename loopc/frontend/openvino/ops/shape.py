@@ -1,5 +1,5 @@
 """Ops that compute shapes or move data without changing it: ShapeOf, Reshape, Squeeze, Unsqueeze,
-Transpose, Broadcast, Tile, Concat, Split, VariadicSplit, Range, Pad, Identity.
+Transpose, Broadcast, Tile, Concat, Split, VariadicSplit, Reverse, Range, Eye, Pad, Identity.
 
 OpenVINO takes axes, shapes and repeats as inputs of either integer width; ONNX wants int64 and
 TensorRT wants axes at build time, so axes must be constants. Where OpenVINO is more lenient than
@@ -178,6 +178,26 @@ def variadic_split(op: Op) -> list[Value]:
     return outs
 
 
+@translates("Reverse")
+def reverse(op: Op) -> list[Value]:
+    """A Slice with step -1 over the axes given by index (mode="index") or by a boolean mask."""
+    op.expect_inputs(2)
+    rank = op.rank(0)
+    mode = op.choice_attr("mode", ("index", "mask"))
+    if mode == "mask":
+        flags = op.require_constant(1, "axis mask").reshape(-1)
+        if flags.size != rank:
+            raise op.error(f"the axis mask has {flags.size} entries for a rank-{rank} input")
+        picked = [k for k in range(rank) if flags[k]]
+    else:
+        picked = axes(op, const_ints(op, 1, "axes"), rank)
+    if not picked:
+        return [op.op("Identity", [op.inputs[0]])]
+    n = len(picked)
+    return [op.op("Slice", [op.inputs[0], op.const([-1] * n, np.int64), op.const([-BIG] * n, np.int64),
+                            op.const(picked, np.int64), op.const([-1] * n, np.int64)])]
+
+
 @translates("Range", 1, 4)
 def range_(op: Op) -> list[Value]:
     """Range-1 keeps its inputs' type; Range-4 computes in output_type. Integer bounds into a float
@@ -205,6 +225,25 @@ def range_(op: Op) -> list[Value]:
     inputs = [op.op("Reshape", [v, op.const([], np.int64)]) if v.shape != () else v for v in inputs]
     values = op.op("Range", inputs)
     return [values if out is None else cast(op, values, out)]
+
+
+@translates("Eye", 9)
+def eye(op: Op) -> list[Value]:
+    """Ones where column - row == diagonal_index, repeated over batch_shape: an Equal of two aranges, so
+    the sizes may be computed (as integers)."""
+    op.expect_inputs(3, 4)
+    out = op.dtype_attr("output_type")
+    rows, cols, shift = (i64(op, v) for v in op.inputs[:3])
+    rows, cols, shift = (v if v.shape == () else op.op("Reshape", [v, op.const([], np.int64)])
+                         for v in (rows, cols, shift))
+    zero, one = op.const(0, np.int64), op.const(1, np.int64)
+    row = op.op("Unsqueeze", [op.op("Range", [zero, rows, one]), op.const([1], np.int64)])
+    col = op.op("Sub", [op.op("Range", [zero, cols, one]), shift])
+    y = cast(op, op.op("Equal", [row, col]), out)
+    if len(op.inputs) > 3:
+        batch = i64(op, op.inputs[3], vector=True)
+        y = op.op("Expand", [y, op.op("Concat", [batch, op.const([1, 1], np.int64)], {"axis": 0})])
+    return [y]
 
 
 @translates("Pad", 1, 12)
