@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from loopc.frontend.emit import Emitter
-from loopc.frontend.onnx.loops import carried_shape, stacked
+from loopc.frontend.onnx.loops import stacked
 from loopc.frontend.openvino.importer import Op, translate_net
 from loopc.frontend.openvino.reader import Layer, Net, PortMapEntry
 from loopc.frontend.openvino.registry import translates
@@ -189,9 +189,7 @@ class _LoopBuilder:
         shapes: dict[int, Shape | None] = {pid: value.shape for pid, (_, value) in ports.carried.items()}
         for _ in range(SHAPE_ROUNDS):
             body, states, counter, cond_param, results = self.translate_body(ports, iterators, cond_init, shapes)
-            settled = {pid: carried_shape(Recurrence(states[pid], ports.carried[pid][1],
-                                                     results[ports.back_edges[pid]]))
-                       for pid in states}
+            settled = {pid: _carried(states[pid].shape, results[ports.back_edges[pid]].shape) for pid in states}
             if settled == {pid: states[pid].shape for pid in states}:
                 break
             shapes = settled
@@ -429,6 +427,16 @@ class _LoopBuilder:
         if value.shape is None:
             raise self.op.unsupported(f"port_map input {_entry(entry)}: the rank of {value.name!r} is unknown")
         return len(value.shape)
+
+
+def _carried(state: Shape | None, nxt: Shape | None) -> Shape | None:
+    """A carried value's shape on every trip: a dim stays only where the next value keeps it (a value
+    that grows, like ``torch.cat`` onto itself, has that dim unknown)."""
+    if state is None or nxt is None:
+        return state  # nothing known of the next value: keep what the initial value says
+    if len(state) != len(nxt):
+        return None
+    return tuple(a if isinstance(a, int) and a == b else None for a, b in zip(state, nxt))
 
 
 def _entry(entry: PortMapEntry) -> str:
