@@ -239,9 +239,10 @@ def _topk_ties() -> Case:
     return list(out.outputs()), [x], {"x": values}
 
 
-def _one_hot(axis: int, indices: np.ndarray) -> Case:
+def _one_hot(axis: int, indices: np.ndarray, negative_mode: str | None = None) -> Case:
     i = param("i", list(indices.shape), indices.dtype)
-    out = o1.one_hot(i, const(4, np.int64), const(2.5, F32), const(-1.0, F32), axis)
+    args = (i, const(4, np.int64), const(2.5, F32), const(-1.0, F32), axis)
+    out = o1.one_hot(*args) if negative_mode is None else o16.one_hot(*args, negative_indices_mode=negative_mode)
     return [out], [i], {"i": indices}
 
 
@@ -339,6 +340,8 @@ INDEXING: dict[str, Callable[[], Case]] = {
     "one_hot_first_out_of_range": lambda: _one_hot(0, np.array([0, -1, 3, 4, 2], np.int32)),
     "one_hot_middle": lambda: _one_hot(1, np.array([[0, 3, 1], [1, 2, 0]], np.int64)),
     "one_hot_computed_depth": _one_hot_computed_depth,
+    "one_hot16_normalize": lambda: _one_hot(-1, np.array([0, -1, 3, -4, 4, -5], np.int64), "normalize"),
+    "one_hot16_ignore_negative": lambda: _one_hot(0, np.array([0, -1, 3, -4], np.int32), "ignore_negative"),
     "reverse_sequence01": lambda: _reverse_sequence(0, 1, [3, 4, 2], [4, 1, 2]),
     "reverse_sequence10": lambda: _reverse_sequence(1, 0, [4, 3], [2, 3, 4]),
     "reverse_sequence_other_axes": lambda: _reverse_sequence(2, -1, [2, 3, 2, 4], [3, 1]),

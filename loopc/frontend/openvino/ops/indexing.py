@@ -165,7 +165,7 @@ def strided_slice(op: Op) -> list[Value]:
     return [y if y is not x else op.op("Identity", [x])]
 
 
-@translates("ScatterNDUpdate", 3, 15)
+@translates("ScatterNDUpdate", 4, 15)
 def scatter_nd_update(op: Op) -> list[Value]:
     op.expect_inputs(3)
     reduction = op.choice_attr("reduction", ("none", "sum", "sub", "prod", "min", "max"), "none")
@@ -229,10 +229,11 @@ def topk(op: Op) -> list[Value]:
     return [values, cast(op, indices, index_type)]
 
 
-@translates("OneHot")
+@translates("OneHot", 1, 16)
 def one_hot(op: Op) -> list[Value]:
     """``indices == arange(depth)`` along the new axis, then on_value or off_value. An index outside
-    [0, depth) — negative ones too, which ONNX's OneHot would wrap — gives all off_value, as in OpenVINO."""
+    [0, depth) gives all off_value, as OpenVINO does (ONNX's OneHot would wrap negative ones), except
+    that OneHot-16's negative_indices_mode="normalize" counts [-depth, -1] from the end."""
     op.expect_inputs(4)
     indices, depth, on, off = op.inputs
     rank = op.rank(0)
@@ -240,9 +241,14 @@ def one_hot(op: Op) -> list[Value]:
     count = i64(op, depth)
     if count.shape != ():
         count = op.op("Reshape", [count, op.const([], np.int64)])
+    index = i64(op, indices)
+    if op.version >= 16 and op.choice_attr("negative_indices_mode", ("ignore_negative", "normalize"),
+                                           "ignore_negative") == "normalize":
+        negative = op.op("Less", [index, op.const(0, np.int64)])
+        index = op.op("Where", [negative, op.op("Add", [index, count]), index])
     classes = op.op("Range", [op.const(0, np.int64), count, op.const(1, np.int64)])
     classes = op.op("Reshape", [classes, op.const([-1] + [1] * (rank - a), np.int64)])
-    hit = op.op("Equal", [op.op("Unsqueeze", [i64(op, indices), op.const([a], np.int64)]), classes])
+    hit = op.op("Equal", [op.op("Unsqueeze", [index, op.const([a], np.int64)]), classes])
     return [op.op("Where", [hit, on, off])]
 
 
