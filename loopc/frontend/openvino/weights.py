@@ -96,7 +96,7 @@ class Weights:
         offset = _field(data, "offset", what)
         size = _field(data, "size", what)
         needed = (count * bits + 7) // 8
-        if size != needed:
+        if size != needed and not (needed == 0 and size == 1):  # OpenVINO stores an empty Const as 1 byte
             raise FrontendError(f"{what}: Const size {size} bytes disagrees with shape {list(shape)} × {kind} "
                                 f"({needed} bytes)")
         if self._map is None and needed:
@@ -104,7 +104,7 @@ class Weights:
         if offset + size > self.size:
             raise FrontendError(f"{what}: Const region [{offset}, {offset + size}) runs past the end of "
                                 f"{self.path} ({self.size} bytes)")
-        raw = self._map[offset:offset + size] if self._map is not None else b""
+        raw = self._map[offset:offset + needed] if self._map is not None else b""
         if bits == 4:
             return _unpack_nibbles(raw, count, signed=kind == "i4").reshape(shape)
         if kind == "boolean":

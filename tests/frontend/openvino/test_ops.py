@@ -478,11 +478,9 @@ ALL = {**SHAPES, **INDEXING, **REDUCE, **ACTIVATIONS, **LINALG}
 
 #: OpenVINO writes an empty Const with size="1" (and one byte in the .bin); loopc's weights reader
 #: wants the size to be exactly shape × element size, so these models do not load yet.
-EMPTY_CONST = pytest.mark.xfail(strict=True, reason="the weights reader refuses OpenVINO's size=1 empty Consts")
-NEEDS_EMPTY_CONST = {"reshape_scalar", "transpose_empty_order"}
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=EMPTY_CONST) if n in NEEDS_EMPTY_CONST else n for n in ALL])
+@pytest.mark.parametrize("name", ALL)
 def test_op(name: str, tmp_path: Path) -> None:
     outputs, params, feeds = ALL[name]()
     check(ov.Model(outputs, params, name), feeds, tmp_path)
@@ -542,3 +540,23 @@ def test_refused(name: str, tmp_path: Path) -> None:
     xml = save(make(), tmp_path / "model.xml")
     with pytest.raises(error, match=text.replace("(", r"\(").replace(")", r"\)")):
         import_ir(xml)
+
+
+def test_integer_divide_truncates_as_openvino_runs_it(tmp_path: Path) -> None:
+    """Divide writes m_pythondiv="true" (floor, by the spec), yet OpenVINO's CPU plugin truncates: -3 / 2 is -1."""
+    a = o1.parameter([6], np.int32, name="a")
+    b = o1.parameter([6], np.int32, name="b")
+    model = ov.Model([o1.result(o1.divide(a, b))], [a, b], "divide")
+    got = check(model, {"a": np.array([-3, 3, 7, -7, 6, -1], np.int32), "b": np.array([2, 2, -2, -2, 3, 4], np.int32)},
+                tmp_path)
+    np.testing.assert_array_equal(next(iter(got.values())), [-1, 1, -3, 3, 2, 0])
+
+
+def test_logical_xor_reads_opset1_like_opset2(tmp_path: Path) -> None:
+    a = o1.parameter([4], np.bool_, name="a")
+    b = o1.parameter([4], np.bool_, name="b")
+    xml = tmp_path / "xor.xml"
+    ov.save_model(ov.Model([o1.result(o2.logical_xor(a, b) if hasattr(o2, "logical_xor") else o1.logical_xor(a, b))],
+                           [a, b], "xor"), str(xml))
+    xml.write_text(xml.read_text().replace('type="LogicalXor" version="opset2"', 'type="LogicalXor" version="opset1"'))
+    check(xml, {"a": np.array([0, 0, 1, 1], bool), "b": np.array([0, 1, 0, 1], bool)}, tmp_path)
