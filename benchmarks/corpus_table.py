@@ -20,13 +20,6 @@ from loopc.corpus import Attempt, Case, build_with_loopc, build_with_parser, loa
 CORPUS = pathlib.Path(__file__).resolve().parents[1] / "tests" / "models"
 
 
-def cell(attempt: Attempt, width: int = 90) -> str:
-    if attempt.ok:
-        return "yes" if attempt.max_error is None else f"yes ({attempt.max_error:.1e})"
-    text = attempt.detail.replace("|", "/")
-    return "no: " + (text if len(text) <= width else text[: width - 1] + "…")
-
-
 def row(case: Case) -> tuple[bool, bool, bool, bool, str]:
     no_flags = build_with_loopc(case)
     flagged = no_flags if no_flags.ok or case.max_trips is None else build_with_loopc(case, case.max_trips)
@@ -34,7 +27,7 @@ def row(case: Case) -> tuple[bool, bool, bool, bool, str]:
     parser = build_with_parser(case)
     parser_correct = run(case, "trt-onnx") if parser.ok else Attempt(False, "not built")
     flags = f"--max-trips {case.max_trips}" if case.max_trips is not None else ""
-    line = " | ".join([case.id, cell(no_flags), flags, cell(correct), cell(parser), cell(parser_correct)])
+    line = " | ".join([case.id, no_flags.cell(), flags, correct.cell(), parser.cell(), parser_correct.cell()])
     print(f"| {line} |", flush=True)
     return no_flags.ok, flagged.ok and correct.ok, parser.ok, parser_correct.ok, case.id
 

@@ -23,13 +23,6 @@ from loopc.fileio import load_arrays
 SAMPLES = pathlib.Path(__file__).resolve().parents[1] / "samples" / "openvino"
 
 
-def cell(attempt: Attempt, width: int = 80) -> str:
-    if attempt.ok:
-        return "yes" if attempt.max_error is None else f"yes ({attempt.max_error:.1e})"
-    text = attempt.detail.replace("|", "/")
-    return "no: " + (text if len(text) <= width else text[: width - 1] + "…")
-
-
 def row(entry: dict) -> str:
     """One sample's line; returns its outcome: built+matched, refused as stated, or failed."""
     inputs_path = SAMPLES / entry.get("inputs", f"{entry['name']}_inputs.npz")
@@ -57,7 +50,7 @@ def row(entry: dict) -> str:
     flags = " ".join(([f"--max-trips {case.max_trips}"] if case.max_trips else []) +
                      ([f"--inputs {case.inputs.name}"] if pinned else []))
     forms = ", ".join(entry.get("forms", []))
-    print(f"| {case.name} | {forms} | {cell(built)} | {flags} | {cell(matched)} |", flush=True)
+    print(f"| {case.name} | {forms} | {built.cell()} | {flags} | {matched.cell()} |", flush=True)
     return outcome
 
 

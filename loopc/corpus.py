@@ -65,6 +65,13 @@ class Attempt:
     seconds: float = 0.0
     max_error: float | None = None
 
+    def cell(self, width: int = 90) -> str:
+        """The attempt as a Markdown table cell: ``yes (max error)`` or ``no: why``."""
+        if self.ok:
+            return "yes" if self.max_error is None else f"yes ({self.max_error:.1e})"
+        text = self.detail.replace("|", "/")
+        return "no: " + (text if len(text) <= width else text[: width - 1] + "…")
+
 
 def load_manifest(path: str | os.PathLike[str]) -> list[Case]:
     """The cases of one manifest; a malformed one is a :class:`LoopcError` naming the case and key."""
