@@ -253,17 +253,20 @@ def static_value(value: Value | None, depth: int = FOLD_DEPTH) -> np.ndarray | N
         return np.asarray(node.attrs["value"])
     if depth == 0 or node.op in NEVER or node.subgraphs():
         return None
-    if node.op != "Shape" and any(v is not None and static_value(v, depth - 1) is None for v in node.inputs):
-        return None
-    substituted = Node(node.op, [None if v is None else _constant_twin(v, depth - 1) for v in node.inputs],
-                       [Value(v.name) for v in node.outputs], node.attrs) if node.op != "Shape" else node
-    folded = fold(substituted)
+    if node.op == "Shape":
+        folded = fold(node)  # a Shape of a static shape needs no constant operand
+    else:
+        arrays = [None if v is None else static_value(v, depth - 1) for v in node.inputs]
+        if any(a is None and v is not None for a, v in zip(arrays, node.inputs)):
+            return None
+        folded = fold(Node(node.op, [None if a is None else _constant(a, v) for a, v in zip(arrays, node.inputs)],
+                           [Value(v.name) for v in node.outputs], node.attrs))
     return None if folded is None else folded[node.outputs.index(value)]
 
 
-def _constant_twin(value: Value, depth: int) -> Value:
-    array = static_value(value, depth)
-    twin = Value(value.name, value.dtype, value.shape)
+def _constant(array: np.ndarray, like: Value) -> Value:
+    """A stand-in for ``like`` that a Constant holding ``array`` produces (what ``fold`` reads)."""
+    twin = Value(like.name, like.dtype, like.shape)
     Node("Constant", [], [twin], {"value": array})
     return twin
 
