@@ -52,16 +52,7 @@ def parse_shape(text: str, what: str) -> tuple[int | None, ...]:
         if part in ("?", "-1") or ".." in part:
             dims.append(None)
             continue
-        try:
-            dim = int(part)
-        except ValueError:
-            raise FrontendError(f"{what}: shape {text[:60]!r} has dimension {part[:20]!r}, not a size") from None
-        if dim < 0:
-            raise FrontendError(f"{what}: shape {text[:60]!r} has a negative dimension {dim}")
-        if dim > INT64_MAX:
-            raise FrontendError(f"{what}: shape {text[:60]!r} has dimension {part[:30]}, which does not fit a "
-                                "64-bit integer")
-        dims.append(dim)
+        dims.append(_size(part, f"{what}: shape {text[:60]!r} has dimension"))
     return tuple(dims)
 
 
@@ -136,12 +127,17 @@ def _field(data: dict[str, str], key: str, what: str) -> int:
     text = data.get(key)
     if text is None:
         raise FrontendError(f"{what}: Const has no {key!r}")
+    return _size(text, f"{what}: Const {key}")
+
+
+def _size(text: str, what: str) -> int:
+    """A non-negative int64 (a dim, an offset, a size); ``what`` starts the error that names it."""
     try:
         value = int(text)
     except ValueError:
-        raise FrontendError(f"{what}: Const {key} {text[:30]!r} is not an integer") from None
+        raise FrontendError(f"{what} {text[:30]!r} is not an integer") from None
     if value < 0:
-        raise FrontendError(f"{what}: Const {key} {value} is negative")
+        raise FrontendError(f"{what} {value} is negative")
     if value > INT64_MAX:
-        raise FrontendError(f"{what}: Const {key} {text[:30]!r} does not fit a 64-bit integer")
+        raise FrontendError(f"{what} {text[:30]!r} does not fit a 64-bit integer")
     return value
