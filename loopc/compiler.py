@@ -20,6 +20,7 @@ import onnx
 
 from loopc.errors import BackendError
 from loopc.fileio import OutputFile, load_arrays
+from loopc.fingerprint import LoopInfo, NetworkInfo, Node, describe_network
 from loopc.ir import Graph, Model, format_graph
 from loopc.profiles import InputProfile, ShapeProfile
 from loopc.trt.config import Session, build_serialized, builder_config
@@ -28,21 +29,10 @@ log = logging.getLogger(__name__)
 
 
 @dataclass
-class LoopSummary:
-    """One TensorRT loop as built: what the report and ``loopc inspect`` show."""
-
-    name: str
-    trip_limits: list[str]
-    iterators: int
-    recurrences: int
-    outputs: list[str]
-    layers_per_iteration: int
-
-
-@dataclass
 class BuildReport:
     model: str
-    loops: list[LoopSummary] = field(default_factory=list)
+    #: The outermost loops and if-conditionals, read back from the network (see :mod:`loopc.fingerprint`).
+    loops: list[Node] = field(default_factory=list)
     passes: dict[str, int] = field(default_factory=dict)
     layers: int = 0
     compile_seconds: float = 0.0
@@ -53,6 +43,10 @@ class BuildReport:
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
+
+    def all_loops(self) -> list[LoopInfo]:
+        """Every loop, nested ones included, outer before inner."""
+        return list(NetworkInfo(self.layers, self.loops).walk_loops())
 
 
 @dataclass
@@ -111,7 +105,7 @@ def compile(  # noqa: A001  (the public name users expect)
     say("converting to a TensorRT network")
     session, network = to_network(ir)
     report = BuildReport(ir.source, passes=stats, layers=network.num_layers)
-    report.loops = summarize_loops(network)
+    report.loops = describe_network(network).loops
     report.compile_seconds = time.perf_counter() - start
     return Compiled(ir, session, network, report)
 
@@ -171,30 +165,3 @@ def build(
 
 def _warn(message: str) -> None:
     warnings.warn(message, stacklevel=5)  # the caller of loopc.build
-
-
-def summarize_loops(network: Any) -> list[LoopSummary]:
-    """Read the loops back from the built network itself (the simulator's read-back and scopes)."""
-    from loopc.sim.network import read_network
-
-    readback = read_network(network)
-    interior: dict[int, int] = {}  # layers computed inside each loop (not its boundary layers), by loop id
-    for lay in readback.layers:
-        if lay.loop is None:
-            for scope in {id(t.scope) for t in lay.outputs if t.scope is not None}:
-                interior[scope] = interior.get(scope, 0) + 1
-    summaries = []
-    for loop in readback.loops:
-        limits = [kind for kind, layer in (("kCOUNT", loop.count), ("kWHILE", loop.while_)) if layer is not None]
-        summaries.append(
-            LoopSummary(
-                loop.name,
-                limits,
-                len(loop.iterators),
-                len(loop.recurrences),
-                ["k" + out.api.kind.name for out in loop.outputs],
-                interior.get(id(loop), 0),
-            )
-        )
-    return summaries
-

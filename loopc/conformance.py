@@ -126,9 +126,9 @@ def _run_case(case: Any, frontend: str, max_trips: int | None) -> CaseResult:
     result = _judge(case, network, types, feeds, wanted)
     result.build_seconds = built_after
     if types & LOOP_LAYERS and result.built:
-        from loopc.compiler import summarize_loops
+        from loopc.fingerprint import describe_network
 
-        result.loop_layers = sum(s.layers_per_iteration for s in summarize_loops(network))
+        result.loop_layers = sum(lp.layers_per_iteration for lp in describe_network(network).walk_loops())
     return result
 
 

@@ -103,14 +103,14 @@ def build(
                           warn=lambda message: click.echo(f"loopc: warning: {message}", err=True),
                           frontend=frontend, weights=weights)
     say = _teller(plan_file, report_file)
-    for loop in report.loops:
+    for loop in report.all_loops():
         say(
-            f"  loop {loop.name}: {'+'.join(loop.trip_limits)}, {loop.iterators} iterator(s), "
-            f"{loop.recurrences} recurrence(s), outputs {', '.join(loop.outputs) or 'none'}, "
+            f"  loop {loop.name}: {'+'.join(loop.trip_limits)}, {len(loop.iterators)} iterator(s), "
+            f"{len(loop.recurrences)} recurrence(s), outputs {', '.join(o.kind for o in loop.outputs) or 'none'}, "
             f"{loop.layers_per_iteration} layer(s) per iteration"
         )
     say(
-        f"wrote {output}: {report.engine_bytes} bytes, {report.layers} layers, {len(report.loops)} loop(s); "
+        f"wrote {output}: {report.engine_bytes} bytes, {report.layers} layers, {len(report.all_loops())} loop(s); "
         f"compile {report.compile_seconds:.2f} s, build {report.build_seconds:.2f} s"
     )
     if report_file:

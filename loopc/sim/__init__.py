@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from loopc.errors import SimulationError
-from loopc.sim.executor import DEFAULT_MAX_ITERATIONS, Executor
+from loopc.sim.executor import DEFAULT_MAX_ITERATIONS, Executor, Observer
 from loopc.sim.network import Network, read_network
 from loopc.sim.registry import supported_layer_types
 
@@ -24,9 +24,9 @@ __all__ = ["DEFAULT_MAX_ITERATIONS", "Simulator", "simulate", "supported_layer_t
 class Simulator:
     """A network read back once and run as often as needed."""
 
-    def __init__(self, network: Any, max_iterations: int = DEFAULT_MAX_ITERATIONS):
+    def __init__(self, network: Any, max_iterations: int = DEFAULT_MAX_ITERATIONS, observer: Observer | None = None):
         self.network: Network = network if isinstance(network, Network) else read_network(network)
-        self._executor = Executor(self.network, max_iterations)
+        self._executor = Executor(self.network, max_iterations, observer)
 
     def unsupported_layers(self) -> list[str]:
         """Descriptions of the layers whose type the simulator cannot run."""

@@ -20,7 +20,7 @@ kCONCATENATE / kREVERSE outputs stack each trip's value and pad to their length 
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,9 @@ from loopc.sim.network import Layer, Loop, Network, Tensor
 from loopc.sim.registry import Kernel, factory_for
 
 DEFAULT_MAX_ITERATIONS = 100_000
+
+#: Told each layer the executor computes, with its input values (e.g. to count work as run).
+Observer = Callable[[Layer, list[Any]], None]
 
 
 class Frame:
@@ -49,9 +52,11 @@ class Frame:
 class Executor:
     """Runs one read-back network; kernels are prepared on first use and reused across runs."""
 
-    def __init__(self, network: Network, max_iterations: int = DEFAULT_MAX_ITERATIONS):
+    def __init__(self, network: Network, max_iterations: int = DEFAULT_MAX_ITERATIONS,
+                 observer: Observer | None = None):
         self.network = network
         self.max_iterations = max_iterations
+        self.observer = observer
         self._kernels: dict[int, Kernel] = {}
         self._assertions = _assertions_by_scope(network)
 
@@ -92,6 +97,8 @@ class Executor:
         if kernel is None:
             kernel = self._kernels[layer.index] = self._prepare(layer)
         args = [None if t is None else self.value(t, frame) for t in layer.inputs]
+        if self.observer is not None:
+            self.observer(layer, args)
         try:
             results = kernel(args)
         except SimulationError as exc:

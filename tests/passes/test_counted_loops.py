@@ -82,7 +82,7 @@ def test_counter_read_of_an_input_becomes_an_iterator() -> None:
     text = tf_while().replace("acc_next = Add (acc, one)", "row = Gather <axis = 0> (x, i)\n acc_next = Add (acc, row)")
     model = onnx.parser.parse_model(text)
     compiled = compile(model)
-    assert compiled.report.loops[0].iterators == 1
+    assert len(compiled.report.loops[0].iterators) == 1
     check(text, {"x": X, "go": np.array(True)}, ["kCOUNT"])
 
 

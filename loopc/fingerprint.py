@@ -1,0 +1,348 @@
+"""The loops of a TensorRT network as data: what ``loopc check`` compares and ``loopc inspect`` draws.
+
+Everything is read back from the network itself (:mod:`loopc.sim.network`), so a fingerprint
+describes what TensorRT was given, not what loopc meant to give it. Per loop: its trip limits,
+iterators, recurrences and outputs; the layers, matrix products and multiply-accumulates (MACs)
+of one iteration of its own body (a nested loop is counted on its own); and its *critical path*,
+the longest chain of layers from a recurrence's value to a recurrence's next value (or the
+kWHILE condition), which is the work no hardware can overlap from one trip to the next. Nested
+loops and if-conditionals are children of the loop or conditional they sit in.
+
+MACs come from static shapes; where a shape is only known when the network runs, give the
+measured average (:class:`MacCounter`, fed by the simulator) or the count is unknown (``None``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator as Iter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Union
+
+import numpy as np
+
+from loopc.sim.network import Layer, Loop, Network, Tensor, read_network
+
+BOUNDARY = ("TRIP_LIMIT", "ITERATOR", "RECURRENCE", "LOOP_OUTPUT")
+
+
+@dataclass
+class IteratorInfo:
+    name: str
+    axis: int
+    reverse: bool
+
+
+@dataclass
+class RecurrenceInfo:
+    """``init → next``: the layers (or network input) that give the first and each next value."""
+
+    name: str
+    init: str
+    next: str
+    shape: list[int]
+
+
+@dataclass
+class OutputInfo:
+    name: str
+    kind: str  #: kLAST_VALUE, kCONCATENATE or kREVERSE
+    axis: int | None = None  #: the stacking axis of kCONCATENATE / kREVERSE
+
+
+@dataclass
+class ConditionalInfo:
+    name: str
+    layers: int  #: the layers of both branches
+    children: list[Node] = field(default_factory=list)
+    kind: str = "if"
+
+
+@dataclass
+class LoopInfo:
+    name: str
+    trip_limits: list[str]  #: kCOUNT and/or kWHILE
+    trip_count: int | None = None  #: a constant kCOUNT limit
+    iterators: list[IteratorInfo] = field(default_factory=list)
+    recurrences: list[RecurrenceInfo] = field(default_factory=list)
+    outputs: list[OutputInfo] = field(default_factory=list)
+    layers_per_iteration: int = 0
+    matmuls_per_iteration: int = 0
+    macs_per_iteration: int | None = 0  #: None: a matrix product's shape is only known at run time
+    critical_path: list[str] = field(default_factory=list)  #: layer names, recurrence → next value
+    children: list[Node] = field(default_factory=list)
+    kind: str = "loop"
+
+
+Node = Union[LoopInfo, ConditionalInfo]
+
+
+@dataclass
+class NetworkInfo:
+    layers: int
+    loops: list[Node] = field(default_factory=list)  #: the outermost loops and conditionals
+
+    def walk_loops(self) -> Iter[LoopInfo]:
+        """Every loop, outer before inner."""
+        return (node for node in _walk(self.loops) if isinstance(node, LoopInfo))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> NetworkInfo:
+        return cls(int(data["layers"]), [_node_from_dict(d) for d in data.get("loops", [])])
+
+
+def _walk(nodes: Sequence[Node]) -> Iter[Node]:
+    for node in nodes:
+        yield node
+        yield from _walk(node.children)
+
+
+def _node_from_dict(data: dict[str, Any]) -> Node:
+    children = [_node_from_dict(d) for d in data.get("children", [])]
+    if data.get("kind") == "if":
+        return ConditionalInfo(data["name"], int(data["layers"]), children)
+    return LoopInfo(
+        data["name"], list(data["trip_limits"]), data.get("trip_count"),
+        [IteratorInfo(**d) for d in data.get("iterators", [])],
+        [RecurrenceInfo(**d) for d in data.get("recurrences", [])],
+        [OutputInfo(**d) for d in data.get("outputs", [])],
+        int(data.get("layers_per_iteration", 0)), int(data.get("matmuls_per_iteration", 0)),
+        data.get("macs_per_iteration"), list(data.get("critical_path", [])), children,
+    )
+
+
+# -- multiply-accumulates ------------------------------------------------------------------------
+
+def macs(layer: Layer, shapes: Sequence[Sequence[int] | None]) -> int | None:
+    """The multiply-accumulates of one execution of ``layer`` given its inputs' shapes (0: not a product).
+
+    ``None`` when a shape it needs is unknown (``None`` or holding -1).
+    """
+    if layer.type not in ("MATRIX_MULTIPLY", "EINSUM"):
+        return 0
+    if any(s is None or -1 in s for s in shapes):
+        return None
+    if layer.type == "EINSUM":
+        return _einsum_macs(str(layer.api.equation), shapes)  # type: ignore[arg-type]
+    return _matmul_macs(shapes[0], shapes[1], layer.api.op0.name, layer.api.op1.name)  # type: ignore[arg-type]
+
+
+def _matmul_macs(a: Sequence[int], b: Sequence[int], op0: str, op1: str) -> int:
+    """Batch × M × N × K for TensorRT's matrix multiply (a VECTOR operand is a stack of vectors)."""
+    if op0 == "VECTOR":
+        m, k, batch_a = 1, a[-1], a[:-1]
+    else:
+        (m, k), batch_a = (a[-1], a[-2]) if op0 == "TRANSPOSE" else (a[-2], a[-1]), a[:-2]
+    if op1 == "VECTOR":
+        n, batch_b = 1, b[:-1]
+    else:
+        n, batch_b = b[-2] if op1 == "TRANSPOSE" else b[-1], b[:-2]
+    batch = math.prod(max(p, q) for p, q in zip(batch_a, batch_b))
+    return int(batch * m * n * k)
+
+
+def _einsum_macs(equation: str, shapes: Sequence[Sequence[int]]) -> int:
+    """The naive cost of an einsum: the product of the sizes of all its distinct labels."""
+    sizes: dict[str, int] = {}
+    for labels, shape in zip("".join(equation.split()).split("->")[0].split(","), shapes):
+        sizes.update(zip(labels, shape))
+    return math.prod(sizes.values())
+
+
+class MacCounter:
+    """A simulator observer (``Simulator(..., observer=counter)``) measuring each product's MACs as run.
+
+    ``average[layer index]`` is the mean over the layer's executions, so shapes that only exist at
+    run time (a dynamic batch, a growing cache) are counted as the inputs given made them.
+    """
+
+    def __init__(self) -> None:
+        self._total: dict[int, int] = {}
+        self._runs: dict[int, int] = {}
+
+    def __call__(self, layer: Layer, args: Sequence[np.ndarray | None]) -> None:
+        if layer.type in ("MATRIX_MULTIPLY", "EINSUM"):
+            count = macs(layer, [None if a is None else np.shape(a) for a in args]) or 0
+            self._total[layer.index] = self._total.get(layer.index, 0) + count
+            self._runs[layer.index] = self._runs.get(layer.index, 0) + 1
+
+    @property
+    def average(self) -> dict[int, int]:
+        return {i: round(total / self._runs[i]) for i, total in self._total.items()}
+
+
+# -- reading a network ---------------------------------------------------------------------------
+
+def describe_network(network: Any, measured_macs: dict[int, int] | None = None) -> NetworkInfo:
+    """The loops of ``network`` (an ``INetworkDefinition`` or a read-back :class:`Network`).
+
+    ``measured_macs`` (from :class:`MacCounter`) replaces static counts layer by layer.
+    """
+    net = network if isinstance(network, Network) else read_network(network)
+    return _Reader(net, measured_macs or {}).read()
+
+
+class _Reader:
+    def __init__(self, net: Network, measured: dict[int, int]):
+        self.net = net
+        self.measured = measured
+        self.in_loop: dict[int, list[Layer]] = {id(lp): [] for lp in net.loops}  # non-boundary layers by scope
+        for lay in net.layers:
+            scope = _scope(lay)
+            if lay.type not in BOUNDARY and scope is not None:
+                self.in_loop[id(scope)].append(lay)
+        self.branch_of = self._conditional_members()
+
+    def read(self) -> NetworkInfo:
+        loops = {id(lp): self._loop(lp) for lp in self.net.loops}
+        conditionals = {key: ConditionalInfo(name, len(members)) for key, (name, members, _) in self._conds.items()}
+        top: list[Node] = []
+        for lp in self.net.loops:  # the network's loop order is TensorRT's layer order: deterministic
+            parent = self._container(lp.outputs[0] if lp.outputs else None, lp.parent)
+            self._attach(loops[id(lp)], parent, loops, conditionals, top)
+        for key, (_, _, output) in self._conds.items():
+            parent = self._container(output, _scope(output) if output is not None else None, skip=key)
+            self._attach(conditionals[key], parent, loops, conditionals, top)
+        return NetworkInfo(len(self.net.layers), top)
+
+    # a loop or conditional sits in the innermost conditional branch holding its output, else in its loop
+    def _container(self, layer: Layer | None, loop: Loop | None, skip: int | None = None) -> tuple[str, Any]:
+        owner = self.branch_of.get(id(layer)) if layer is not None else None
+        if owner is not None and owner != skip:
+            return "if", owner
+        return ("loop", id(loop)) if loop is not None else ("top", None)
+
+    @staticmethod
+    def _attach(node: Node, parent: tuple[str, Any], loops: dict[int, LoopInfo],
+                conditionals: dict[int, ConditionalInfo], top: list[Node]) -> None:
+        kind, key = parent
+        (loops[key].children if kind == "loop" else conditionals[key].children if kind == "if" else top).append(node)
+
+    def _conditional_members(self) -> dict[int, int]:
+        """For each layer in an if-conditional's branch, the innermost conditional (by id) it belongs to."""
+        self._conds: dict[int, tuple[str, list[Layer], Layer | None]] = {}
+        by_cond: dict[int, list[Layer]] = {}
+        for lay in self.net.layers:
+            if lay.conditional is not None:
+                by_cond.setdefault(id(lay.conditional), []).append(lay)
+        owner: dict[int, int] = {}
+        # walk the outermost first so that nested conditionals overwrite their parents' claim
+        for key, boundary in sorted(by_cond.items(), key=lambda kv: -len(self._branch(kv[1]))):
+            members = self._branch(boundary)
+            outputs = [lay for lay in boundary if lay.type == "CONDITIONAL_OUTPUT"]
+            condition = next((lay for lay in boundary if lay.type == "CONDITION"), None)
+            name = getattr(boundary[0].conditional.api, "name", "") or (condition or boundary[0]).name
+            self._conds[key] = (name, members, outputs[0] if outputs else None)
+            for lay in members:
+                owner[id(lay)] = key
+        return owner
+
+    @staticmethod
+    def _branch(boundary: list[Layer]) -> list[Layer]:
+        """The layers between a conditional's inputs and its outputs (walking back from the outputs)."""
+        seen: dict[int, Layer] = {}
+        stack = [t.producer for lay in boundary if lay.type == "CONDITIONAL_OUTPUT"
+                 for t in lay.inputs if t is not None and t.producer is not None]
+        while stack:
+            lay = stack.pop()
+            if id(lay) in seen or lay.type in ("CONDITIONAL_INPUT", "CONDITION"):
+                continue
+            seen[id(lay)] = lay
+            stack.extend(t.producer for t in _dependencies(lay) if t.producer is not None)
+        return list(seen.values())
+
+    def _loop(self, lp: Loop) -> LoopInfo:
+        body = self.in_loop[id(lp)]
+        products = [lay for lay in body if lay.type in ("MATRIX_MULTIPLY", "EINSUM")]
+        counts = [self._macs(lay) for lay in products]
+        return LoopInfo(
+            lp.name,
+            [kind for kind, lay in (("kCOUNT", lp.count), ("kWHILE", lp.while_)) if lay is not None],
+            _constant_int(lp.count.inputs[0]) if lp.count is not None and lp.count.inputs[0] is not None else None,
+            [IteratorInfo(it.name, int(it.api.axis), bool(it.api.reverse)) for it in lp.iterators],
+            [RecurrenceInfo(rec.name, _source(rec.inputs[0]), _source(rec.inputs[1] if len(rec.inputs) > 1 else None),
+                            list(rec.outputs[0].shape)) for rec in lp.recurrences],
+            [OutputInfo(out.name, "k" + out.api.kind.name,
+                        None if out.api.kind.name == "LAST_VALUE" else int(out.api.axis)) for out in lp.outputs],
+            len(body),
+            len(products),
+            None if None in counts else sum(c for c in counts if c is not None),
+            self._critical_path(lp, body),
+        )
+
+    def _macs(self, lay: Layer) -> int | None:
+        if lay.index in self.measured:
+            return self.measured[lay.index]
+        return macs(lay, [None if t is None else t.shape for t in lay.inputs])
+
+    def _critical_path(self, lp: Loop, body: list[Layer]) -> list[str]:
+        """The longest chain of layers from a recurrence's value to a next value or the kWHILE input.
+
+        A nested loop is one step (``loop NAME``), taken at its outputs, from everything it reads.
+        """
+        best: dict[str, tuple[str, ...]] = {rec.outputs[0].name: () for rec in lp.recurrences}
+        reads = self._nested_reads(lp)
+        children = {id(c): c for c in self.net.loops if c.parent is lp}
+        nested_outputs = [out for c in children.values() for out in c.outputs]
+        position = {id(lay): i for i, lay in enumerate(self.net.layers)}
+        for lay in sorted(body + nested_outputs, key=lambda lay: position[id(lay)]):  # a topological order
+            if lay.type == "LOOP_OUTPUT" and lay.loop is not None:
+                inputs, step = reads[id(lay.loop)], f"loop {lay.loop.name}"
+            else:
+                inputs, step = [t.name for t in lay.inputs if t is not None], lay.name
+            chains = [best[name] for name in inputs if name in best]
+            if chains:
+                chain = max(chains, key=len) + (step,)
+                for out in lay.outputs:
+                    best[out.name] = chain
+        ends = [rec.inputs[1].name for rec in lp.recurrences if len(rec.inputs) > 1 and rec.inputs[1] is not None]
+        if lp.while_ is not None and lp.while_.inputs[0] is not None:
+            ends.append(lp.while_.inputs[0].name)
+        paths = [best[name] for name in ends if name in best]
+        return list(max(paths, key=len)) if paths else []
+
+    def _nested_reads(self, lp: Loop) -> dict[int, list[str]]:
+        """For each loop nested directly in ``lp``, the tensors of ``lp``'s scope it reads (at any depth)."""
+        reads: dict[int, list[str]] = {}
+        for child in (c for c in self.net.loops if c.parent is lp):
+            inside = self._layers_within(child)
+            reads[id(child)] = sorted({t.name for lay in inside for t in lay.inputs
+                                       if t is not None and t.scope is lp})
+        return reads
+
+    def _layers_within(self, lp: Loop) -> list[Layer]:
+        layers = list(self.in_loop[id(lp)]) + [lay for lay in lp.boundary() if lay.type != "LOOP_OUTPUT"]
+        for child in (c for c in self.net.loops if c.parent is lp):
+            layers += self._layers_within(child) + child.outputs
+        return layers
+
+
+def _scope(layer: Layer) -> Loop | None:
+    """The loop a layer's work happens in (its outputs' scope; a boundary layer's own loop)."""
+    if layer.outputs:
+        return layer.outputs[0].scope
+    return layer.loop
+
+
+def _dependencies(layer: Layer) -> list[Tensor]:
+    inputs = layer.inputs[:1] if layer.type == "RECURRENCE" else layer.inputs
+    return [t for t in inputs if t is not None]
+
+
+def _source(tensor: Tensor | None) -> str:
+    """Who gives a value: its layer's name, or the network input's."""
+    if tensor is None:
+        return "?"
+    return tensor.producer.name if tensor.producer is not None else tensor.name
+
+
+def _constant_int(tensor: Tensor) -> int | None:
+    layer = tensor.producer
+    if layer is None or layer.type != "CONSTANT":
+        return None
+    values = np.asarray(layer.api.weights).reshape(-1)
+    return int(values[0]) if values.size == 1 else None
