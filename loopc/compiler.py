@@ -131,36 +131,55 @@ def build(
     name, or an ``.npz``), then loopc's default range (see :mod:`loopc.profiles`); ``warn`` is told
     each default chosen (default: :func:`warnings.warn`). ``report.inputs`` records every input's profile.
     """
-    from loopc.feeds import input_specs, prepare_inputs
-
     plan_file = output if isinstance(output, OutputFile) else OutputFile(output)
     examples = load_arrays(inputs) if isinstance(inputs, (str, os.PathLike)) else dict(inputs or {})
     compiled = compile(model, max_trips=max_trips, dump_ir=dump_ir, progress=progress, frontend=frontend,
                        weights=weights)
+    return build_compiled(compiled, plan_file, shapes=shapes, inputs=examples, target=target, fp16=fp16,
+                          progress=progress, warn=warn)
+
+
+def build_compiled(
+    compiled: Compiled,
+    output: OutputFile,
+    *,
+    shapes: ShapeProfile | None = None,
+    inputs: Mapping[str, Any] | None = None,
+    target: str | None = None,
+    fp16: bool = False,
+    progress: Callable[[str], None] | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> BuildReport:
+    """Build an engine from a compiled network (see :func:`build`); one network can be built for several targets.
+
+    Returns a report of its own: ``compiled.report`` with this build's profile, time and size.
+    """
+    from loopc.feeds import input_specs, prepare_inputs
+
     session, network = compiled.session, compiled.network
     profile = shapes or ShapeProfile()
-    if examples:
-        checked = prepare_inputs(input_specs(network, compiled.model), examples, partial=True, origin="--inputs: ")
+    if inputs:
+        checked = prepare_inputs(input_specs(network, compiled.model), inputs, partial=True, origin="--inputs: ")
         profile = dataclasses.replace(profile, examples={**profile.examples, **checked})
     cfg = builder_config(session, target=target, fp16=fp16)
     dims = {v.name: tuple(v.shape) for v in compiled.model.graph.inputs if v.shape is not None}
-    compiled.report.inputs = profile.apply(session.builder, network, cfg, dim_names=dims,
-                                           warn=warn or _warn)
+    report = dataclasses.replace(compiled.report)
+    report.inputs = profile.apply(session.builder, network, cfg, dim_names=dims, warn=warn or _warn)
     if progress:
         progress("building the engine")
     start = time.perf_counter()
     try:
         plan = build_serialized(session, network, cfg)
     except BackendError as exc:
-        defaulted = [name for name, rec in compiled.report.inputs.items() if rec.source == "default"]
+        defaulted = [name for name, rec in report.inputs.items() if rec.source == "default"]
         if not defaulted:
             raise
         raise BackendError(f"{exc} (input(s) {', '.join(defaulted)} had loopc's default profile; give their "
                            "shapes or values with --shapes or --inputs)") from exc
-    compiled.report.build_seconds = time.perf_counter() - start
-    compiled.report.engine_bytes = len(plan)
-    plan_file.write(lambda handle: handle.write(plan))
-    return compiled.report
+    report.build_seconds = time.perf_counter() - start
+    report.engine_bytes = len(plan)
+    output.write(lambda handle: handle.write(plan))
+    return report
 
 
 def _warn(message: str) -> None:

@@ -99,6 +99,6 @@ def cli(ctx: click.Context, verbose: int, tensorrt: str | None) -> None:
 
 
 def main() -> None:
-    from loopc.cli import commands  # noqa: F401  (registers the subcommands)
+    from loopc.cli import check, commands  # noqa: F401  (registers the subcommands)
 
     cli(prog_name="loopc")

@@ -23,7 +23,12 @@ def run_network(session: Session, network: Any, inputs: Mapping[str, np.ndarray]
     require_gpu("running a TensorRT engine")
     cfg = builder_config(session)
     pin_profile(session, network, cfg, inputs)
-    plan = build_serialized(session, network, cfg)
+    return run_plan(build_serialized(session, network, cfg), inputs)
+
+
+def run_plan(plan: bytes, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Run a serialized engine once on the GPU here, through Polygraphy's runner."""
+    require_gpu("running a TensorRT engine")
     if is_rtx():
         os.environ.setdefault("POLYGRAPHY_USE_TENSORRT_RTX", "1")  # read when polygraphy is imported
     from polygraphy.backend.trt import EngineFromBytes, TrtRunner

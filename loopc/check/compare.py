@@ -1,0 +1,150 @@
+"""Inputs, reference outputs and the comparison of ``loopc check``'s ``numbers`` check.
+
+References are an independent runtime on the same model file (onnxruntime, the OpenVINO runtime
+computing in f32) or golden outputs saved earlier: a ``.npz`` keyed by output name, or the JSON
+``polygraphy run --save-outputs`` writes. Comparison is Polygraphy's own comparator, so a tolerance
+means here what it means in ``polygraphy run``: an element passes when its absolute error is within
+``atol`` or its relative error within ``rtol``.
+"""
+
+from __future__ import annotations
+
+import pathlib
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from loopc.check.manifest import Entry
+from loopc.check.results import OutputComparison
+from loopc.errors import LoopcError
+from loopc.fileio import check_readable, load_arrays
+
+
+def load_inputs(path: pathlib.Path) -> dict[str, np.ndarray]:
+    """An ``.npz`` of arrays by input name, or Polygraphy's ``--save-inputs`` JSON (its first feed)."""
+    if path.suffix.lower() != ".json":
+        return load_arrays(path)
+    feeds = _polygraphy_json(path, "inputs")
+    if not isinstance(feeds, list) or not feeds or not isinstance(feeds[0], dict):
+        raise LoopcError(f"inputs {path}: not Polygraphy saved inputs (`polygraphy run --save-inputs`): expected a "
+                         "list of feeds")
+    return _arrays(feeds[0], path)
+
+
+def reference_outputs(entry: Entry, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The outputs ``entry``'s reference gives for ``inputs``."""
+    if entry.reference == "onnxruntime":
+        return _onnxruntime(entry.path, inputs)
+    if entry.reference == "openvino":
+        return _openvino(entry, inputs)
+    path = pathlib.Path(entry.reference)
+    if path.suffix.lower() == ".npz":
+        return load_arrays(path)
+    results = _polygraphy_json(path, "outputs")
+    runs = getattr(results, "lst", None)
+    if not runs:
+        raise LoopcError(f"reference {path}: not Polygraphy saved outputs (`polygraphy run --save-outputs`)")
+    runner, iterations = runs[0]
+    if len(runs) > 1:
+        raise LoopcError(f"reference {path}: holds the outputs of {len(runs)} runners "
+                         f"({', '.join(name for name, _ in runs)}); save one runner's outputs")
+    if len(iterations) != 1:
+        raise LoopcError(f"reference {path}: runner {runner} saved {len(iterations)} iterations; the check runs one "
+                         "feed, so save one (the default --iterations 1)")
+    return _arrays(dict(iterations[0]), path)
+
+
+def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarray], rtol: float,
+            atol: float) -> list[OutputComparison]:
+    """Every reference output against the model's, with Polygraphy's ``simple`` comparator."""
+    from polygraphy.comparator import IterationResult
+    from polygraphy.comparator.compare import SimpleCompareFunc
+    from polygraphy.logger import G_LOGGER
+
+    compare_func = SimpleCompareFunc(rtol=rtol, atol=atol, check_shapes=True)
+    found = []
+    for name, wanted in reference.items():
+        got = outputs.get(name)
+        if got is None:
+            found.append(OutputComparison(name, False, reason=f"the model has no output {name!r}"))
+            continue
+        got, wanted = np.asarray(got), np.asarray(wanted)
+        shape = list(got.shape)
+        if got.shape != wanted.shape:
+            found.append(OutputComparison(name, False, shape=shape, reason=f"shape {shape}, reference "
+                                          f"{list(wanted.shape)}"))
+            continue
+        if got.size == 0:
+            found.append(OutputComparison(name, True, 0.0, 0.0, shape))
+            continue
+        # its per-output report is for terminals (ours is the table); 0/0 relative errors are its business
+        with G_LOGGER.verbosity(G_LOGGER.CRITICAL), np.errstate(divide="ignore", invalid="ignore"):
+            result = compare_func(IterationResult({name: _comparable(got)}, runner_name="loopc"),
+                                  IterationResult({name: _comparable(wanted)}, runner_name="reference"))[name]
+        max_abs = _finite(result.max_absdiff)
+        max_rel = 0.0 if max_abs == 0.0 else _finite(result.max_reldiff)
+        found.append(OutputComparison(name, bool(result), max_abs, max_rel, shape,
+                                      "" if bool(result) else f"beyond rtol {rtol:g} / atol {atol:g}"))
+    return found
+
+
+def _comparable(array: np.ndarray) -> np.ndarray:
+    """Booleans as integers: the comparator subtracts."""
+    return array.astype(np.int8) if array.dtype == np.bool_ else array
+
+
+def _finite(value: Any) -> float | None:
+    number = float(value)
+    return number if np.isfinite(number) else None
+
+
+def _polygraphy_json(path: pathlib.Path, what: str) -> Any:
+    from polygraphy.json import load_json
+
+    check_readable(path, what)
+    try:
+        return load_json(str(path))
+    except Exception as exc:  # noqa: BLE001  (Polygraphy raises whatever its decoders do)
+        raise LoopcError(f"{what} {path}: not readable as Polygraphy JSON ({type(exc).__name__}: "
+                         f"{' '.join(str(exc).split())[:200]})") from None
+
+
+def _arrays(values: Mapping[str, Any], path: pathlib.Path) -> dict[str, np.ndarray]:
+    arrays = {}
+    for name, value in values.items():
+        if not isinstance(value, np.ndarray):
+            raise LoopcError(f"{path}: {name!r} is a {type(value).__name__}, not an array")
+        arrays[str(name)] = value
+    return arrays
+
+
+def _onnxruntime(model: pathlib.Path, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    try:
+        import onnxruntime as ort
+    except ImportError:
+        raise LoopcError("reference 'onnxruntime' needs the onnxruntime package (pip install onnxruntime)") from None
+    try:
+        options = ort.SessionOptions()
+        options.log_severity_level = 3  # its shape warnings are not the check's findings
+        session = ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+        names = [out.name for out in session.get_outputs()]
+        return dict(zip(names, session.run(names, dict(inputs))))
+    except Exception as exc:  # noqa: BLE001  (onnxruntime raises its own exception types)
+        raise LoopcError(f"onnxruntime could not run {model.name}: {' '.join(str(exc).split())[:300]}") from None
+
+
+def _openvino(entry: Entry, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+    try:
+        import openvino as ov
+    except ImportError:
+        raise LoopcError("reference 'openvino' needs the openvino package (pip install openvino)") from None
+    try:
+        core = ov.Core()
+        model = core.read_model(str(entry.path), str(entry.weights) if entry.weights else None)
+        # its CPU plugin computes in bf16 on CPUs that have it unless told otherwise
+        compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
+        results = compiled(dict(inputs))
+        return {out.get_any_name(): np.asarray(results[out]) for out in compiled.outputs}
+    except Exception as exc:  # noqa: BLE001  (OpenVINO raises RuntimeError and its own types)
+        raise LoopcError(f"OpenVINO could not run {entry.path.name}: {' '.join(str(exc).split())[:300]}") from None
