@@ -67,6 +67,10 @@ def check(sources: tuple[str, ...], merge: bool, baseline_path: str | None, upda
     else:
         if len(sources) != 1:
             raise click.UsageError(f"give one MANIFEST (got {len(sources)}); to combine reports use --merge")
+        if executor == "trt":
+            from loopc.trt.engine import require_gpu
+
+            require_gpu("--executor trt")
         if update_baseline and not baseline_path:
             raise click.UsageError("--update-baseline writes the file --baseline names; give --baseline FILE")
         baseline_file = OutputFile(baseline_path, "--baseline") if update_baseline and baseline_path else None

@@ -202,3 +202,29 @@ def test_engines_are_kept_when_asked(project: pathlib.Path) -> None:
     code, out, _ = check(project, "--engines", str(project / "engines"))
     assert code == 0, out
     assert sorted(p.name for p in (project / "engines").iterdir()) == ["rnn@sm80.plan", "rnn@sm89.plan"]
+
+
+def test_the_trt_executor_needs_a_gpu(project: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loopc.trt import gpu
+
+    monkeypatch.setattr(gpu, "available", lambda: False)
+    code, out, junit = check(project, "--executor", "trt")
+    assert code == 1 and not junit.exists()
+
+
+@pytest.mark.gpu
+def test_the_engines_run_on_the_gpu_through_polygraphy(project: pathlib.Path) -> None:
+    """Numbers from the real engine of the target this GPU is; other targets' engines cannot run here."""
+    from loopc.trt import gpu
+
+    major, minor = gpu.compute_capability()  # type: ignore[misc]
+    here = f"sm{major}{minor}"
+    (project / "manifest.toml").write_text(
+        "[[model]]\nname = 'rnn'\npath = 'rnn.onnx'\ninputs = 'rnn_inputs.npz'\nreference = 'rnn_golden.npz'\n"
+        f"targets = ['{here}', '{'sm80' if here != 'sm80' else 'sm89'}']\n")
+    report = project / "report.json"
+    code, out, _ = check(project, "--executor", "trt", "--json", str(report))
+    assert code == 0, out
+    first, other = json.loads(report.read_text())["results"]
+    assert [c["status"] for c in first["checks"] if c["check"] == "numbers"] == ["passed"]
+    assert [c["status"] for c in other["checks"] if c["check"] == "numbers"] == ["skipped"]
