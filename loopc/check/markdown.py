@@ -1,0 +1,269 @@
+"""``loopc check --markdown``: the report as GitHub-flavoured Markdown, for a CI job summary or a PR comment.
+
+A headline with the counts, one table row per model × target (status, build, numbers,
+fingerprint), then each model × target that failed or moved against the baseline: its failed
+checks' one-line messages and details, and its differences from the baseline.
+
+The table's cells are plain text first (:func:`row_cells` and the ``*_cell`` functions), so that
+the HTML report shows the same columns and the JUnit report the same summaries; each format
+escapes them its own way.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from loopc.check.results import ERROR, FAILED, PASSED, SKIPPED, STATUSES, CheckResult, Difference, \
+    OutputComparison, Report, TargetResult
+from loopc.fingerprint import LoopInfo, NetworkInfo, Node
+
+ICONS = {PASSED: "✅", FAILED: "❌", ERROR: "💥", SKIPPED: "⏭️"}
+COLUMNS = ("Model", "Target", "Status", "Build", "Numbers", "Fingerprint")
+#: Per-iteration figures listed for at most this many loops in a cell; the HTML page draws them all.
+LOOPS_LISTED = 6
+
+# GFM lets a backslash escape any ASCII punctuation; these are the characters that would otherwise
+# start emphasis, code, links, HTML or entities, or end a table cell.
+_SPECIAL = re.compile(r"([\\`*_\[\]<>|~&])")
+_NEWLINE = re.compile(r"\r\n?|\n")
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-_])")  # CSI sequences (colours) and two-byte escapes
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def markdown_summary(report: Report) -> str:
+    """The report as Markdown (GitHub-flavoured: tables, ``<details>``)."""
+    lines = [f"## {ICONS[_overall(report)]} loopc check", "", escape(counts_line(report)), "",
+             escape(run_line(report)), ""]
+    if not report.results:
+        return "\n".join(lines + ["No models were checked.", ""])
+    lines += [_row(COLUMNS), _row(["---"] * len(COLUMNS), escaped=True)]
+    lines += [_row(row_cells(result)) for result in report.results]
+    problems = [result for result in report.results if _failed(result) or result.differences]
+    if problems:
+        lines += ["", "### Regressions and failures"]
+        for result in problems:
+            lines += _problem_section(result)
+    return "\n".join(lines) + "\n"
+
+
+# -- the cells, as plain text ---------------------------------------------------------------------
+
+def row_cells(result: TargetResult) -> list[str]:
+    """The table's columns (:data:`COLUMNS`) for one model × target, as plain text."""
+    return [result.model, result.target, f"{ICONS[result.status]} {result.status}",
+            build_cell(result), numbers_cell(result), fingerprint_cell(result)]
+
+
+def build_cell(result: TargetResult) -> str:
+    """The build's time (and its ratio to the run's reference build), or why it did not build."""
+    check = find_check(result, "build")
+    if check is None or check.status != PASSED:
+        return _not_passed(check)
+    fingerprint = result.fingerprint or {}
+    text = f"{float(fingerprint.get('build_seconds', check.seconds)):.1f} s"
+    if fingerprint.get("build_ratio") is not None:
+        text += f" ({float(fingerprint['build_ratio']):.2f}× reference)"
+    return text
+
+
+def numbers_cell(result: TargetResult) -> str:
+    """The worst absolute and relative errors over the outputs, or why the numbers failed."""
+    check = find_check(result, "numbers")
+    if check is None or check.status != PASSED:
+        return _not_passed(check)
+    worst_abs = _worst(output.max_abs for output in result.outputs)
+    worst_rel = _worst(output.max_rel for output in result.outputs)
+    if worst_abs is None and worst_rel is None:
+        return "passed"
+    count = len(result.outputs)
+    return (f"max abs {format_error(worst_abs)} · max rel {format_error(worst_rel)}"
+            f" ({count} output{'s' if count != 1 else ''})")
+
+
+def fingerprint_cell(result: TargetResult) -> str:
+    """The loops, work per iteration and engine size, or the regression against the baseline."""
+    check = find_check(result, "fingerprint")
+    if check is not None and check.status in (FAILED, ERROR):
+        return _not_passed(check)
+    if result.fingerprint is None:
+        return _not_passed(check) if check is not None else "—"
+    text = fingerprint_summary(result.fingerprint)
+    changes = len(result.differences)
+    if changes:
+        text += f" · {changes} change{'s' if changes != 1 else ''} from baseline"
+    return text
+
+
+def fingerprint_summary(fingerprint: dict[str, Any]) -> str:
+    """One line: how many loops (nested, conditionals), layers and MACs per iteration of each, engine size."""
+    info = NetworkInfo.from_dict(fingerprint)
+    loops = list(info.walk_loops())
+    conditionals = sum(1 for node in _walk(info.loops) if node.kind == "if")
+    nested = len(loops) - sum(1 for node in info.loops if isinstance(node, LoopInfo))
+    if loops:
+        shown = loops[:LOOPS_LISTED]
+        more = "/…" if len(loops) > len(shown) else ""
+        layers = "/".join(str(loop.layers_per_iteration) for loop in shown) + more
+        macs = "/".join(_count(loop.macs_per_iteration) for loop in shown) + more
+        parts = [f"{len(loops)} loop{'s' if len(loops) != 1 else ''}"
+                 + (f" ({nested} nested)" if nested else ""),
+                 f"{layers} layers, {macs} MACs per iteration"]
+    else:
+        parts = ["no loops"]
+    if conditionals:
+        parts.insert(1, f"{conditionals} conditional{'s' if conditionals != 1 else ''}")
+    if fingerprint.get("engine_bytes") is not None:
+        parts.append(f"engine {format_bytes(int(fingerprint['engine_bytes']))}")
+    return " · ".join(parts)
+
+
+def output_line(output: OutputComparison) -> str:
+    """One output against the reference: its errors and shape, or why it failed."""
+    parts = [f"{output.name}: {'passed' if output.passed else 'failed'}"]
+    if output.max_abs is not None:
+        parts.append(f"max abs {format_error(output.max_abs)}")
+    if output.max_rel is not None:
+        parts.append(f"max rel {format_error(output.max_rel)}")
+    if output.shape is not None:
+        parts.append("shape " + ("x".join(map(str, output.shape)) or "scalar"))
+    if output.reason:
+        parts.append(output.reason)
+    return " · ".join(parts)
+
+
+def difference_line(difference: Difference) -> str:
+    """``what: baseline → current`` and whether it breaks a threshold."""
+    verdict = "regression" if difference.regression else "change within thresholds"
+    return (f"{difference.what}: {format_value(difference.baseline)} → {format_value(difference.current)}"
+            f" ({verdict})")
+
+
+def counts_line(report: Report) -> str:
+    """How many checks ended in each status, over how many models × targets, and how long the run took."""
+    counts = report.counts()
+    parts = [f"{ICONS[status]} {counts[status]} {status}" for status in STATUSES]
+    return (" · ".join(parts) + f" — {sum(counts.values())} checks over {len(report.results)} models × targets"
+            + (f" · {report.seconds:.1f} s" if report.seconds else ""))
+
+
+def run_line(report: Report) -> str:
+    """What ran: loopc and TensorRT versions, the executor, the manifest, the shard."""
+    parts = [f"loopc {report.loopc}", f"TensorRT {report.tensorrt}", f"executor {report.executor}",
+             f"manifest {report.manifest}"]
+    if report.shard:
+        parts.append(f"shard {report.shard}")
+    if report.started:
+        parts.append(f"started {report.started}")
+    return " · ".join(parts)
+
+
+# -- values ---------------------------------------------------------------------------------------
+
+def find_check(result: TargetResult, name: str) -> CheckResult | None:
+    return next((check for check in result.checks if check.check == name), None)
+
+
+def format_error(value: float | None) -> str:
+    return "?" if value is None else f"{value:.3g}"
+
+
+def format_bytes(size: int) -> str:
+    if size < 1024:
+        return f"{size} B"
+    value = size / 1024
+    for unit in ("KiB", "MiB"):
+        if value < 1024:
+            return f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GiB"
+
+
+def format_value(value: Any) -> str:
+    """A baseline or current value: counts with thousands separators, lists and tables compactly."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(format_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return json.dumps(value, sort_keys=True)
+    return str(value)
+
+
+def _count(value: int | None) -> str:
+    return "?" if value is None else f"{value:,}"
+
+
+def _worst(values: Any) -> float | None:
+    known = [value for value in values if value is not None]
+    return max(known) if known else None
+
+
+def _walk(nodes: list[Node]) -> list[Node]:
+    return [each for node in nodes for each in (node, *_walk(node.children))]
+
+
+def _not_passed(check: CheckResult | None) -> str:
+    if check is None:
+        return "—"
+    return f"{ICONS[check.status]} {check.message or check.status}"
+
+
+def _failed(result: TargetResult) -> list[CheckResult]:
+    return [check for check in result.checks if check.status in (FAILED, ERROR)]
+
+
+def _overall(report: Report) -> str:
+    counts = report.counts()
+    return next((status for status in (ERROR, FAILED) if counts[status]), PASSED)
+
+
+# -- Markdown -------------------------------------------------------------------------------------
+
+def plain(text: str) -> str:
+    """Text from a model or an error message, printable: no ANSI colour sequences, no control characters.
+
+    What is removed is exactly what XML 1.0 forbids (so the JUnit report can carry the rest).
+    """
+    return _NOT_XML.sub("", _ANSI.sub("", str(text)))
+
+
+def escape(text: str) -> str:
+    """Plain text as GFM inline text: punctuation that means something backslash-escaped, lines kept."""
+    return _NEWLINE.sub("<br>", _SPECIAL.sub(r"\\\1", plain(text)))
+
+
+def _row(cells: Any, escaped: bool = False) -> str:
+    return "| " + " | ".join(cell if escaped else escape(cell) for cell in cells) + " |"
+
+
+def _problem_section(result: TargetResult) -> list[str]:
+    lines = ["", f"#### {ICONS[result.status]} {escape(result.model)} · {escape(result.target)}"
+             + (f" ({escape(result.path)})" if result.path else ""), ""]
+    failed = _failed(result)
+    lines += [f"- {ICONS[check.status]} **{check.check}**: {escape(check.message or check.status)}"
+              for check in failed]
+    for check in failed:
+        if check.details:
+            lines += ["", f"<details><summary>{check.check}: details</summary>", "", *_fenced(check.details),
+                      "", "</details>"]
+    if result.differences:
+        lines += ["", _row(["", "Difference from baseline", "Baseline", "Current"]),
+                  _row(["---"] * 4, escaped=True)]
+        lines += [_row(["❌ regression" if d.regression else "ℹ️ change", d.what, format_value(d.baseline),
+                        format_value(d.current)]) for d in result.differences]
+    return lines
+
+
+def _fenced(text: str) -> list[str]:
+    """``text`` verbatim in a code block whose fence no run of backticks inside it can close."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return [fence + "text", *_NEWLINE.split(plain(text).rstrip("\n")), fence]
