@@ -149,7 +149,8 @@ def _einsum_macs(equation: str, shapes: Sequence[Sequence[int]]) -> int:
     """The naive cost of an einsum: the product of the sizes of all its distinct labels."""
     sizes: dict[str, int] = {}
     for labels, shape in zip("".join(equation.split()).split("->")[0].split(","), shapes):
-        sizes.update(zip(labels, shape))
+        for label, size in zip(labels, shape):
+            sizes[label] = max(sizes.get(label, 1), size)  # a size-1 dim broadcasts against the other
     return math.prod(sizes.values())
 
 
@@ -209,12 +210,19 @@ class _Reader:
             self._attach(conditionals[key], parent, loops, conditionals, top)
         return NetworkInfo(len(self.net.layers), top)
 
-    # a loop or conditional sits in the innermost conditional branch holding its output, else in its loop
     def _container(self, layer: Layer | None, loop: Loop | None, skip: int | None = None) -> tuple[str, Any]:
+        """Where a loop or conditional whose output is ``layer`` sits: in the innermost conditional whose
+        branches hold ``layer``, or in ``layer``'s loop, whichever of the two is inside the other."""
         owner = self.branch_of.get(id(layer)) if layer is not None else None
-        if owner is not None and owner != skip:
-            return "if", owner
+        if owner == skip:
+            owner = None
+        if owner is not None and (loop is None or self._cond_scope(owner) is loop):
+            return "if", owner  # the conditional sits in the loop (or there is no loop)
         return ("loop", id(loop)) if loop is not None else ("top", None)
+
+    def _cond_scope(self, key: int) -> Loop | None:
+        output = self._conds[key][2]
+        return _scope(output) if output is not None else None
 
     @staticmethod
     def _attach(node: Node, parent: tuple[str, Any], loops: dict[int, LoopInfo],
@@ -232,7 +240,7 @@ class _Reader:
         owner: dict[int, int] = {}
         # walk the outermost first so that nested conditionals overwrite their parents' claim
         for key, boundary in sorted(by_cond.items(), key=lambda kv: -len(self._branch(kv[1]))):
-            members = self._branch(boundary)
+            members = self._branch(boundary)  # a nested conditional's members are a subset of its parent's
             outputs = [lay for lay in boundary if lay.type == "CONDITIONAL_OUTPUT"]
             condition = next((lay for lay in boundary if lay.type == "CONDITION"), None)
             name = getattr(boundary[0].conditional.api, "name", "") or (condition or boundary[0]).name
@@ -243,16 +251,23 @@ class _Reader:
 
     @staticmethod
     def _branch(boundary: list[Layer]) -> list[Layer]:
-        """The layers between a conditional's inputs and its outputs (walking back from the outputs)."""
+        """The layers between a conditional's inputs and its outputs (walking back from the outputs).
+
+        Loops and conditionals nested in a branch are in it whole: their trip limits, back edges,
+        conditions and the layers computing their inputs.
+        """
+        own = boundary[0].conditional
         seen: dict[int, Layer] = {}
-        stack = [t.producer for lay in boundary if lay.type == "CONDITIONAL_OUTPUT"
-                 for t in lay.inputs if t is not None and t.producer is not None]
+        stack = [lay for lay in boundary if lay.type == "CONDITIONAL_OUTPUT"]
         while stack:
             lay = stack.pop()
-            if id(lay) in seen or lay.type in ("CONDITIONAL_INPUT", "CONDITION"):
+            if id(lay) in seen:
                 continue
-            seen[id(lay)] = lay
-            stack.extend(t.producer for t in _dependencies(lay) if t.producer is not None)
+            if lay.conditional is own and lay.type != "CONDITIONAL_OUTPUT":
+                continue  # its own inputs and condition bound the branches
+            if lay.conditional is not own:
+                seen[id(lay)] = lay
+            stack.extend(_feeders(lay))
         return list(seen.values())
 
     def _loop(self, lp: Loop) -> LoopInfo:
@@ -322,15 +337,25 @@ class _Reader:
 
 
 def _scope(layer: Layer) -> Loop | None:
-    """The loop a layer's work happens in (its outputs' scope; a boundary layer's own loop)."""
+    """The loop a layer's work happens in: its outputs' scope; a loop boundary layer's own loop; for a
+    layer without outputs (a conditional's condition, an assertion), the innermost scope it reads."""
     if layer.outputs:
         return layer.outputs[0].scope
-    return layer.loop
+    if layer.loop is not None:
+        return layer.loop
+    scopes = [t.scope for t in layer.inputs if t is not None and t.scope is not None]
+    return max(scopes, key=lambda lp: lp.depth, default=None)
 
 
-def _dependencies(layer: Layer) -> list[Tensor]:
-    inputs = layer.inputs[:1] if layer.type == "RECURRENCE" else layer.inputs
-    return [t for t in inputs if t is not None]
+def _feeders(layer: Layer) -> list[Layer]:
+    """The layers ``layer`` needs to run; for a loop's boundary layer, everything the whole loop needs."""
+    cond = layer.conditional
+    if layer.loop is not None:
+        needs = readers = layer.loop.boundary()
+    else:
+        needs = [cond.condition] if layer.type == "CONDITIONAL_OUTPUT" and cond and cond.condition else []
+        readers = [layer]
+    return needs + [t.producer for lay in readers for t in lay.inputs if t is not None and t.producer is not None]
 
 
 def _source(tensor: Tensor | None) -> str:
