@@ -118,7 +118,7 @@ def _case_output(result: TargetResult, check: CheckResult) -> str:
     """
     lines: list[str] = []
     if check.check == "build" and result.fingerprint is not None:
-        lines.append(markdown.build_cell(result))
+        lines.append(markdown.build_cell(result).text)
     elif check.check == "numbers":
         lines += [markdown.output_line(output) for output in result.outputs]
     elif check.check == "fingerprint" and result.fingerprint is not None:

@@ -4,16 +4,16 @@ A headline with the counts, one table row per model × target (status, build, nu
 fingerprint), then each model × target that failed or moved against the baseline: its failed
 checks' one-line messages and details, and its differences from the baseline.
 
-The table's cells are plain text first (:func:`row_cells` and the ``*_cell`` functions), so that
-the HTML report shows the same columns and the JUnit report the same summaries; each format
-escapes them its own way.
+The table's cells are plain text first (:func:`row_cells` and the ``*_cell`` functions, each a
+:class:`Cell` that says whether it is a check's message), so that the HTML report shows the same
+columns and the JUnit report the same summaries; each format marks and escapes them its own way.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, NamedTuple
 
 from loopc.check.results import ERROR, FAILED, PASSED, SKIPPED, STATUSES, CheckResult, Difference, \
     OutputComparison, Report, TargetResult
@@ -32,6 +32,13 @@ _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|[@-_])")  # CSI sequences (colou
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
 
+class Cell(NamedTuple):
+    """A table cell as plain text; ``status`` is the check's when the text is its message (None: a summary)."""
+
+    text: str
+    status: str | None = None
+
+
 def markdown_summary(report: Report) -> str:
     """The report as Markdown (GitHub-flavoured: tables, ``<details>``)."""
     lines = [f"## {ICONS[_overall(report)]} loopc check", "", escape(counts_line(report)), "",
@@ -39,7 +46,7 @@ def markdown_summary(report: Report) -> str:
     if not report.results:
         return "\n".join(lines + ["No models were checked.", ""])
     lines += [_row(COLUMNS), _row(["---"] * len(COLUMNS), escaped=True)]
-    lines += [_row(row_cells(result)) for result in report.results]
+    lines += [_row([_marked(cell) for cell in row_cells(result)]) for result in report.results]
     problems = [result for result in report.results if _failed(result) or result.differences]
     if problems:
         lines += ["", "### Regressions and failures"]
@@ -50,25 +57,28 @@ def markdown_summary(report: Report) -> str:
 
 # -- the cells, as plain text ---------------------------------------------------------------------
 
-def row_cells(result: TargetResult) -> list[str]:
-    """The table's columns (:data:`COLUMNS`) for one model × target, as plain text."""
-    return [result.model, result.target, f"{ICONS[result.status]} {result.status}",
+def row_cells(result: TargetResult) -> list[Cell]:
+    """The table's columns (:data:`COLUMNS`) for one model × target."""
+    return [Cell(result.model), Cell(result.target), Cell(result.status, result.status),
             build_cell(result), numbers_cell(result), fingerprint_cell(result)]
 
 
-def build_cell(result: TargetResult) -> str:
-    """The build's time (and its ratio to the run's reference build), or why it did not build."""
-    check = find_check(result, "build")
+def build_cell(result: TargetResult) -> Cell:
+    """The build's time (and its ratio to the run's reference build), or why it did not build.
+
+    A model whose table in the manifest could not be read has no build: the manifest's message is shown.
+    """
+    check = find_check(result, "build") or find_check(result, "manifest")
     if check is None or check.status != PASSED:
         return _not_passed(check)
     fingerprint = result.fingerprint or {}
     text = f"{float(fingerprint.get('build_seconds', check.seconds)):.1f} s"
     if fingerprint.get("build_ratio") is not None:
         text += f" ({float(fingerprint['build_ratio']):.2f}× reference)"
-    return text
+    return Cell(text)
 
 
-def numbers_cell(result: TargetResult) -> str:
+def numbers_cell(result: TargetResult) -> Cell:
     """The worst absolute and relative errors over the outputs, or why the numbers failed."""
     check = find_check(result, "numbers")
     if check is None or check.status != PASSED:
@@ -76,24 +86,24 @@ def numbers_cell(result: TargetResult) -> str:
     worst_abs = _worst(output.max_abs for output in result.outputs)
     worst_rel = _worst(output.max_rel for output in result.outputs)
     if worst_abs is None and worst_rel is None:
-        return "passed"
+        return Cell(PASSED)
     count = len(result.outputs)
-    return (f"max abs {format_error(worst_abs)} · max rel {format_error(worst_rel)}"
-            f" ({count} output{'s' if count != 1 else ''})")
+    return Cell(f"max abs {format_error(worst_abs)} · max rel {format_error(worst_rel)}"
+                f" ({count} output{'s' if count != 1 else ''})")
 
 
-def fingerprint_cell(result: TargetResult) -> str:
+def fingerprint_cell(result: TargetResult) -> Cell:
     """The loops, work per iteration and engine size, or the regression against the baseline."""
     check = find_check(result, "fingerprint")
     if check is not None and check.status in (FAILED, ERROR):
         return _not_passed(check)
     if result.fingerprint is None:
-        return _not_passed(check) if check is not None else "—"
+        return _not_passed(check)
     text = fingerprint_summary(result.fingerprint)
     changes = len(result.differences)
     if changes:
         text += f" · {changes} change{'s' if changes != 1 else ''} from baseline"
-    return text
+    return Cell(text)
 
 
 def fingerprint_summary(fingerprint: dict[str, Any]) -> str:
@@ -210,10 +220,9 @@ def _walk(nodes: list[Node]) -> list[Node]:
     return [each for node in nodes for each in (node, *_walk(node.children))]
 
 
-def _not_passed(check: CheckResult | None) -> str:
-    if check is None:
-        return "—"
-    return f"{ICONS[check.status]} {check.message or check.status}"
+def _not_passed(check: CheckResult | None) -> Cell:
+    """A check's message as a cell; "—" where the check was not run at all (a manifest problem)."""
+    return Cell("—") if check is None else Cell(check.message or check.status, check.status)
 
 
 def _failed(result: TargetResult) -> list[CheckResult]:
@@ -238,6 +247,10 @@ def plain(text: str) -> str:
 def escape(text: str) -> str:
     """Plain text as GFM inline text: punctuation that means something backslash-escaped, lines kept."""
     return _NEWLINE.sub("<br>", _SPECIAL.sub(r"\\\1", plain(text)))
+
+
+def _marked(cell: Cell) -> str:
+    return f"{ICONS[cell.status]} {cell.text}" if cell.status else cell.text
 
 
 def _row(cells: Any, escaped: bool = False) -> str:
