@@ -56,6 +56,8 @@ def open_page(browser: Any, path: pathlib.Path, screenshot: pathlib.Path | None 
     page.on("pageerror", lambda exc: opened.errors.append(f"uncaught: {exc}"))
     page.on("requestfailed", lambda request: opened.errors.append(f"request failed: {request.url}"))
     page.goto(path.resolve().as_uri(), wait_until="load")
-    if screenshot is not None:
+    if screenshot is not None and path.suffix.lower() == ".svg":  # a full-page capture never ends on an SVG document
+        page.locator(":root").screenshot(path=str(screenshot))
+    elif screenshot is not None:
         page.screenshot(path=str(screenshot), full_page=True)
     return opened
