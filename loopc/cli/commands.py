@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pathlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 
@@ -12,7 +13,11 @@ from loopc.cli.main import F, cli, verbose_option
 from loopc.frontend import FRONTENDS
 from loopc.fileio import OutputFile, load_arrays, save_arrays
 from loopc.limits import DEFAULT_MAX_TENSOR_BYTES, format_bytes, parse_size, tensor_limit
+from loopc.picture import FORMATS as PICTURE_FORMATS
 from loopc.sim import DEFAULT_MAX_ITERATIONS, supported_layer_types
+
+if TYPE_CHECKING:
+    from loopc.ir import Graph
 
 
 MAX_TRIPS_HELP = "Bound on the trips of while loops that have scan outputs (TensorRT needs their length)."
@@ -119,25 +124,47 @@ def build(
 
 @cli.command()
 @click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(PICTURE_FORMATS), default="text", show_default=True,
+              help="text: the IR's loops, then the TensorRT network's; json, dot (Graphviz), svg or html: the "
+                   "TensorRT network's loops as data or a picture.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 @click.option("--dump-ir", is_flag=True, help="Also print the IR after the frontend and after each pass.")
 @frontend_options
 @limit_option
 @verbose_option
-def inspect(model: str, max_trips: int | None, dump_ir: bool, frontend: str | None, weights: str | None) -> None:
-    """Print MODEL's loops as loopc sees them after canonicalization."""
-    from loopc.compiler import load_ir, optimize
-    from loopc.ir import Loop, format_graph, format_loop
+def inspect(model: str, fmt: str, output: str | None, max_trips: int | None, dump_ir: bool, frontend: str | None,
+            weights: str | None) -> None:
+    """Show MODEL's loops: as loopc sees them after canonicalization, and as the TensorRT network holds
+    them (trip limits, iterators, recurrences, outputs, work per iteration, critical path)."""
+    from loopc.compiler import compile as compile_model
+    from loopc.fingerprint import NetworkInfo
+    from loopc.picture import render
 
-    ir = load_ir(model, frontend, weights)
-    if dump_ir:
-        _dump_ir("frontend", format_graph(ir.graph))
-    optimize(ir, (lambda name, g: _dump_ir(name, format_graph(g))) if dump_ir else None, max_trips)
-    loops = [node for _, node in ir.graph.walk() if isinstance(node, Loop)]
-    click.echo(f"{pathlib.Path(model).name}: {len(loops)} loop(s)")
-    for _, node in ir.graph.walk():
-        if isinstance(node, Loop):
-            click.echo(format_loop(node))
+    out_file = OutputFile(output, "-o") if output else None
+    if out_file:
+        _outputs(out_file, reads=(model, weights))
+    compiled = compile_model(model, max_trips=max_trips, dump_ir=_dump_ir if dump_ir else None, frontend=frontend,
+                             weights=weights)
+    info = NetworkInfo(compiled.report.layers, compiled.report.loops)
+    name = pathlib.Path(model).name
+    if fmt == "text":
+        text = _ir_loops(compiled.model.graph, name) + "\n\n" + render(info, fmt, f"{name} as a TensorRT network")
+    else:  # a standalone .svg file is an XML document
+        text = ('<?xml version="1.0" encoding="UTF-8"?>\n' if fmt == "svg" else "") + render(info, fmt, name)
+    if out_file:
+        out_file.write(lambda handle: handle.write(text.encode() + b"\n"))
+    else:
+        click.echo(text)
+
+
+def _ir_loops(graph: Graph, name: str) -> str:
+    """The IR's loops after canonicalization, each nested loop inside its parent."""
+    from loopc.ir import Loop, format_loop
+
+    loops = [node for _, node in graph.walk() if isinstance(node, Loop)]
+    nested = {id(inner) for loop in loops for _, inner in loop.body.walk() if isinstance(inner, Loop)}
+    return "\n".join([f"{name}: {len(loops)} loop(s)"] + [format_loop(lp) for lp in loops if id(lp) not in nested])
 
 
 @cli.command()
