@@ -82,27 +82,28 @@ def test_the_project_passes_against_its_baseline(project: pathlib.Path) -> None:
     assert len(rnn["critical_path"]) >= 3  # h → MatMul → Add → Tanh → next h: all serial
 
 
-def test_a_changed_weight_fails_the_numbers(project: pathlib.Path) -> None:
+def regressed(project: pathlib.Path, variant: onnx.ModelProto, check_name: str) -> tuple[str, str]:
+    """Record the baseline, swap in ``variant`` for rnn.onnx, check: exactly rnn's ``check_name`` fails, on both
+    targets, as a JUnit failure of that type with a one-line message, which is returned with stdout."""
     baseline = recorded(project)
-    onnx.save(make_models.reweighted(), project / "rnn.onnx")
+    onnx.save(variant, project / "rnn.onnx")
     code, out, junit = check(project, "--baseline", str(baseline))
     assert code == 1
     failed = failures(junit)
-    assert set(failed) == {("loopc.check.rnn", "numbers [sm80]"), ("loopc.check.rnn", "numbers [sm89]")}
-    kind, message = failed[("loopc.check.rnn", "numbers [sm89]")]
-    assert kind == "numbers" and "\n" not in message and "output 'h'" in message and "max abs error" in message
+    assert set(failed) == {("loopc.check.rnn", f"{check_name} [sm80]"), ("loopc.check.rnn", f"{check_name} [sm89]")}
+    kind, message = failed[("loopc.check.rnn", f"{check_name} [sm89]")]
+    assert kind == check_name and "\n" not in message
+    return message, out
+
+
+def test_a_changed_weight_fails_the_numbers(project: pathlib.Path) -> None:
+    message, out = regressed(project, make_models.reweighted(), "numbers")
+    assert "output 'h'" in message and "max abs error" in message
     assert "FAILED rnn@sm89 numbers: output 'h'" in out
 
 
 def test_an_unrolled_loop_fails_the_fingerprint(project: pathlib.Path) -> None:
-    baseline = recorded(project)
-    onnx.save(make_models.unrolled(), project / "rnn.onnx")
-    code, out, junit = check(project, "--baseline", str(baseline))
-    assert code == 1
-    failed = failures(junit)
-    assert set(failed) == {("loopc.check.rnn", "fingerprint [sm80]"), ("loopc.check.rnn", "fingerprint [sm89]")}
-    kind, message = failed[("loopc.check.rnn", "fingerprint [sm89]")]
-    assert kind == "fingerprint" and "\n" not in message
+    message, _ = regressed(project, make_models.unrolled(), "fingerprint")
     assert message.startswith("loop ") and "present -> gone" in message
 
 
