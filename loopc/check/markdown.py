@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 from loopc.check.results import ERROR, FAILED, PASSED, SKIPPED, STATUSES, CheckResult, Difference, \
     OutputComparison, Report, TargetResult
 from loopc.fingerprint import LoopInfo, NetworkInfo, Node
+from loopc.picture.labels import macs, plural
 
 ICONS = {PASSED: "✅", FAILED: "❌", ERROR: "💥", SKIPPED: "⏭️"}
 COLUMNS = ("Model", "Target", "Status", "Build", "Numbers", "Fingerprint")
@@ -87,9 +88,8 @@ def numbers_cell(result: TargetResult) -> Cell:
     worst_rel = _worst(output.max_rel for output in result.outputs)
     if worst_abs is None and worst_rel is None:
         return Cell(PASSED)
-    count = len(result.outputs)
     return Cell(f"max abs {format_error(worst_abs)} · max rel {format_error(worst_rel)}"
-                f" ({count} output{'s' if count != 1 else ''})")
+                f" ({plural(len(result.outputs), 'output')})")
 
 
 def fingerprint_cell(result: TargetResult) -> Cell:
@@ -100,9 +100,8 @@ def fingerprint_cell(result: TargetResult) -> Cell:
     if result.fingerprint is None:
         return _not_passed(check)
     text = fingerprint_summary(result.fingerprint)
-    changes = len(result.differences)
-    if changes:
-        text += f" · {changes} change{'s' if changes != 1 else ''} from baseline"
+    if result.differences:
+        text += f" · {plural(len(result.differences), 'change')} from baseline"
     return Cell(text)
 
 
@@ -116,14 +115,13 @@ def fingerprint_summary(fingerprint: dict[str, Any]) -> str:
         shown = loops[:LOOPS_LISTED]
         more = "/…" if len(loops) > len(shown) else ""
         layers = "/".join(str(loop.layers_per_iteration) for loop in shown) + more
-        macs = "/".join(_count(loop.macs_per_iteration) for loop in shown) + more
-        parts = [f"{len(loops)} loop{'s' if len(loops) != 1 else ''}"
-                 + (f" ({nested} nested)" if nested else ""),
-                 f"{layers} layers, {macs} MACs per iteration"]
+        work = "/".join(macs(loop) for loop in shown) + more
+        parts = [plural(len(loops), "loop") + (f" ({nested} nested)" if nested else ""),
+                 f"{layers} layers, {work} MACs per iteration"]
     else:
         parts = ["no loops"]
     if conditionals:
-        parts.insert(1, f"{conditionals} conditional{'s' if conditionals != 1 else ''}")
+        parts.insert(1, plural(conditionals, "conditional"))
     if fingerprint.get("engine_bytes") is not None:
         parts.append(f"engine {format_bytes(int(fingerprint['engine_bytes']))}")
     return " · ".join(parts)
@@ -205,10 +203,6 @@ def format_value(value: Any) -> str:
     if isinstance(value, dict):
         return json.dumps(value, sort_keys=True)
     return str(value)
-
-
-def _count(value: int | None) -> str:
-    return "?" if value is None else f"{value:,}"
 
 
 def _worst(values: Any) -> float | None:
