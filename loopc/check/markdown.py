@@ -73,7 +73,8 @@ def build_cell(result: TargetResult) -> Cell:
     if check is None or check.status != PASSED:
         return _not_passed(check)
     fingerprint = result.fingerprint or {}
-    text = f"{float(fingerprint.get('build_seconds', check.seconds)):.1f} s"
+    seconds = float(fingerprint.get("build_seconds", check.seconds))
+    text = f"{seconds:.2f} s" if seconds < 10 else f"{seconds:.1f} s"  # small models build in a fraction of one
     if fingerprint.get("build_ratio") is not None:
         text += f" ({float(fingerprint['build_ratio']):.2f}× reference)"
     return Cell(text)
