@@ -24,6 +24,9 @@ from loopc.errors import LoopcError
 from loopc.fileio import OutputFile, check_readable
 
 FORMAT_VERSION = 1
+#: A build less than this much slower than its baseline is never a regression: builds of a fraction of
+#: a second vary by more than 2x on a busy machine, whatever the reference says.
+BUILD_NOISE_SECONDS = 1.0
 
 
 def load_baseline(path: pathlib.Path) -> dict[str, dict[str, Any]]:
@@ -77,8 +80,9 @@ def differences(baseline: dict[str, Any], current: dict[str, Any], thresholds: d
                 found.append(Difference(f"{where}: {key}", len(old.get(key, [])), len(new.get(key, [])), False))
     _grown(found, "engine size (bytes)", baseline.get("engine_bytes"), current.get("engine_bytes"),
            thresholds["engine-size"])
-    _grown(found, "build time (over the reference build)", baseline.get("build_ratio"), current.get("build_ratio"),
-           thresholds["build-time"], noisy=True)
+    if _slower_by(baseline, current) > BUILD_NOISE_SECONDS:
+        _grown(found, "build time (over the reference build)", baseline.get("build_ratio"),
+               current.get("build_ratio"), thresholds["build-time"], noisy=True)
     for key in ("tensorrt", "loopc"):
         if baseline.get(key) != current.get(key):
             found.append(Difference(f"{key} version", baseline.get(key), current.get(key), False))
@@ -95,6 +99,14 @@ def _grown(found: list[Difference], what: str, old: Any, new: Any, threshold: fl
     regression = new > old * threshold if old > 0 else new > 0
     if regression or not noisy:
         found.append(Difference(what, old, new, regression))
+
+
+def _slower_by(baseline: dict[str, Any], current: dict[str, Any]) -> float:
+    """Seconds the current build took beyond the baseline's ratio on this run's reference (0 when unknown)."""
+    old, new, seconds = baseline.get("build_ratio"), current.get("build_ratio"), current.get("build_seconds")
+    if not old or not new or seconds is None:
+        return 0.0
+    return seconds - old * (seconds / new)
 
 
 def _loops(fingerprint: dict[str, Any]) -> list[dict[str, Any]]:

@@ -10,9 +10,11 @@ from loopc.check.compare import compare
 from loopc.check.manifest import DEFAULT_THRESHOLDS
 
 
-def fingerprint(*loops: dict, layers: int = 50, engine: int = 1000, build: float = 1.0) -> dict:
+def fingerprint(*loops: dict, layers: int = 50, engine: int = 1000, build: float = 1.0,
+                reference: float = 10.0) -> dict:
+    """``build`` is the build time over a reference build of ``reference`` seconds."""
     return {"layers": layers, "loops": list(loops), "engine_bytes": engine, "build_ratio": build,
-            "tensorrt": "t 1", "loopc": "0.1"}
+            "build_seconds": build * reference, "tensorrt": "t 1", "loopc": "0.1"}
 
 
 def loop(name: str, layers: int = 10, macs: int | None = 256, path: int = 3, children: tuple = ()) -> dict:
@@ -62,6 +64,13 @@ def test_engine_size_and_build_time_have_ratio_thresholds() -> None:
         ("engine size (bytes)", 1000, 1101), ("build time (over the reference build)", 1.0, 2.01)]
     quicker = differences(old, fingerprint(loop("a"), build=0.7), DEFAULT_THRESHOLDS)
     assert quicker == []  # a time that did not regress is noise, not a change
+
+
+def test_a_slower_build_by_less_than_a_second_is_noise() -> None:
+    old = fingerprint(loop("a"), build=1.0, reference=0.2)  # 0.2 s then
+    assert regressions(old, fingerprint(loop("a"), build=5.0, reference=0.2)) == []  # 1.0 s now: 0.8 s slower
+    assert regressions(old, fingerprint(loop("a"), build=6.5, reference=0.2)) == [  # 1.3 s now: 1.1 s slower
+        ("build time (over the reference build)", 1.0, 6.5)]
 
 
 def test_unknown_macs_are_not_compared() -> None:
