@@ -288,7 +288,6 @@ def reference_build_seconds(target: str) -> float:
 
 def _reference_model() -> Any:
     """An RNN step in a counted loop: h = tanh(x[t]·W + h·R), 16 trips, hidden 64."""
-    import onnx
     from onnx import TensorProto, helper, numpy_helper
 
     rng = np.random.default_rng(0)
