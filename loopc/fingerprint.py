@@ -15,14 +15,14 @@ measured average (:class:`MacCounter`, fed by the simulator) or the count is unk
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from collections.abc import Iterator as Iter
-from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Union
 
 import numpy as np
 
-from loopc.sim.network import Layer, Loop, Network, Tensor, read_network
+from loopc.sim.network import Conditional, Layer, Loop, Network, Tensor, read_network
 
 BOUNDARY = ("TRIP_LIMIT", "ITERATOR", "RECURRENCE", "LOOP_OUTPUT")
 
@@ -196,6 +196,11 @@ class _Reader:
             scope = _scope(lay)
             if lay.type not in BOUNDARY and scope is not None:
                 self.in_loop[id(scope)].append(lay)
+        self.children: dict[int, list[Loop]] = {id(lp): [] for lp in net.loops}  # loops directly inside each
+        for lp in net.loops:
+            if lp.parent is not None:
+                self.children[id(lp.parent)].append(lp)
+        self.position = {id(lay): i for i, lay in enumerate(net.layers)}  # a topological order
         self.branch_of = self._conditional_members()
 
     def read(self) -> NetworkInfo:
@@ -233,17 +238,18 @@ class _Reader:
     def _conditional_members(self) -> dict[int, int]:
         """For each layer in an if-conditional's branch, the innermost conditional (by id) it belongs to."""
         self._conds: dict[int, tuple[str, list[Layer], Layer | None]] = {}
-        by_cond: dict[int, list[Layer]] = {}
+        by_cond: dict[int, tuple[Conditional, list[Layer]]] = {}
         for lay in self.net.layers:
             if lay.conditional is not None:
-                by_cond.setdefault(id(lay.conditional), []).append(lay)
+                by_cond.setdefault(id(lay.conditional), (lay.conditional, []))[1].append(lay)
+        branches = {key: self._branch(boundary) for key, (_, boundary) in by_cond.items()}
         owner: dict[int, int] = {}
         # walk the outermost first so that nested conditionals overwrite their parents' claim
-        for key, boundary in sorted(by_cond.items(), key=lambda kv: -len(self._branch(kv[1]))):
-            members = self._branch(boundary)  # a nested conditional's members are a subset of its parent's
+        for key, (cond, boundary) in sorted(by_cond.items(), key=lambda kv: -len(branches[kv[0]])):
+            members = branches[key]  # a nested conditional's members are a subset of its parent's
             outputs = [lay for lay in boundary if lay.type == "CONDITIONAL_OUTPUT"]
             condition = next((lay for lay in boundary if lay.type == "CONDITION"), None)
-            name = getattr(boundary[0].conditional.api, "name", "") or (condition or boundary[0]).name
+            name = getattr(cond.api, "name", "") or (condition or boundary[0]).name
             self._conds[key] = (name, members, outputs[0] if outputs else None)
             for lay in members:
                 owner[id(lay)] = key
@@ -258,6 +264,7 @@ class _Reader:
         """
         own = boundary[0].conditional
         seen: dict[int, Layer] = {}
+        expanded: set[int] = set()  # loops whose whole boundary is already on the stack: once per loop, not per layer
         stack = [lay for lay in boundary if lay.type == "CONDITIONAL_OUTPUT"]
         while stack:
             lay = stack.pop()
@@ -267,6 +274,10 @@ class _Reader:
                 continue  # its own inputs and condition bound the branches
             if lay.conditional is not own:
                 seen[id(lay)] = lay
+            if lay.loop is not None:
+                if id(lay.loop) in expanded:
+                    continue
+                expanded.add(id(lay.loop))
             stack.extend(_feeders(lay))
         return list(seen.values())
 
@@ -298,42 +309,68 @@ class _Reader:
         """The longest chain of layers from a recurrence's value to a next value or the kWHILE input.
 
         A nested loop is one step (``loop NAME``), taken at its outputs, from everything it reads.
+        One walk in topological order: each tensor keeps the length of its longest chain and a link
+        to the chain it extends, so no chain is copied (copying made a long body quadratic).
         """
-        best: dict[str, tuple[str, ...]] = {rec.outputs[0].name: () for rec in lp.recurrences}
+        best: dict[str, _Chain] = {rec.outputs[0].name: _Chain(0) for rec in lp.recurrences}
         reads = self._nested_reads(lp)
-        children = {id(c): c for c in self.net.loops if c.parent is lp}
-        nested_outputs = [out for c in children.values() for out in c.outputs]
-        position = {id(lay): i for i, lay in enumerate(self.net.layers)}
-        for lay in sorted(body + nested_outputs, key=lambda lay: position[id(lay)]):  # a topological order
+        nested_outputs = [out for c in self.children[id(lp)] for out in c.outputs]
+        for lay in sorted(body + nested_outputs, key=lambda lay: self.position[id(lay)]):
             if lay.type == "LOOP_OUTPUT" and lay.loop is not None:
                 inputs, step = reads[id(lay.loop)], f"loop {lay.loop.name}"
             else:
                 inputs, step = [t.name for t in lay.inputs if t is not None], lay.name
-            chains = [best[name] for name in inputs if name in best]
-            if chains:
-                chain = max(chains, key=len) + (step,)
+            longest = _longest(best.get(name) for name in inputs)
+            if longest is not None:
+                chain = _Chain(longest.length + 1, step, longest)
                 for out in lay.outputs:
                     best[out.name] = chain
         ends = [rec.inputs[1].name for rec in lp.recurrences if len(rec.inputs) > 1 and rec.inputs[1] is not None]
         if lp.while_ is not None and lp.while_.inputs[0] is not None:
             ends.append(lp.while_.inputs[0].name)
-        paths = [best[name] for name in ends if name in best]
-        return list(max(paths, key=len)) if paths else []
+        found = _longest(best.get(name) for name in ends)
+        return found.steps() if found is not None else []
 
     def _nested_reads(self, lp: Loop) -> dict[int, list[str]]:
         """For each loop nested directly in ``lp``, the tensors of ``lp``'s scope it reads (at any depth)."""
         reads: dict[int, list[str]] = {}
-        for child in (c for c in self.net.loops if c.parent is lp):
-            inside = self._layers_within(child)
-            reads[id(child)] = sorted({t.name for lay in inside for t in lay.inputs
+        for child in self.children[id(lp)]:
+            reads[id(child)] = sorted({t.name for lay in self._layers_within(child) for t in lay.inputs
                                        if t is not None and t.scope is lp})
         return reads
 
-    def _layers_within(self, lp: Loop) -> list[Layer]:
-        layers = list(self.in_loop[id(lp)]) + [lay for lay in lp.boundary() if lay.type != "LOOP_OUTPUT"]
-        for child in (c for c in self.net.loops if c.parent is lp):
-            layers += self._layers_within(child) + child.outputs
-        return layers
+    def _layers_within(self, lp: Loop) -> Iter[Layer]:
+        yield from self.in_loop[id(lp)]
+        yield from (lay for lay in lp.boundary() if lay.type != "LOOP_OUTPUT")
+        for child in self.children[id(lp)]:
+            yield from self._layers_within(child)
+            yield from child.outputs
+
+
+@dataclass(frozen=True, eq=False, repr=False)  # a deep chain would recurse
+class _Chain:
+    """A chain of layer names as a linked list from its last step back (shared, never copied)."""
+
+    length: int
+    step: str | None = None
+    before: _Chain | None = None
+
+    def steps(self) -> list[str]:
+        names: list[str] = []
+        link: _Chain | None = self
+        while link is not None and link.step is not None:
+            names.append(link.step)
+            link = link.before
+        return names[::-1]
+
+
+def _longest(chains: Iterable[_Chain | None]) -> _Chain | None:
+    """The first of the longest ``chains`` (``None`` entries skipped), as ``max(..., key=len)`` picks."""
+    found: _Chain | None = None
+    for chain in chains:
+        if chain is not None and (found is None or chain.length > found.length):
+            found = chain
+    return found
 
 
 def _scope(layer: Layer) -> Loop | None:

@@ -358,3 +358,27 @@ def test_dict_round_trip_of_samples(sample: str) -> None:
     info = describe_network(compile_model(SAMPLES_DIR / sample).network)
     assert list(info.walk_loops())  # each sample has loops
     assert NetworkInfo.from_dict(json.loads(json.dumps(info.to_dict()))) == info
+
+
+def test_a_long_chain_and_a_shortcut_are_measured_whole(nb: NetworkBuilder) -> None:
+    """h ← merge(step19999(… step0(h)), 2h): 20,000 steps, then the merge; the shortcut 2h is one step.
+
+    Read in one walk: a path is never copied to extend it, so a body this long is no slower per layer.
+    """
+    steps = 20_000
+    loop = loop_of(nb, "long", 2)
+    rec = recurrence(loop, nb.input("x", nb.trt.float32, (1,)), "h")
+    h = rec.get_output(0)
+    one = const(nb, [1.0], "one")
+    chain = h
+    for k in range(steps):
+        chain = ew(nb, chain, one, "SUM", f"step{k}")
+    shortcut = ew(nb, h, const(nb, [2.0], "two"), "PROD", "shortcut")
+    rec.set_input(1, ew(nb, chain, shortcut, "SUM", "merge"))
+    output(nb, loop, h, "y")
+
+    found = only_loop(describe_network(nb.network))
+
+    assert found.critical_path == [f"step{k}" for k in range(steps)] + ["merge"]
+    assert found.layers_per_iteration == steps + 2  # the steps, the shortcut and the merge
+    assert found.recurrences == [RecurrenceInfo("h", "x", "merge", [1])]
