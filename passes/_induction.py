@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from loopc.ir import Loop, Recurrence, Value
-from loopc.passes._util import constant_value
+from loopc.ir import constant_value
 
 #: Ops that pass a one-element value through unchanged.
 SAME_VALUE = {"Identity", "Squeeze", "Unsqueeze", "Reshape", "Flatten"}

@@ -7,31 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
+from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value, constant_value
 
 I64 = np.dtype(np.int64)
-
-
-def read_counts(graph: Graph) -> dict[int, int]:
-    """How many times each value (by id) is read anywhere in ``graph``: node inputs and graph outputs.
-
-    Loop roles count through ``Loop.inputs`` (outer reads) and ``body.outputs`` (inner reads),
-    which :meth:`Loop.sync` keeps equal to the role lists.
-    """
-    counts: dict[int, int] = {}
-
-    def visit(g: Graph) -> None:
-        for value in g.outputs:
-            counts[id(value)] = counts.get(id(value), 0) + 1
-        for node in g.nodes:
-            for value in node.inputs:
-                if value is not None:
-                    counts[id(value)] = counts.get(id(value), 0) + 1
-            for sub in node.subgraphs():
-                visit(sub)
-
-    visit(graph)
-    return counts
 
 
 def recurrences(graph: Graph) -> list[tuple[Graph, Loop, Recurrence]]:
@@ -39,60 +17,21 @@ def recurrences(graph: Graph) -> list[tuple[Graph, Loop, Recurrence]]:
     return [(g, node, rec) for g, node in list(graph.walk()) if isinstance(node, Loop) for rec in list(node.recurrences)]
 
 
-def replace_uses(graph: Graph, old: Value, new: Value) -> int:
-    """Make every read of ``old`` in ``graph`` (at any depth, loop roles included) read ``new``."""
-    return replace_many(graph, {id(old): new})
-
-
-def replace_many(graph: Graph, replacements: dict[int, Value]) -> int:
-    """Every read of a value whose id is a key of ``replacements`` reads its replacement instead,
-    in one walk of ``graph`` (a pass with many replacements stays linear in the graph's size).
-    Chains resolve to their end: ``{id(a): b, id(b): c}`` makes reads of ``a`` read ``c``."""
-    if not replacements:
-        return 0
-    changed = 0
-
-    def swap(value: Any) -> Any:
-        nonlocal changed
-        if value is None or id(value) not in replacements:
-            return value
+def replace_all(replacements: dict[Value, Value]) -> int:
+    """Every read of a key of ``replacements`` reads its replacement instead (through the use lists, so
+    the cost is the number of reads moved). Chains resolve to their end: ``{a: b, b: c}`` makes reads of
+    ``a`` read ``c``."""
+    moved = 0
+    for old, new in replacements.items():
         seen = 0
-        while id(value) in replacements and seen <= len(replacements):
-            value, seen = replacements[id(value)], seen + 1
-        changed += 1
-        return value
-
-    for _, node in graph.walk():
-        before = changed
-        if isinstance(node, Loop):
-            node.trip_count, node.condition, node.max_trips = (
-                swap(node.trip_count), swap(node.condition), swap(node.max_trips)
-            )
-            for it in node.iterators:
-                it.source = swap(it.source)
-            for rec in node.recurrences:
-                rec.init, rec.next = swap(rec.init), swap(rec.next)
-            for out in node.loop_outputs:
-                out.value = swap(out.value)
-            if changed != before:
-                node.sync()
-        else:
-            node.inputs = [swap(v) for v in node.inputs]
-            for sub in node.subgraphs():
-                sub.outputs = [swap(v) for v in sub.outputs]
-    graph.outputs = [swap(v) for v in graph.outputs]
-    return changed
+        while new in replacements and seen <= len(replacements):
+            new, seen = replacements[new], seen + 1
+        moved += old.replace_all_uses_with(new)
+    return moved
 
 
-def constant_value(value: Value | None) -> Any:
-    """The array held by the Constant node that produces ``value``, else None."""
-    if value is None or value.producer is None or value.producer.op != "Constant":
-        return None
-    return value.producer.attrs.get("value")
-
-
-def constant(nodes: list[Node], name: str, array: Any) -> Value:
-    """Append a Constant node holding ``array`` to ``nodes``; return its value."""
+def constant(nodes: list[Node] | Graph, name: str, array: Any) -> Value:
+    """Append a Constant node holding ``array`` to ``nodes`` (a list being built, or a graph); return its value."""
     value = np.asarray(array)
     result = Value(name, value.dtype, tuple(value.shape))
     nodes.append(Node("Constant", [], [result], {"value": value}))
@@ -101,16 +40,16 @@ def constant(nodes: list[Node], name: str, array: Any) -> Value:
 
 def trips_run(outer: Graph, loop: Loop) -> Value:
     """The number of trips ``loop`` ran, as a value after it: a carried counter's last value."""
-    zero = constant(outer.nodes, f"{loop.name}_trips0", np.array(0, np.int64))
-    outer.nodes.insert(outer.nodes.index(loop), outer.nodes.pop())
+    before: list[Node] = []
+    zero = constant(before, f"{loop.name}_trips0", np.array(0, np.int64))
+    outer.insert_before(loop, before)
     state = Value(f"{loop.name}_trips", I64, ())
-    one = constant(loop.body.nodes, f"{loop.name}_one", np.array(1, np.int64))
+    one = constant(loop.body, f"{loop.name}_one", np.array(1, np.int64))
     step = Value(f"{loop.name}_trips_next", I64, ())
     loop.body.add(Node("Add", [state, one], [step]))
     loop.recurrences.append(Recurrence(state, zero, step))
     final = Value(f"{loop.name}_trips_run", I64, ())
     loop.loop_outputs.append(LoopOutput("last", state, final))
-    loop.sync()
     return final
 
 

@@ -23,9 +23,8 @@ import numpy as np
 from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
-from loopc.ir import Graph, Node, Value
+from loopc.ir import Graph, Node, Value, constant_value
 from loopc.limits import check_constant
-from loopc.passes._util import constant_value, replace_uses
 from loopc.passes.manager import PassResult
 
 #: Folding never materializes more than this many elements.
@@ -43,18 +42,16 @@ class ConstantFolding:
     def __call__(self, graph: Graph) -> PassResult:
         folded = 0
         for g, node in list(graph.walk()):
-            if node.op in NEVER or node.subgraphs() or node not in g.nodes:
+            if node.op in NEVER or node.subgraphs() or node.graph is not g:
                 continue
             values = fold(node)
             if values is None:
                 continue
-            at = g.nodes.index(node)
-            g.nodes.remove(node)
             for k, (old, array) in enumerate(zip(node.outputs, values)):
                 new = Value(old.name, array.dtype, tuple(array.shape))
-                g.nodes.insert(at + k, Node("Constant", [], [new], {"value": array}, name=f"{node.name}_folded{k}",
-                                            origin=node.origin))
-                replace_uses(graph, old, new)
+                g.insert_before(node, [Node("Constant", [], [new], {"value": array}, name=f"{node.name}_folded{k}")])
+                old.replace_all_uses_with(new)
+            g.remove(node)
             folded += 1
         return PassResult(graph, folded > 0, {"nodes": folded} if folded else {})
 

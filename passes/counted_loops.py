@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loopc.ir import Graph, Loop, Node, Value
+from loopc.ir import Graph, Loop, Node, Value, constant_value
 from loopc.passes._induction import Affine, Induction
-from loopc.passes._util import computed_from, constant, constant_value
+from loopc.passes._util import computed_from, constant
 from loopc.passes.manager import PassResult
 
 BOOL, I64 = np.dtype(np.bool_), np.dtype(np.int64)
@@ -87,8 +87,7 @@ class CountedLoops:
         folded = constant_value(count)
         if folded is not None and int(np.asarray(folded)) > INT32_MAX:
             return 0  # no count TensorRT can take; the while limit stays
-        at = outer.nodes.index(loop)
-        outer.nodes[at:at] = before
+        outer.insert_before(loop, before)
         loop.trip_count = count
         loop.max_trips = None  # concatenated outputs are now as long as the trip count
         condition = _all_of(loop, rest)
@@ -96,7 +95,6 @@ class CountedLoops:
             carried.next = condition
         else:
             loop.condition = condition if rest else None
-        loop.sync()
         return len(bounds)
 
 
@@ -236,7 +234,7 @@ def _smallest(nodes: list[Node], name: str, counts: list[Value]) -> Value:
 def _all_of(loop: Loop, conjuncts: list[Value]) -> Value:
     """The conjunction of ``conjuncts`` as a body value (a constant true when there are none)."""
     if not conjuncts:
-        return constant(loop.body.nodes, f"{loop.name}_always", np.array(True))
+        return constant(loop.body, f"{loop.name}_always", np.array(True))
     result = conjuncts[0]
     for k, other in enumerate(conjuncts[1:]):
         both = Value(f"{loop.name}_while{k}", BOOL, ())

@@ -2,13 +2,17 @@
 
 Liveness flows backwards from the graph outputs through every nesting level at once, because a
 loop body reads outer values directly. A recurrence is live only if its state is read by
-something live, so a carried value that only feeds itself (``h = h + 1`` never read) dies too;
-a loop's trip limits are live whenever the loop is, since they decide how many trips run.
+something live, so a carried value that only feeds itself (``h = h + 1`` never read) dies too —
+which is why this is a marking pass from the outputs, not "remove what has no uses". A loop's trip
+limits are live whenever the loop is, since they decide how many trips run.
+
+Marking is a worklist over values, each visited once; sweeping removes dead nodes last to first,
+inner graphs before the graphs around them, so no node is removed while something still reads it.
 """
 
 from __future__ import annotations
 
-from loopc.ir import Graph, If, Loop, Node
+from loopc.ir import Graph, If, Loop, Value
 from loopc.passes.manager import PassResult
 
 
@@ -17,69 +21,78 @@ class DeadCode:
 
     def __call__(self, graph: Graph) -> PassResult:
         live = _liveness(graph)
-        stats = {"nodes": 0, "loop_outputs": 0, "recurrences": 0, "iterators": 0, "counters": 0}
+        stats = {"nodes": 0, "loop_outputs": 0, "recurrences": 0, "iterators": 0, "counters": 0, "if_outputs": 0}
         _sweep(graph, live, stats)
         return PassResult(graph, any(stats.values()), {k: v for k, v in stats.items() if v})
 
 
-def _liveness(graph: Graph) -> set[int]:
-    live = {id(v) for v in graph.outputs}
-    nodes = [node for _, node in graph.walk()]
-    changed = True
-    while changed:
-        before = len(live)
-        for node in reversed(nodes):
-            if not any(id(v) in live for v in node.outputs):
-                continue
-            if isinstance(node, Loop):
-                _mark_loop(node, live)
-            elif isinstance(node, If):
-                live.add(id(node.inputs[0]))
-                for k, out in enumerate(node.outputs):
-                    if id(out) in live:
-                        live.update(id(b.outputs[k]) for b in node.subgraphs())
-            else:
-                live.update(id(v) for v in node.inputs if v is not None)
-        changed = len(live) != before
+def _liveness(graph: Graph) -> set[Value]:
+    """Every value something live reads, from the graph's outputs back."""
+    params: dict[Value, list[Value]] = {}  # a loop-body parameter -> the outer and body values it stands for
+    for _, node in graph.walk():
+        if isinstance(node, Loop):
+            for rec in node.recurrences:
+                params[rec.state] = [rec.init, rec.next]
+            for it in node.iterators:
+                params[it.param] = [it.source]
+    live: set[Value] = set()
+    work = list(graph.outputs)
+    while work:
+        value = work.pop()
+        if value in live:
+            continue
+        live.add(value)
+        work.extend(params.get(value, ()))
+        node = value.producer
+        if isinstance(node, Loop):
+            work.extend(v for v in (node.trip_count, node.max_trips, node.condition) if v is not None)
+            work.extend(o.value for o in node.loop_outputs if o.result is value)
+        elif isinstance(node, If):
+            work.append(node.inputs[0])  # type: ignore[arg-type]
+            k = node.outputs.index(value)
+            work.extend(branch.outputs[k] for branch in node.subgraphs())
+        elif node is not None:
+            work.extend(v for v in node.inputs if v is not None)
     return live
 
 
-def _mark_loop(loop: Loop, live: set[int]) -> None:
-    live.update(id(v) for v in (loop.trip_count, loop.max_trips, loop.condition) if v is not None)
-    for out in loop.loop_outputs:
-        if id(out.result) in live:
-            live.add(id(out.value))
-    for rec in loop.recurrences:
-        if id(rec.state) in live:
-            live.update((id(rec.init), id(rec.next)))
-    for it in loop.iterators:
-        if id(it.param) in live:
-            live.add(id(it.source))
-
-
-def _sweep(graph: Graph, live: set[int], stats: dict[str, int]) -> None:
-    kept: list[Node] = []
-    for node in graph.nodes:
-        if not any(id(v) in live for v in node.outputs):
+def _sweep(graph: Graph, live: set[Value], stats: dict[str, int]) -> None:
+    for node in reversed(graph.nodes):
+        if not any(v in live for v in node.outputs):
+            graph.remove(node)
             stats["nodes"] += 1
             continue
         if isinstance(node, Loop):
             _trim_loop(node, live, stats)
+        elif isinstance(node, If):
+            _trim_if(node, live, stats)
         for sub in node.subgraphs():
             _sweep(sub, live, stats)
-        kept.append(node)
-    graph.nodes = kept
 
 
-def _trim_loop(loop: Loop, live: set[int], stats: dict[str, int]) -> None:
-    outputs = [o for o in loop.loop_outputs if id(o.result) in live]
-    recurrences = [r for r in loop.recurrences if id(r.state) in live]
-    iterators = [it for it in loop.iterators if id(it.param) in live]
+def _trim_loop(loop: Loop, live: set[Value], stats: dict[str, int]) -> None:
+    outputs = [o for o in loop.loop_outputs if o.result in live]
+    recurrences = [r for r in loop.recurrences if r.state in live]
+    iterators = [it for it in loop.iterators if it.param in live]
     stats["loop_outputs"] += len(loop.loop_outputs) - len(outputs)
     stats["recurrences"] += len(loop.recurrences) - len(recurrences)
     stats["iterators"] += len(loop.iterators) - len(iterators)
-    loop.loop_outputs, loop.recurrences, loop.iterators = outputs, recurrences, iterators
-    if loop.counter is not None and id(loop.counter) not in live:
+    if len(outputs) != len(loop.loop_outputs):
+        loop.loop_outputs = outputs
+    if len(recurrences) != len(loop.recurrences):
+        loop.recurrences = recurrences
+    if len(iterators) != len(loop.iterators):
+        loop.iterators = iterators
+    if loop.counter is not None and loop.counter not in live:
         loop.counter = None
         stats["counters"] += 1
-    loop.sync()
+
+
+def _trim_if(node: If, live: set[Value], stats: dict[str, int]) -> None:
+    kept = [k for k, v in enumerate(node.outputs) if v in live]
+    if len(kept) == len(node.outputs):
+        return
+    stats["if_outputs"] += len(node.outputs) - len(kept)
+    node.outputs = [node.outputs[k] for k in kept]
+    for branch in node.subgraphs():
+        branch.outputs = [branch.outputs[k] for k in kept]

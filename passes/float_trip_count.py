@@ -14,7 +14,7 @@ import numpy as np
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, Node, Recurrence, Value
 from loopc.passes._util import computed_from, constant
-from loopc.passes.manager import PassResult
+from loopc.passes.manager import PassResult, broken
 from loopc.sim.dtypes import is_float
 
 BOOL, I64 = np.dtype(np.bool_), np.dtype(np.int64)
@@ -34,6 +34,12 @@ class FloatTripCount:
                 rewritten += 1
         return PassResult(graph, rewritten > 0, {"loops": rewritten} if rewritten else {})
 
+    def ensures(self, graph: Graph) -> None:
+        """No trip count is computed from floating-point values."""
+        for _, node in graph.walk():
+            if isinstance(node, Loop) and node.trip_count is not None and _from_floats(node.trip_count):
+                raise broken(self, node, "a trip count computed from floats is left")
+
     def _rewrite(self, outer: Graph, loop: Loop) -> None:
         if self.max_trips is None:
             raise PassError(f"{loop.describe()}: its trip count is computed from floating-point values, which "
@@ -43,12 +49,10 @@ class FloatTripCount:
         before: list[Node] = []
         zero = constant(before, f"{loop.name}_i0", np.array(0, np.int64))
         bound = constant(before, f"{loop.name}_max_trips", np.array(self.max_trips, np.int64))
-        at = outer.nodes.index(loop)
-        outer.nodes[at:at] = before
+        outer.insert_before(loop, before)
         i, i_next = Value(f"{loop.name}_i", I64, ()), Value(f"{loop.name}_i_next", I64, ())
-        one = constant(loop.body.nodes, f"{loop.name}_i_step", np.array(1, np.int64))
+        one = constant(loop.body, f"{loop.name}_i_step", np.array(1, np.int64))
         below = Value(f"{loop.name}_below_count", BOOL, ())
-        loop.body.nodes[0:0] = [loop.body.nodes.pop()]  # the step constant first
         loop.body.add(Node("Add", [i, one], [i_next]))
         loop.body.add(Node("Less", [i, count], [below]))
         condition = below
@@ -57,7 +61,6 @@ class FloatTripCount:
             loop.body.add(Node("And", [loop.condition, below], [condition]))
         loop.recurrences.append(Recurrence(i, zero, i_next))
         loop.trip_count, loop.condition, loop.max_trips = None, condition, bound
-        loop.sync()
 
 
 def _from_floats(value: Value) -> bool:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from loopc.ir import Graph, Loop, LoopIterator, Node, Value
+from loopc.ir import Graph, Loop, LoopIterator, Node, Value, constant_value
 from loopc.passes._induction import Affine, Induction
-from loopc.passes._util import constant, constant_value, replace_uses
+from loopc.passes._util import constant
 from loopc.passes.manager import PassResult
 
 
@@ -51,17 +51,15 @@ class GatherToIterator:
             element = Value(f"{out.name}_iter", out.dtype, None if data.shape is None else
                             data.shape[:axis] + data.shape[axis + 1:])
             loop.iterators.append(LoopIterator(element, _first_trips(outer, loop, data, axis), axis))
-            at = loop.body.nodes.index(node)
-            loop.body.nodes.remove(node)
             if node.op == "Slice":  # x[i:i+1] keeps the axis x[i] drops
                 restored: list[Node] = []
                 axes = constant(restored, f"{out.name}_axis", np.array([axis], np.int64))
                 kept = Value(f"{out.name}_kept", out.dtype, out.shape)
-                restored.append(Node("Unsqueeze", [element, axes], [kept], origin=node.origin))
-                loop.body.nodes[at:at] = restored
+                restored.append(Node("Unsqueeze", [element, axes], [kept]))
+                loop.body.insert_before(node, restored)
                 element = kept
-            loop.sync()
-            replace_uses(graph, out, element)
+            out.replace_all_uses_with(element)
+            loop.body.remove(node)
             rewritten += 1
         return rewritten
 
@@ -88,8 +86,7 @@ def _first_trips(outer: Graph, loop: Loop, data: Value, axis: int) -> Value:
     shape = None if data.shape is None else data.shape[:axis] + (None,) + data.shape[axis + 1:]
     cut = Value(f"{data.name}_trips", data.dtype, shape)
     nodes.append(Node("Slice", [data, start, end, axes], [cut]))
-    at = outer.nodes.index(loop)
-    outer.nodes[at:at] = nodes
+    outer.insert_before(loop, nodes)
     return cut
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
 from loopc.ir.core import Dim
-from loopc.passes._util import merge_stacked_axis, read_counts, recurrences, replace_uses
+from loopc.passes._util import merge_stacked_axis, recurrences
 from loopc.passes.manager import PassResult
 
 
@@ -23,51 +23,43 @@ class GrowingConcat:
     name = "growing-concat"
 
     def __call__(self, graph: Graph) -> PassResult:
-        rewritten = sum(self._rewrite(graph, g, loop, rec) for g, loop, rec in recurrences(graph))
+        rewritten = sum(self._rewrite(g, loop, rec) for g, loop, rec in recurrences(graph))
         return PassResult(graph, rewritten > 0, {"concats": rewritten} if rewritten else {})
 
-    def _rewrite(self, root: Graph, outer: Graph, loop: Loop, rec: Recurrence) -> int:
-        producer = rec.next.producer
-        if producer is None or producer.op != "Concat":
-            return 0  # the common case, decided before counting reads over the whole graph
-        counts = read_counts(root)
-        found = _chain(rec, counts)
+    def _rewrite(self, outer: Graph, loop: Loop, rec: Recurrence) -> int:
+        found = _chain(rec)
         if found is None:
             return 0
         chain, pieces, axis = found
         finals = [o for o in loop.loop_outputs if o.value is rec.state]
         # the state is read by the concatenation and its own "last" outputs, the grown value only by
         # the recurrence: anything else in the body would need the grown value on every trip
-        if counts.get(id(rec.state), 0) != 1 + len(finals) or counts.get(id(rec.next), 0) != 1 or not finals:
+        if len(rec.state.uses()) != 1 + len(finals) or len(rec.next.uses()) != 1 or not finals:
             return 0
-        loop.body.nodes = [n for n in loop.body.nodes if not any(n is c for c in chain[1:])]
-        if len(pieces) == 1:
-            piece = pieces[0]
-            loop.body.nodes.remove(chain[0])
-        else:
+        piece = pieces[0]
+        if len(pieces) > 1:
             piece = Value(rec.state.name + "_piece", pieces[0].dtype, _joined_shape(pieces, axis))
-            loop.body.nodes[loop.body.nodes.index(chain[0])] = Node("Concat", pieces, [piece], {"axis": axis},
-                                                                     origin=chain[0].origin)
+            loop.body.insert_before(chain[0], [Node("Concat", pieces, [piece], {"axis": axis})])
         assert piece.shape is not None
         stacked = Value(rec.state.name + "_pieces", piece.dtype, piece.shape[:axis] + (None,) + piece.shape[axis:])
         loop.loop_outputs.append(LoopOutput("concat", piece, stacked, axis))
-        loop.recurrences.remove(rec)
         for out in finals:
             loop.loop_outputs.remove(out)
-        loop.sync()
+        loop.recurrences.remove(rec)
+        for node in chain:  # outermost first: each is unread once the one before is gone
+            loop.body.remove(node)
         new_nodes: list[Node] = []
         result = merged = merge_stacked_axis(new_nodes, stacked, piece, axis, rec.state.name + "_grown")
         if not _statically_empty(rec.init, axis):
             result = Value(rec.state.name + "_final", piece.dtype, None)
             new_nodes.append(Node("Concat", [rec.init, merged], [result], {"axis": axis}))
-        at = outer.nodes.index(loop) + 1
-        outer.nodes[at:at] = new_nodes
+        outer.insert_after(loop, new_nodes)
         for out in finals:
-            replace_uses(root, out.result, result)
+            out.result.replace_all_uses_with(result)
         return 1
 
 
-def _chain(rec: Recurrence, counts: dict[int, int]) -> tuple[list[Node], list[Value], int] | None:
+def _chain(rec: Recurrence) -> tuple[list[Node], list[Value], int] | None:
     """The Concats from ``rec.next`` back to ``rec.state`` through their first inputs (outermost
     first), the pieces they append in order, and their common axis (normalized); None unless the
     next value is such a chain whose intermediate results nothing else reads."""
@@ -79,7 +71,7 @@ def _chain(rec: Recurrence, counts: dict[int, int]) -> tuple[list[Node], list[Va
         node = value.producer
         if node is None or node.op != "Concat" or len(node.inputs) < 2 or any(v is None for v in node.inputs[1:]):
             return None
-        if chain and counts.get(id(value), 0) != 1:
+        if chain and len(value.uses()) != 1:
             return None  # an intermediate result read elsewhere needs the grown value on every trip
         added = [v for v in node.inputs[1:] if v is not None]
         if any(v.shape is None for v in added):

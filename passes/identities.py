@@ -6,25 +6,27 @@ Output names survive: the model keeps its output names apart from the values (``
 
 from __future__ import annotations
 
-from loopc.ir import Graph, Value
-from loopc.passes._util import replace_many
-from loopc.passes.manager import PassResult
+from loopc.ir import Graph
+from loopc.passes.manager import PassResult, broken
 
 
 class Identities:
     name = "identities"
 
     def __call__(self, graph: Graph) -> PassResult:
-        replacements: dict[int, Value] = {}
-        holders: dict[int, Graph] = {}
-        dropped: set[int] = set()
-        for g, node in graph.walk():
-            if node.op != "Identity" or node.inputs[0] is None or node.inputs[0].dtype != node.outputs[0].dtype:
+        dropped = 0
+        for g, node in list(graph.walk()):
+            source = node.inputs[0] if node.op == "Identity" and node.inputs else None
+            if source is None or source.dtype != node.outputs[0].dtype:
                 continue
-            replacements[id(node.outputs[0])] = node.inputs[0]
-            holders[id(g)] = g
-            dropped.add(id(node))
-        for g in holders.values():
-            g.nodes = [n for n in g.nodes if id(n) not in dropped]
-        replace_many(graph, replacements)  # one walk for all of them: linear in the graph's size
-        return PassResult(graph, bool(dropped), {"nodes": len(dropped)} if dropped else {})
+            node.outputs[0].replace_all_uses_with(source)
+            g.remove(node)
+            dropped += 1
+        return PassResult(graph, dropped > 0, {"nodes": dropped} if dropped else {})
+
+    def ensures(self, graph: Graph) -> None:
+        """No Identity that only renames is left."""
+        for _, node in graph.walk():
+            if node.op == "Identity" and node.inputs and node.inputs[0] is not None \
+                    and node.inputs[0].dtype == node.outputs[0].dtype:
+                raise broken(self, node, "an Identity is left")

@@ -1,14 +1,20 @@
-"""Running passes: each returns a :class:`PassResult`; the verifier checks the IR after every one.
+"""Running passes: each returns a :class:`PassResult`; the verifier checks the IR after every change.
 
-A pass is a small object with a ``name`` and ``__call__(graph) -> PassResult``. The manager runs
-the list in order, repeating the whole list until no pass changes anything (passes enable each
-other: removing a dead carry can make a counter unused), with a cap so a pass that always claims
-a change cannot spin forever.
+A pass is a small object with a ``name`` and ``__call__(graph) -> PassResult``. It may also declare
+``requires(graph)`` and ``ensures(graph)``: checks of what it needs before it runs and what it
+promises after, run around every call (a broken promise raises :func:`broken`: a bug in the pass).
+
+The manager runs the list in order and repeats it while anything changes (passes enable each
+other: removing a dead carry can make a counter unused). It is driven by what changed: every edit
+of the IR bumps the model's change count (see :meth:`loopc.ir.Graph.changed`), so a pass that last
+found nothing to do is not run again until something has changed since, and the verifier runs only
+after a pass that changed the graph. The count also keeps passes honest: a pass that edited the IR
+but reported ``modified=False`` is a bug, reported as such.
 
 Passes that move things across loop levels visit inner loops first, so one call settles every
-level; the cap still grows with the nesting depth (``max_rounds`` plus one round per level), since
-a rewrite at one level may enable another one level out. A model that ends in the cap is a pass
-that keeps undoing another: a bug in loopc, reported with the passes that still changed.
+level; the round cap still grows with the nesting depth (``max_rounds`` plus one round per level),
+since a rewrite at one level may enable another one level out. A model that ends in the cap is a
+pass that keeps undoing another: a bug in loopc, reported with the passes that still changed.
 """
 
 from __future__ import annotations
@@ -44,30 +50,65 @@ class PassManager:
     #: Called as ``dump(pass_name, graph)`` after every pass that changed the graph.
     dump: Callable[[str, Graph], None] | None = None
     stats: dict[str, int] = field(default_factory=dict)
+    #: How many times each pass ran (a pass with nothing new to look at is skipped).
+    runs: dict[str, int] = field(default_factory=dict)
 
     def run(self, graph: Graph) -> Graph:
         verify(graph, after="the frontend")
+        state = graph.model_state()
         rounds = self.max_rounds + nesting_depth(graph)
+        #: the change count each pass last saw, when that run found nothing to do
+        idle_at: dict[int, int] = {}
         changing: list[str] = []
         for round_number in range(1, rounds + 1):
-            changed = False
             changing = []
-            for p in self.passes:
-                result = p(graph)
-                graph = result.graph
-                verify(graph, after=f"pass {p.name}")
-                for key, count in result.stats.items():
-                    self.stats[f"{p.name}.{key}"] = self.stats.get(f"{p.name}.{key}", 0) + count
-                if result.modified:
-                    changed = True
+            for index, p in enumerate(self.passes):
+                if idle_at.get(index) == state.changes:
+                    continue  # nothing changed since this pass last found nothing to do
+                if self._run_one(p, graph):
                     changing.append(p.name)
-                    log.info("pass %s changed the graph: %s", p.name, result.stats)
-                    if self.dump is not None:
-                        self.dump(p.name, graph)
-            if not changed:
+                    idle_at.pop(index, None)
+                else:
+                    idle_at[index] = state.changes
+            if not changing:
                 return graph
-            log.debug("pass round %d changed the graph; running the passes again", round_number)
+            log.debug("pass round %d changed the graph (%s); running the passes again", round_number, changing)
         raise InternalError(f"passes did not settle after {rounds} rounds; still changing the graph: {changing}")
+
+    def _run_one(self, p: Pass, graph: Graph) -> bool:
+        """Run ``p`` with its checks; whether it changed the graph."""
+        state = graph.model_state()
+        requires = getattr(p, "requires", None)
+        if requires is not None:
+            requires(graph)
+        before = state.changes
+        result = p(graph)
+        if result.graph is not graph:
+            raise InternalError(f"pass {p.name} returned another graph; passes edit the graph they are given")
+        self.runs[p.name] = self.runs.get(p.name, 0) + 1
+        edited = state.changes != before
+        if edited and not result.modified:
+            raise InternalError(f"pass {p.name} changed the graph but reported modified=False")
+        if result.modified:
+            state.changes += 1  # edits the IR cannot see itself (a refined shape) count too
+            verify(graph, after=f"pass {p.name}")
+        ensures = getattr(p, "ensures", None)
+        if ensures is not None:
+            ensures(graph)
+        if not result.modified:
+            return False
+        for key, count in result.stats.items():
+            self.stats[f"{p.name}.{key}"] = self.stats.get(f"{p.name}.{key}", 0) + count
+        log.info("pass %s changed the graph: %s", p.name, result.stats)
+        if self.dump is not None:
+            self.dump(p.name, graph)
+        return True
+
+
+def broken(p: Pass, node: object, what: str) -> InternalError:
+    """The error for a pass whose ``requires``/``ensures`` does not hold at ``node``."""
+    where = node.describe() if hasattr(node, "describe") else repr(node)
+    return InternalError(f"pass {p.name}: {where}: {what}")
 
 
 def nesting_depth(graph: Graph) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
-from loopc.passes._util import merge_stacked_axis, read_counts, recurrences, replace_uses
+from loopc.passes._util import merge_stacked_axis, recurrences
 from loopc.passes.manager import PassResult
 
 
@@ -20,22 +20,22 @@ class SequenceAccumulation:
     name = "sequence-accumulation"
 
     def __call__(self, graph: Graph) -> PassResult:
-        rewritten = sum(self._rewrite(graph, g, loop, rec) for g, loop, rec in recurrences(graph))
+        rewritten = sum(self._rewrite(g, loop, rec) for g, loop, rec in recurrences(graph))
         return PassResult(graph, rewritten > 0, {"sequences": rewritten} if rewritten else {})
 
-    def _rewrite(self, root: Graph, outer: Graph, loop: Loop, rec: Recurrence) -> int:
+    def _rewrite(self, outer: Graph, loop: Loop, rec: Recurrence) -> int:
         insert, empty = rec.next.producer, rec.init.producer
         if insert is None or insert.op != "SequenceInsert" or len(insert.inputs) != 2 or insert.inputs[0] is not rec.state:
             return 0
         if empty is None or empty.op != "SequenceEmpty":
             return 0
         finals = [o for o in loop.loop_outputs if o.value is rec.state]
-        counts = read_counts(root)
         # the state is read by the insert and by its own "last" outputs (body.outputs), nothing else
-        if counts.get(id(rec.state), 0) != 1 + len(finals):
+        if len(rec.state.uses()) != 1 + len(finals):
             return 0
-        stacks = [n for n in outer.nodes if n.op == "ConcatFromSequence" and any(n.inputs[0] is f.result for f in finals)]
-        if not finals or len(stacks) != sum(counts.get(id(f.result), 0) for f in finals):
+        stacks = [u.user for f in finals for u in f.result.uses()
+                  if isinstance(u.user, Node) and u.user.op == "ConcatFromSequence" and u.slot == 0 and u.user.graph is outer]
+        if not finals or len(stacks) != sum(len(f.result.uses()) for f in finals):
             return 0
         element = insert.inputs[1]
         if element is None:
@@ -49,13 +49,12 @@ class SequenceAccumulation:
             result = self._stacked(loop, outer, stack, element)
             if result is None:
                 return 0
-            replace_uses(root, stack.outputs[0], result)
-            outer.nodes.remove(stack)
-        loop.recurrences.remove(rec)
+            stack.outputs[0].replace_all_uses_with(result)
+            outer.remove(stack)
         for out in finals:
             loop.loop_outputs.remove(out)
-        loop.body.nodes.remove(insert)
-        loop.sync()
+        loop.recurrences.remove(rec)
+        loop.body.remove(insert)
         return 1
 
     def _stacked(self, loop: Loop, outer: Graph, stack: Node, element: Value) -> Value | None:
@@ -69,7 +68,6 @@ class SequenceAccumulation:
             shape = None if element.shape is None else element.shape[:axis] + (None,) + element.shape[axis:]
             result = Value(stack.outputs[0].name + "_stacked", element.dtype, shape)
             loop.loop_outputs.append(LoopOutput("concat", element, result, axis))
-            loop.sync()
             return result
         # new_axis=0: concatenate along an existing axis = stack on it, then merge it with the next
         if element.shape is None or rank == 0:
@@ -77,9 +75,7 @@ class SequenceAccumulation:
         axis = axis + rank if axis < 0 else axis
         stacked = Value(stack.outputs[0].name + "_stacked", element.dtype, element.shape[:axis] + (None,) + element.shape[axis:])
         loop.loop_outputs.append(LoopOutput("concat", element, stacked, axis))
-        loop.sync()
         nodes: list[Node] = []
         merged = merge_stacked_axis(nodes, stacked, element, axis, stack.outputs[0].name)
-        at = outer.nodes.index(stack)
-        outer.nodes[at:at] = nodes
+        outer.insert_before(stack, nodes)
         return merged

@@ -15,7 +15,7 @@ from onnx import helper, numpy_helper
 
 from loopc.ir import Graph, Node, Value
 from loopc.ir.core import Shape
-from loopc.passes._util import constant_value
+from loopc.ir import constant_value
 from loopc.passes.constant_folding import NEVER, attribute
 from loopc.passes.manager import PassResult
 

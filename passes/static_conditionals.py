@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.ir import Graph, If, Node, Value
-from loopc.passes._util import constant_value, replace_uses
+from loopc.ir import constant_value
 from loopc.passes.manager import PassResult
 
 
@@ -47,10 +47,10 @@ class StaticConditionals:
 
 
 def _inline(graph: Graph, outer: Graph, node: If, branch: Graph, results: list[Value]) -> None:
-    at = outer.nodes.index(node)
-    outer.nodes[at:at + 1] = branch.nodes
+    outer.insert_before(node, list(branch.nodes))
     for result, value in zip(node.outputs, results):
-        replace_uses(graph, result, value)
+        result.replace_all_uses_with(value)
+    outer.remove(node)
 
 
 def _short_circuit_and(node: If) -> bool:

@@ -11,8 +11,8 @@ import numpy as np
 
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, Node, Value
-from loopc.passes._util import constant_value
-from loopc.passes.manager import PassResult
+from loopc.ir import constant_value
+from loopc.passes.manager import PassResult, broken
 
 INT32_MAX = 2**31 - 1
 
@@ -28,13 +28,19 @@ class TripLimits:
                 self._count(g, node, stats)
         return PassResult(graph, any(stats.values()), {k: v for k, v in stats.items() if v})
 
+    def ensures(self, graph: Graph) -> None:
+        """Every constant trip count is one TensorRT takes: 0 … INT32_MAX."""
+        for _, node in graph.walk():
+            count = constant_value(node.trip_count) if isinstance(node, Loop) else None
+            if count is not None and not 0 <= int(np.asarray(count).reshape(-1)[0]) <= INT32_MAX:
+                raise broken(self, node, f"trip count {count} is left out of range")
+
     def _condition(self, loop: Loop, stats: dict[str, int]) -> None:
         if loop.condition is None or not _always_true(loop, loop.condition):
             return
         if loop.trip_count is None:
             raise PassError(f"{loop.describe()}: the loop never ends (its condition is always true and it has no trip count)")
         loop.condition = None
-        loop.sync()
         stats["conditions_dropped"] += 1
 
     def _count(self, graph: Graph, loop: Loop, stats: dict[str, int]) -> None:
@@ -46,9 +52,8 @@ class TripLimits:
             raise PassError(f"{loop.describe()}: trip count {count} exceeds TensorRT's INT32 limit")
         if count < 0 and loop.trip_count is not None:
             zero = Value(f"{loop.trip_count.name}_clamped", np.dtype(np.int64), ())
-            graph.nodes.insert(graph.nodes.index(loop), Node("Constant", [], [zero], {"value": np.array(0, np.int64)}))
+            graph.insert_before(loop, [Node("Constant", [], [zero], {"value": np.array(0, np.int64)})])
             loop.trip_count = zero
-            loop.sync()
             stats["counts_clamped"] += 1
 
 

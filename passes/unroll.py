@@ -12,8 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.errors import PassError
-from loopc.ir import Graph, Loop, Node, Recurrence, Value
-from loopc.passes._util import constant_value, replace_uses
+from loopc.ir import Graph, Loop, Node, Recurrence, Value, constant_value
 from loopc.passes.manager import PassResult
 
 MAX_TRIPS = 64
@@ -26,7 +25,7 @@ class Unroll:
         unrolled = 0
         for g, node in list(graph.walk()):
             if isinstance(node, Loop) and self._wanted(node):
-                self._unroll(graph, g, node)
+                self._unroll(g, node)
                 unrolled += 1
         return PassResult(graph, unrolled > 0, {"loops": unrolled} if unrolled else {})
 
@@ -47,7 +46,7 @@ class Unroll:
                             f"when {reason}")
         return False
 
-    def _unroll(self, root: Graph, outer: Graph, loop: Loop) -> None:
+    def _unroll(self, outer: Graph, loop: Loop) -> None:
         trips = int(np.asarray(constant_value(loop.trip_count)).reshape(-1)[0])
         emitted: list[Node] = []
         states = [r.init for r in loop.recurrences]
@@ -86,10 +85,10 @@ class Unroll:
             joined = Value(f"{out.result.name}_unrolled", out.result.dtype, out.result.shape)
             emitted.append(Node("Concat", pieces, [joined], {"axis": out.axis}))
             results.append((out.result, joined))
-        at = outer.nodes.index(loop)
-        outer.nodes[at : at + 1] = emitted
+        outer.insert_before(loop, emitted)
         for old, new in results:
-            replace_uses(root, old, new)
+            old.replace_all_uses_with(new)
+        outer.remove(loop)
 
 
 def _cannot_unroll(loop: Loop) -> str | None:

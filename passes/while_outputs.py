@@ -15,9 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.errors import PassError
-from loopc.ir import Graph, Loop, LoopOutput
-from loopc.passes._util import constant, first_rows, replace_uses, trips_run
-from loopc.passes.manager import PassResult
+from loopc.ir import Graph, Loop, LoopOutput, Node
+from loopc.passes._util import constant, first_rows, trips_run
+from loopc.passes.manager import PassResult, broken
 
 
 class WhileOutputs:
@@ -42,22 +42,24 @@ class WhileOutputs:
             if node.trip_count is None and node.max_trips is None:
                 self._bound(g, node, stacked[0])
             trips = trips_run(g, node)
-            after = g.nodes.index(node) + 1
-            for out in stacked:
-                nodes: list = []
+            for out in reversed(stacked):
+                nodes: list[Node] = []
                 exact = first_rows(nodes, out.result, trips, out.axis)
-                for made in nodes:
-                    made.origin = f"{node.describe()}, cutting {out.result.name!r} to the trips run"
-                replace_uses(graph, out.result, exact)
-                g.nodes[after:after] = nodes
-                after += len(nodes)
+                out.result.replace_all_uses_with(exact)
+                g.insert_after(node, nodes)
             cut += len(stacked)
         return PassResult(graph, cut > 0, {"outputs": cut} if cut else {})
+
+    def ensures(self, graph: Graph) -> None:
+        """Every loop that can stop early has TensorRT's padded outputs, sized by a trip count or bound."""
+        for _, node in graph.walk():
+            if isinstance(node, Loop) and node.condition is not None and not node.padded:
+                raise broken(self, node, "a loop that can stop early is left unpadded")
 
     def _bound(self, outer: Graph, loop: Loop, output: LoopOutput) -> None:
         if self.max_trips is None:
             raise PassError(f"{loop.describe()}: output {output.result.name!r} collects a value on every trip of a "
                             "while loop whose trip count loopc cannot tell; give a bound on its trips with --max-trips")
-        loop.max_trips = constant(outer.nodes, f"{loop.name}_max_trips", np.array(self.max_trips, np.int64))
-        outer.nodes.insert(outer.nodes.index(loop), outer.nodes.pop())
-        loop.sync()
+        before: list[Node] = []
+        loop.max_trips = constant(before, f"{loop.name}_max_trips", np.array(self.max_trips, np.int64))
+        outer.insert_before(loop, before)

@@ -1,11 +1,11 @@
 """loopc's loop IR: SSA values and nodes, first-class loops and conditionals, a verifier, text."""
 
-from loopc.ir.core import Dim, Graph, Model, Node, Shape, Value, type_text
-from loopc.ir.loop import If, Loop, LoopIterator, LoopOutput, Recurrence
+from loopc.ir.core import Dim, Graph, Model, Node, NodeList, Shape, Use, Value, constant_value, type_text
+from loopc.ir.loop import If, Loop, LoopIterator, LoopOutput, Recurrence, RoleList
 from loopc.ir.printer import format_graph, format_loop
 from loopc.ir.verify import VerificationError, verify
 
 __all__ = [
-    "Dim", "Graph", "If", "Loop", "LoopIterator", "LoopOutput", "Model", "Node", "Recurrence", "Shape",
-    "Value", "VerificationError", "format_graph", "format_loop", "type_text", "verify",
+    "Dim", "Graph", "If", "Loop", "LoopIterator", "LoopOutput", "Model", "Node", "NodeList", "Recurrence", "RoleList",
+    "Shape", "Use", "Value", "VerificationError", "constant_value", "format_graph", "format_loop", "type_text", "verify",
 ]

@@ -3,59 +3,197 @@
 Ordinary nodes keep ONNX's op names and (opset-normalized) attributes, so the frontend stays a
 thin translation and the backend has one converter per op family. Structure — loops and
 conditionals — is first class (see :mod:`loopc.ir.loop`), shaped like TensorRT's loop language.
-A value knows its producer; a nested graph may read any value of an enclosing graph directly
-(that is what a loop invariant is).
+A nested graph may read any value of an enclosing graph directly (that is what a loop invariant is).
+
+Every value knows its producer and its uses, kept by construction: a node records its reads in its
+inputs' use lists while it sits in a graph, and a graph records its outputs. So a pass asks a value
+who reads it (:meth:`Value.uses`) instead of rescanning the graph, and rewires every reader with
+:meth:`Value.replace_all_uses_with`. Graphs keep their nodes in a linked list, so inserting before
+or after a node and removing one cost O(1) however large the graph.
+
+Nodes made without a name get one when they join a graph, from a counter the whole model shares
+(deterministic per model, whatever else the process compiled), and nodes a pass inserts next to
+another inherit its ``origin``: a layer name or an error always leads back to the user's node.
 """
 
 from __future__ import annotations
 
 import ast
-import itertools
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Iterable, Iterator
+from typing import Any, NamedTuple, overload
 
 import numpy as np
+
+from loopc.errors import InternalError
 
 #: One dimension: a size, a symbolic name, or None when nothing is known.
 Dim = int | str | None
 Shape = tuple[Dim, ...]
 
-_ids = itertools.count()
 #: How the ONNX and OpenVINO frontends write a node's origin.
 _ORIGIN = re.compile(r"^(?:node|layer \d+) (?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") \((?P<op>[^()]*)\)$")
 
 
-@dataclass(eq=False)
+class UseList(list):  # type: ignore[type-arg]
+    """A node's inputs or a graph's outputs: a list whose every edit keeps the use lists right.
+
+    ``on_change(before)`` is told the contents before each edit; it forgets those reads and records
+    the new ones.
+    """
+
+    def __init__(self, values: Iterable[Any], on_change: Any) -> None:
+        super().__init__(values)
+        self._on_change = on_change
+
+
+def _tracked(name: str) -> Any:
+    method = getattr(list, name)
+
+    def edit(self: UseList, *args: Any, **kwargs: Any) -> Any:
+        before = list(self)
+        result = method(self, *args, **kwargs)
+        self._on_change(before)
+        return result if name not in ("__iadd__", "__imul__") else self
+
+    edit.__name__ = name
+    return edit
+
+
+for _name in ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse", "__setitem__",
+              "__delitem__", "__iadd__", "__imul__"):
+    setattr(UseList, _name, _tracked(_name))
+
+
+class Use(NamedTuple):
+    """A read of a value: operand ``slot`` of a node, or output ``slot`` of a graph."""
+
+    user: Node | Graph
+    slot: int
+
+
 class Value:
     """An SSA value: produced once (by a node, or as a graph or loop-body input), read anywhere below."""
 
-    name: str
-    dtype: np.dtype[Any] | None = None
-    shape: Shape | None = None
-    producer: Node | None = field(default=None, repr=False)
+    __slots__ = ("name", "dtype", "shape", "producer", "_uses")
+
+    def __init__(self, name: str, dtype: np.dtype[Any] | None = None, shape: Shape | None = None,
+                 producer: Node | None = None) -> None:
+        self.name = name
+        self.dtype = dtype
+        self.shape = shape
+        self.producer = producer
+        self._uses: dict[Use, None] = {}  # an ordered set
 
     def __repr__(self) -> str:
         return f"Value({self.name!r}, {type_text(self)})"
 
+    def uses(self) -> list[Use]:
+        """Every read of this value, in the order the reads were made."""
+        return list(self._uses)
 
-@dataclass(eq=False)
+    def users(self) -> list[Node]:
+        """The nodes that read this value (each once; graph outputs are not nodes)."""
+        return list(dict.fromkeys(u.user for u in self._uses if isinstance(u.user, Node)))
+
+    def is_used(self) -> bool:
+        return bool(self._uses)
+
+    def replace_all_uses_with(self, new: Value) -> int:
+        """Make every read of this value read ``new``; returns how many reads moved."""
+        if new is self:
+            return 0
+        uses = list(self._uses)
+        for user, slot in uses:
+            if isinstance(user, Graph):
+                user.set_output(slot, new)
+            else:
+                user.set_input(slot, new)
+        return len(uses)
+
+
 class Node:
-    """An operation. ``op`` is an ONNX op type for ordinary nodes; ``origin`` names the source node."""
+    """An operation. ``op`` is an ONNX op type for ordinary nodes; ``origin`` names the source node.
 
-    op: str
-    inputs: list[Value | None]
-    outputs: list[Value]
-    attrs: dict[str, Any] = field(default_factory=dict)
-    name: str = ""
-    origin: str = ""
+    Editing ``inputs`` in place, assigning it or calling :meth:`set_input` all keep the use lists right.
+    """
 
-    def __post_init__(self) -> None:
-        if not self.name:
-            self.name = f"{self.op.lower()}_{next(_ids)}"
-        for out in self.outputs:
+    def __init__(self, op: str, inputs: Iterable[Value | None], outputs: list[Value],
+                 attrs: dict[str, Any] | None = None, name: str = "", origin: str = "") -> None:
+        self.op = op
+        self.attrs: dict[str, Any] = attrs if attrs is not None else {}
+        self.name = name
+        self.origin = origin
+        #: The graph this node is in, None while it is in none.
+        self.graph: Graph | None = None
+        self._prev: Node | None = None
+        self._next: Node | None = None
+        self._inputs: list[Value | None] = UseList(inputs, self._inputs_edited)
+        self._outputs: list[Value] = []
+        self.outputs = outputs
+
+    def __repr__(self) -> str:
+        return f"<{self.op} {self.name!r}>"
+
+    @property
+    def inputs(self) -> list[Value | None]:
+        return self._inputs
+
+    @inputs.setter
+    def inputs(self, values: Iterable[Value | None]) -> None:
+        attached = self.graph is not None and self.graph._live
+        if attached:
+            self._drop_uses()
+        self._inputs = UseList(values, self._inputs_edited)
+        if attached:
+            self._record_uses()
+
+    def _inputs_edited(self, before: list[Value | None]) -> None:
+        if self.graph is not None and self.graph._live:
+            _forget(before, self)
+            self._record_uses()
+
+    def set_input(self, slot: int, value: Value | None) -> None:
+        inputs = list(self._inputs)
+        inputs[slot] = value
+        self.inputs = inputs
+
+    @property
+    def outputs(self) -> list[Value]:
+        return self._outputs
+
+    @outputs.setter
+    def outputs(self, values: list[Value]) -> None:
+        self._outputs = list(values)
+        for out in self._outputs:
             out.producer = self
+
+    def _record_uses(self) -> None:
+        for slot, value in enumerate(self._inputs):
+            if value is not None:
+                value._uses[Use(self, slot)] = None
+
+    def _drop_uses(self) -> None:
+        for slot, value in enumerate(self._inputs):
+            if value is not None:
+                value._uses.pop(Use(self, slot), None)
+
+    def _attach(self, graph: Graph) -> None:
+        """Join ``graph``: record this node's reads (and those of the graphs nested in it)."""
+        self.graph = graph
+        if not self.name:
+            self.name = graph.model_state().fresh_name(self.op)
+        if graph._live:
+            self._record_uses()
+        for sub in self.subgraphs():
+            sub._set_live(graph._live)
+
+    def _detach(self) -> None:
+        """Leave the graph: the reads of this node and everything nested in it are forgotten."""
+        self._drop_uses()
+        for sub in self.subgraphs():
+            sub._set_live(False)
+        self.graph = None
 
     def describe(self) -> str:
         """How errors name this node: the source node when there is one."""
@@ -80,50 +218,351 @@ class Node:
         """Graphs nested in this node (loop bodies, conditional branches)."""
         return []
 
+    def _sets_body_outputs(self, graph: Graph) -> bool:
+        """Whether ``graph``'s outputs are derived from this node (a loop's roles), to be set through it."""
+        return False
 
-@dataclass(eq=False)
+    def _set_body_output(self, slot: int, value: Value) -> None:
+        raise NotImplementedError
+
+    def _own(self, graph: Graph) -> Graph:
+        """Make ``graph`` one nested in this node."""
+        graph.owner = self
+        return graph
+
+
+class _ModelState:
+    """What the graphs of one model share: the counter that names new nodes and the change count."""
+
+    def __init__(self) -> None:
+        self.next_id = 0
+        self.changes = 0
+
+    def fresh_name(self, op: str) -> str:
+        self.next_id += 1
+        return f"{op.lower()}_{self.next_id}"
+
+
+class NodeList:
+    """A graph's nodes in order: a doubly linked list, so edits near a node never shift the others.
+
+    Iteration may remove the node it is at. Indexing counts from an end (O(index)); prefer the graph's
+    ``insert_before``/``insert_after``/``remove`` to positions.
+    """
+
+    def __init__(self, graph: Graph) -> None:
+        self._graph = graph
+        self.first: Node | None = None
+        self.last: Node | None = None
+        self._len = 0
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __bool__(self) -> bool:
+        return self._len > 0
+
+    def __iter__(self) -> Iterator[Node]:
+        node = self.first
+        while node is not None:
+            following = node._next
+            yield node
+            node = following if node.graph is not self._graph else node._next
+
+    def __reversed__(self) -> Iterator[Node]:
+        node = self.last
+        while node is not None:
+            preceding = node._prev
+            yield node
+            node = preceding if node.graph is not self._graph else node._prev
+
+    def __contains__(self, node: object) -> bool:
+        return isinstance(node, Node) and node.graph is self._graph
+
+    @overload
+    def __getitem__(self, index: int) -> Node: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Node]: ...
+
+    def __getitem__(self, index: int | slice) -> Node | list[Node]:
+        if isinstance(index, slice):
+            return list(self)[index]
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError(f"graph {self._graph.name!r} has {self._len} nodes, no node {index}")
+        if index < self._len // 2:
+            found = next(n for k, n in enumerate(self) if k == index)
+        else:
+            found = next(n for k, n in enumerate(reversed(self)) if k == self._len - 1 - index)
+        return found
+
+    def index(self, node: Node) -> int:
+        for k, candidate in enumerate(self):
+            if candidate is node:
+                return k
+        raise ValueError(f"{node!r} is not in graph {self._graph.name!r}")
+
+    def __repr__(self) -> str:
+        return f"NodeList({list(self)!r})"
+
+    def _link(self, node: Node, before: Node | None) -> None:
+        if node.graph is not None:
+            raise InternalError(f"{node.describe()} is already in graph {node.graph.name!r}")
+        after = self.last if before is None else before._prev
+        node._prev, node._next = after, before
+        if after is None:
+            self.first = node
+        else:
+            after._next = node
+        if before is None:
+            self.last = node
+        else:
+            before._prev = node
+        self._len += 1
+
+    def _unlink(self, node: Node) -> None:
+        if node._prev is None:
+            self.first = node._next
+        else:
+            node._prev._next = node._next
+        if node._next is None:
+            self.last = node._prev
+        else:
+            node._next._prev = node._prev
+        node._prev = node._next = None
+        self._len -= 1
+
+
 class Graph:
-    """Nodes in topological order between inputs and outputs."""
+    """Nodes in topological order between inputs and outputs.
 
-    name: str
-    inputs: list[Value] = field(default_factory=list)
-    outputs: list[Value] = field(default_factory=list)
-    nodes: list[Node] = field(default_factory=list)
+    ``owner`` is the node a nested graph belongs to (a loop, a conditional); None for a model's graph.
+    """
+
+    def __init__(self, name: str, inputs: list[Value] | None = None, outputs: list[Value] | None = None,
+                 nodes: Iterable[Node] | None = None) -> None:
+        self.name = name
+        self.owner: Node | None = None
+        self.inputs: list[Value] = list(inputs or [])
+        self._nodes = NodeList(self)
+        self._outputs: list[Value] = UseList([], self._outputs_edited)
+        self._live = True
+        self._state: _ModelState | None = None
+        self.outputs = list(outputs or [])
+        for node in nodes or []:
+            self.add(node)
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.name!r}: {len(self._nodes)} nodes>"
+
+    # --- nodes -------------------------------------------------------------------------------------
+
+    @property
+    def nodes(self) -> NodeList:
+        return self._nodes
+
+    @nodes.setter
+    def nodes(self, nodes: Iterable[Node]) -> None:
+        """Replace every node: those not kept are removed (unread or not), the rest re-linked in order."""
+        new = list(nodes)
+        for node in list(self._nodes):
+            self._nodes._unlink(node)
+            node._detach()
+        for node in new:
+            if node.graph is not None:
+                node.graph._take(node)
+            self._insert(node, None)
+        self.changed()
 
     def add(self, node: Node) -> Node:
-        self.nodes.append(node)
+        """Append ``node``; it inherits the origin of the node this graph is nested in, if it has none."""
+        if not node.origin and self.owner is not None:
+            node.origin = self.owner.origin
+        self._insert(node, None)
+        self.changed()
         return node
+
+    append = add
+
+    def insert_before(self, anchor: Node, nodes: Iterable[Node]) -> None:
+        """Put ``nodes`` (in order) just before ``anchor``; they inherit its origin if they have none.
+        A node already in a graph moves."""
+        self._insert_all(anchor, nodes, anchor)
+
+    def insert_after(self, anchor: Node, nodes: Iterable[Node]) -> None:
+        """Put ``nodes`` (in order) just after ``anchor``; they inherit its origin if they have none."""
+        self._insert_all(anchor._next, nodes, anchor)
+
+    def replace(self, node: Node, nodes: Iterable[Node]) -> None:
+        """Put ``nodes`` where ``node`` is and remove ``node`` (whose results must be unread by then)."""
+        self.insert_before(node, nodes)
+        self.remove(node)
+
+    def remove(self, node: Node) -> None:
+        """Erase ``node``; refused (a bug in the caller) while any of its results is still read."""
+        for value in node.outputs:
+            readers = [u for u in value._uses if not _inside(u.user, node)]
+            if readers:
+                raise InternalError(f"cannot remove {node.describe()}: {value.name!r} is still read by "
+                                    f"{_describe_user(readers[0].user)}")
+        self._take(node)
+
+    def _take(self, node: Node) -> None:
+        """Unlink ``node`` without checking its readers (it is moving, or dying with its readers)."""
+        if node.graph is not self:
+            raise InternalError(f"{node.describe()} is not in graph {self.name!r}")
+        self._nodes._unlink(node)
+        node._detach()
+        self.changed()
+
+    def _insert_all(self, before: Node | None, nodes: Iterable[Node], anchor: Node) -> None:
+        if anchor.graph is not self:
+            raise InternalError(f"{anchor.describe()} is not in graph {self.name!r}")
+        new = list(nodes)
+        if not new:
+            return
+        for node in new:
+            if node is before:
+                continue
+            if node.graph is not None:
+                node.graph._take(node)
+            if not node.origin:
+                node.origin = anchor.origin
+            self._insert(node, before)
+        self.changed()
+
+    def _insert(self, node: Node, before: Node | None) -> None:
+        self._nodes._link(node, before)
+        node._attach(self)
+
+    # --- outputs -----------------------------------------------------------------------------------
+
+    @property
+    def outputs(self) -> list[Value]:
+        """The results; edits in place, assignment and :meth:`set_output` all keep the use lists right."""
+        return self._outputs
+
+    @outputs.setter
+    def outputs(self, values: Iterable[Value]) -> None:
+        values = list(values)
+        if len(values) == len(self._outputs) and all(a is b for a, b in zip(values, self._outputs)):
+            return
+        if self._live:
+            self._drop_output_uses()
+        self._outputs = UseList(values, self._outputs_edited)
+        if self._live:
+            self._record_output_uses()
+        self.changed()
+
+    def _outputs_edited(self, before: list[Value]) -> None:
+        if self._live:
+            _forget(before, self)
+            self._record_output_uses()
+        self.changed()
+
+    def set_output(self, slot: int, value: Value) -> None:
+        if self.owner is not None and self.owner._sets_body_outputs(self):
+            self.owner._set_body_output(slot, value)  # a loop's body results are its roles
+            return
+        outputs = list(self._outputs)
+        outputs[slot] = value
+        self.outputs = outputs
+
+    def _record_output_uses(self) -> None:
+        for slot, value in enumerate(self._outputs):
+            value._uses[Use(self, slot)] = None
+
+    def _drop_output_uses(self) -> None:
+        for slot, value in enumerate(self._outputs):
+            value._uses.pop(Use(self, slot), None)
+
+    def _set_live(self, live: bool) -> None:
+        """A nested graph reads only while its owner sits in a graph: record or forget every read in it."""
+        if live == self._live:
+            return
+        self._live = live
+        if live:
+            self._record_output_uses()
+        else:
+            self._drop_output_uses()
+        for node in self._nodes:
+            if live:
+                node._record_uses()
+            else:
+                node._drop_uses()
+            for sub in node.subgraphs():
+                sub._set_live(live)
+
+    # --- the model around it -----------------------------------------------------------------------
+
+    def parent(self) -> Graph | None:
+        """The graph the owner of this graph is in."""
+        return self.owner.graph if self.owner is not None else None
+
+    def model_state(self) -> _ModelState:
+        """The state shared by every graph of the model this graph is part of."""
+        graph = self
+        while (up := graph.parent()) is not None:
+            graph = up
+        if graph._state is None:
+            graph._state = _ModelState()
+        return graph._state
+
+    def changed(self) -> None:
+        """Count an edit: the pass manager compares counts to know what a pass changed."""
+        self.model_state().changes += 1
 
     def walk(self) -> Iterator[tuple[Graph, Node]]:
         """Every node of this graph and of the graphs nested in it, outer before inner."""
-        for node in self.nodes:
+        for node in self._nodes:
             yield self, node
             for sub in node.subgraphs():
                 yield from sub.walk()
 
-    def users(self) -> dict[int, list[Node]]:
-        """For each value id, the nodes (at any depth) that read it; loop roles count as reads."""
-        found: dict[int, list[Node]] = {}
-        for _, node in self.walk():
-            for value in node.inputs:
-                if value is not None:
-                    found.setdefault(id(value), []).append(node)
-        return found
+
+def _forget(values: list[Value] | list[Value | None], user: Node | Graph) -> None:
+    for slot, value in enumerate(values):
+        if value is not None:
+            value._uses.pop(Use(user, slot), None)
 
 
-@dataclass(eq=False)
+def _inside(user: Node | Graph, node: Node) -> bool:
+    """Whether ``user`` is ``node`` itself or nested in it (reads that die with it)."""
+    graph = user if isinstance(user, Graph) else user.graph
+    if user is node:
+        return True
+    while graph is not None:
+        if graph.owner is node:
+            return True
+        graph = graph.parent()
+    return False
+
+
+def _describe_user(user: Node | Graph) -> str:
+    return user.describe() if isinstance(user, Node) else f"the outputs of graph {user.name!r}"
+
+
 class Model:
     """A graph with what it came from (for messages and reports)."""
 
-    graph: Graph
-    source: str = ""
-    opset: int = 0
-    #: The names the model's outputs must keep, whatever values passes put in ``graph.outputs``.
-    output_names: list[str] = field(default_factory=list)
+    def __init__(self, graph: Graph, source: str = "", opset: int = 0, output_names: list[str] | None = None) -> None:
+        self.graph = graph
+        self.source = source
+        self.opset = opset
+        #: The names the model's outputs must keep, whatever values passes put in ``graph.outputs``.
+        self.output_names: list[str] = list(output_names or [])
 
     def outputs(self) -> list[tuple[str, Value]]:
         names = self.output_names or [v.name for v in self.graph.outputs]
         return list(zip(names, self.graph.outputs))
+
+
+def constant_value(value: Value | None) -> Any:
+    """The array held by the Constant node that produces ``value``, else None."""
+    if value is None or value.producer is None or value.producer.op != "Constant":
+        return None
+    return value.producer.attrs.get("value")
 
 
 def type_text(value: Value) -> str:

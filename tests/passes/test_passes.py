@@ -111,9 +111,8 @@ def test_always_true_condition_is_dropped_from_a_counted_loop() -> None:
     graph = loop_graph()
     loop = the_loop(graph)
     true = const(graph, "true", True, BOOL)
-    graph.nodes.insert(0, graph.nodes.pop())  # the constant before the loop
+    graph.insert_before(graph.nodes[0], [graph.nodes[-1]])  # the constant before the loop
     loop.condition = true
-    loop.sync()
     result = TripLimits()(graph)
     verify(graph)
     assert result.stats == {"conditions_dropped": 1} and loop.condition is None
@@ -161,14 +160,13 @@ def test_carried_always_true_flag_is_no_while_limit() -> None:
     graph = loop_graph()
     loop = the_loop(graph)
     true = const(graph, "true", True, BOOL)
-    graph.nodes.insert(0, graph.nodes.pop())
+    graph.insert_before(graph.nodes[0], [graph.nodes[-1]])
     flag, flag_next = Value("flag", BOOL, ()), Value("flag_next", BOOL, ())
     body_true = Value("body_true", BOOL, ())
-    loop.body.nodes[:0] = [Node("Constant", [], [body_true], {"value": np.array(True)}),
-                           Node("Identity", [body_true], [flag_next])]
+    loop.body.insert_before(loop.body.nodes[0], [Node("Constant", [], [body_true], {"value": np.array(True)}),
+                                                 Node("Identity", [body_true], [flag_next])])
     loop.recurrences.append(Recurrence(flag, true, flag_next))
     loop.condition = flag
-    loop.sync()
     verify(graph)
     graph = PassManager(default_passes()).run(graph)
     loop = the_loop(graph)
