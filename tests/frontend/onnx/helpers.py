@@ -1,4 +1,4 @@
-"""Shared helpers: import + verify, and compare the IR (run by the test interpreter) with onnxruntime."""
+"""Shared helpers: import + verify, and compare the IR (run by the IR interpreter) with onnxruntime."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from loopc.compiler import load_ir
 from loopc.errors import LoopcError
 from loopc.frontend.onnx import import_model
 from loopc.ir import Graph, Loop, Model, verify
-from tests.frontend.onnx import ir_eval
+from loopc.ir.interpret import interpret
 
 
 def parse(text: str) -> onnx.ModelProto:
@@ -52,7 +52,7 @@ def check_against_ort(model: onnx.ModelProto | str, feeds: dict[str, np.ndarray]
     ir = imported(proto)
     session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
     expected = session.run(None, feeds)
-    got = ir_eval.run(ir.graph, feeds)
+    got = interpret(ir.graph, feeds)
     for name, g, e in zip([o.name for o in proto.graph.output], got, expected):
         np.testing.assert_allclose(np.asarray(g), e, rtol=rtol, atol=1e-5, err_msg=f"output {name}")
     return ir

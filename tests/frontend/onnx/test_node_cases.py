@@ -1,5 +1,5 @@
 """Every ONNX backend node test that contains Loop, Scan, LSTM, GRU or RNN (at any depth) imports,
-passes the verifier and — run by the test interpreter — gives the test's expected outputs.
+passes the verifier and — run by the IR interpreter — gives the test's expected outputs.
 Only the models whose graph inputs are sequences or optionals are refused, by name."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import onnx
 import pytest
 
 from loopc.errors import FrontendError
-from tests.frontend.onnx import ir_eval
+from loopc.ir.interpret import interpret
 from tests.frontend.onnx.helpers import imported
 
 #: The modules of onnx.backend.test.case.node whose cases may contain loops (importing only these
@@ -73,7 +73,7 @@ def test_node_case(case: Any) -> None:
     model = imported(case.model)
     inputs, expected = case.data_sets[0]
     feeds = {vi.name: x for vi, x in zip(case.model.graph.input, inputs)}
-    for got, want in zip(ir_eval.run(model.graph, feeds), expected):
+    for got, want in zip(interpret(model.graph, feeds), expected):
         np.testing.assert_allclose(np.asarray(got, np.float64), np.asarray(want, np.float64), rtol=1e-3, atol=1e-5)
 
 

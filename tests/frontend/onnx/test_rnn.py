@@ -12,7 +12,7 @@ import pytest
 from onnx import TensorProto, helper
 
 from loopc.ir import Loop
-from tests.frontend.onnx import ir_eval
+from loopc.ir.interpret import interpret
 from tests.frontend.onnx.helpers import check_against_ort, imported, loops
 
 SEQ, BATCH, INPUT, HIDDEN = 4, 3, 5, 6
@@ -93,7 +93,7 @@ def test_sequence_lens_and_layout_1(op: str, direction: str) -> None:
             dims[0].dim_value, dims[1].dim_value = dims[1].dim_value, dims[0].dim_value
     batch_first = {k: v if k == "lens" else v.swapaxes(0, 1) for k, v in feeds.items()}
     ir = imported(model)
-    got = ir_eval.run(ir.graph, batch_first)
+    got = interpret(ir.graph, batch_first)
     np.testing.assert_allclose(got[0], expected[0].transpose(2, 0, 1, 3), rtol=1e-4, atol=1e-5)
     for g, e in zip(got[1:], expected[1:]):
         np.testing.assert_allclose(g, e.swapaxes(0, 1), rtol=1e-4, atol=1e-5)

@@ -9,7 +9,7 @@ import onnx.parser
 import pytest
 
 from loopc.ir import Graph, If
-from tests.frontend.onnx import ir_eval
+from loopc.ir.interpret import interpret
 from tests.frontend.onnx.helpers import check_against_ort, imported
 
 X = {"x": np.random.default_rng(3).normal(size=(2, 3, 4)).astype(np.float32)}
@@ -67,7 +67,7 @@ def test_legacy_broadcast_with_axis() -> None:
     g (float[2,3,4] x, float[3] b) => (float[2,3,4] y) { y = Add<broadcast = 1, axis = 1>(x, b) }"""
     feeds = dict(X, b=np.array([1.0, 2.0, 3.0], np.float32))
     ir = imported(text)  # onnxruntime has no opset-6 Add any more: numpy is the oracle
-    (y,) = ir_eval.run(ir.graph, feeds)
+    (y,) = interpret(ir.graph, feeds)
     np.testing.assert_allclose(y, X["x"] + feeds["b"][None, :, None])
     add = ir.graph.nodes[-1]
     assert add.op == "Add" and not add.attrs and add.inputs[1].producer.op == "Unsqueeze"
@@ -81,7 +81,7 @@ def test_opset_1_to_4_forms() -> None:
     reshape, cast = ir.graph.nodes[-2:]
     assert reshape.op == "Reshape" and reshape.inputs[1].producer.attrs["value"].tolist() == [4, 6]
     assert cast.attrs["to"] == onnx.TensorProto.FLOAT
-    (y,) = ir_eval.run(ir.graph, X)
+    (y,) = interpret(ir.graph, X)
     np.testing.assert_array_equal(y, X["x"].reshape(4, 6))
 
 
