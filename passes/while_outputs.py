@@ -29,12 +29,13 @@ class WhileOutputs:
         self.max_trips = max_trips
 
     def __call__(self, graph: Graph) -> PassResult:
-        cut = 0
+        cut = padded = 0
         for g, node in list(graph.walk()):
             if not isinstance(node, Loop) or node.padded or node.condition is None:
                 continue
             stacked = [o for o in node.loop_outputs if o.kind != "last"]
             node.padded = True
+            padded += 1
             if not stacked:
                 continue
             if any(o.kind == "reverse" for o in stacked):
@@ -48,7 +49,8 @@ class WhileOutputs:
                 out.result.replace_all_uses_with(exact)
                 g.insert_after(node, nodes)
             cut += len(stacked)
-        return PassResult(graph, cut > 0, {"outputs": cut} if cut else {})
+        stats = {k: v for k, v in (("loops", padded), ("outputs", cut)) if v}
+        return PassResult(graph, padded > 0, stats)
 
     def ensures(self, graph: Graph) -> None:
         """Every loop that can stop early has TensorRT's padded outputs, sized by a trip count or bound."""

@@ -17,6 +17,7 @@ import re
 import sys
 import tempfile
 from collections.abc import Iterator
+from typing import IO
 
 log = logging.getLogger("loopc.tensorrt")
 
@@ -24,18 +25,43 @@ log = logging.getLogger("loopc.tensorrt")
 _NOISE = ("CUDA driver version is insufficient",)
 
 
+#: The file descriptors 1 and 2 point at while a capture is on (captures nest; file descriptors are
+#: the process's, so this is too).
+_sink: list[IO[bytes]] = []
+
+
 @contextlib.contextmanager
 def captured(errors: list[str] | None = None) -> Iterator[None]:
-    """Capture TensorRT's output for the duration; append its error lines to ``errors``."""
+    """Capture TensorRT's output for the duration; append its error lines to ``errors``.
+
+    A capture inside another (one per converted node, inside the whole network's) shares its file:
+    it reads what was written since it began, and cuts that off, so the outer one does not see it twice.
+    """
     sys.stdout.flush()
     sys.stderr.flush()
+    if _sink:
+        sink = _sink[-1]
+        start = sink.seek(0, os.SEEK_END)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            sink.seek(start)
+            text = sink.read().decode(errors="replace")
+            sink.truncate(start)
+            sink.seek(start)
+            _forward(text, errors)
+        return
     saved = [os.dup(1), os.dup(2)]
     with tempfile.TemporaryFile() as sink:
         os.dup2(sink.fileno(), 1)
         os.dup2(sink.fileno(), 2)
+        _sink.append(sink)
         try:
             yield
         finally:
+            _sink.pop()
             for fd, original in zip((1, 2), saved):
                 os.dup2(original, fd)
                 os.close(original)
