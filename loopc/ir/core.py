@@ -515,10 +515,17 @@ class Graph:
 
     def walk(self) -> Iterator[tuple[Graph, Node]]:
         """Every node of this graph and of the graphs nested in it, outer before inner."""
-        for node in self._nodes:
-            yield self, node
-            for sub in node.subgraphs():
-                yield from sub.walk()
+        stack: list[tuple[Graph, Iterator[Node]]] = [(self, iter(self._nodes))]
+        while stack:
+            graph, nodes = stack[-1]
+            node = next(nodes, None)
+            if node is None:
+                stack.pop()
+                continue
+            yield graph, node
+            subs = node.subgraphs()
+            if subs:  # nested graphs right after their node; then the rest of this one
+                stack.extend((sub, iter(sub._nodes)) for sub in reversed(subs))
 
 
 def _forget(values: list[Value] | list[Value | None], user: Node | Graph) -> None:
