@@ -38,7 +38,7 @@ from onnx.reference import ReferenceEvaluator
 
 from loopc.errors import LoopcError
 from loopc.ir.core import Graph, Model, Node, Value, type_text
-from loopc.ir.loop import If, Loop, LoopOutput
+from loopc.ir.loop import If, Loop, LoopIterator, LoopOutput
 from loopc.limits import check_constant
 
 INT32_MAX = 2**31 - 1
@@ -113,8 +113,7 @@ class _Interpreter:
         try:
             return self.env[value]
         except KeyError:
-            raise InterpretError(f"{what} {value.name!r} has no value (read before it is computed, or out of "
-                                 "its scope)") from None
+            raise _unset(value, what) from None
 
     # --- plain nodes -------------------------------------------------------------------------------
 
@@ -122,7 +121,12 @@ class _Interpreter:
         kernel = self._kernels.get(node)
         if kernel is None:
             kernel = self._kernels[node] = _kernel(node)
-        args = [None if v is None else self.read(v, f"{node.describe()}: input") for v in node.inputs]
+        env = self.env
+        try:
+            args = [None if v is None else env[v] for v in node.inputs]
+        except KeyError:
+            missing = next(v for v in node.inputs if v is not None and v not in env)
+            raise _unset(missing, f"{node.describe()}: input") from None
         try:
             results = kernel(args)
         except LoopcError:
@@ -134,7 +138,9 @@ class _Interpreter:
                                  f"{len(node.outputs)} outputs")
         for out, result in zip(node.outputs, results):
             array = np.asarray(result) if isinstance(result, (np.generic, int, float, bool)) else result
-            self.set(out, array, f"{node.describe()}: output")
+            if self.check_types and isinstance(array, np.ndarray) and not _fits(out, array):
+                self.set(out, array, f"{node.describe()}: output")  # raises, naming the node
+            env[out] = array
 
     # --- conditionals ------------------------------------------------------------------------------
 
@@ -214,11 +220,11 @@ class _Interpreter:
                                  f"{list(array.shape)}")
         return min(max(int(array.reshape(())), 0), INT32_MAX)
 
-    def bind(self, loop: Loop, trip: int, sources: list[Any], states: list[Any]) -> Any:
+    def bind(self, loop: Loop, trip: int, sources: list[Any], states: list[Any]) -> LoopIterator | None:
         """Bind trip ``trip``'s parameters; returns an iterator whose source is too short, else None
         (an error only once the condition, if any, has let the trip run)."""
         what = loop.describe()
-        short = None
+        short: LoopIterator | None = None
         if loop.counter is not None:
             dtype = loop.counter.dtype if loop.counter.dtype is not None else np.dtype(np.int64)
             self.set(loop.counter, np.array(trip, dtype), f"{what}: counter")
@@ -229,9 +235,9 @@ class _Interpreter:
                 self.env.pop(it.param, None)
                 continue
             element = np.take(source, length - 1 - trip if it.reverse else trip, axis=it.axis)
-            self.set(it.param, element, f"{what}: iterator parameter")
+            self.set(it.param, element, f"{what}: on trip {trip}, iterator parameter")
         for rec, state in zip(loop.recurrences, states):
-            self.set(rec.state, state, f"{what}: recurrence state on trip {trip},")
+            self.set(rec.state, state, f"{what}: on trip {trip}, recurrence state")
         return short
 
     def _plan(self, loop: Loop) -> tuple[list[Node], list[Node]]:
@@ -371,6 +377,10 @@ def _frozen(value: Any) -> Any:
     if isinstance(value, (list, tuple)):
         return tuple(_frozen(v) for v in value)
     return value
+
+
+def _unset(value: Value, what: str) -> InterpretError:
+    return InterpretError(f"{what} {value.name!r} has no value (read before it is computed, or outside its scope)")
 
 
 def _fits(value: Value, array: np.ndarray) -> bool:

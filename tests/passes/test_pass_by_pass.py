@@ -1,0 +1,220 @@
+"""Every pass keeps what the model computes, checked one pass at a time on every real model we have.
+
+For each sample (ONNX, with onnxruntime as the oracle; OpenVINO IR, with OpenVINO's CPU plugin) and
+each ONNX node test holding a Loop, Scan, If, LSTM, GRU or RNN (its expected outputs the oracle):
+import it, interpret the IR and compare with the oracle, then run the default pipeline and, after
+every pass that changed the graph, interpret again and compare with the graph before that pass. A
+failure names the model and the pass. Models loopc refuses are skipped only where other tests
+expect the same refusal; a refusal by a pass comes after the passes before it were checked.
+"""
+
+from __future__ import annotations
+
+import importlib
+import tomllib
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NoReturn
+
+import numpy as np
+import onnx
+import pytest
+
+from loopc.compiler import load_ir
+from loopc.errors import FrontendError, LoopcError
+from loopc.ir import Graph
+from loopc.ir.interpret import InterpretError, interpret
+from loopc.passes import PassManager, default_passes
+from tests.frontend.onnx.test_node_cases import SEQUENCE_INPUTS
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "samples"
+OPENVINO = SAMPLES / "openvino"
+
+#: The node-test modules whose cases hold a loop or conditional (importing only these is what keeps
+#: collection fast: collecting every node test takes seconds); the count below guards the list.
+CONFORMANCE_MODULES = ["loop", "scan", "lstm", "gru", "rnn", "rangeop", "sequence_map", "linear_attention", "if_",
+                       "affinegrid"]
+LOOP_OPS = {"Loop", "Scan", "If", "LSTM", "GRU", "RNN"}
+CONFORMANCE_CASES = 56  # onnx 1.23
+
+#: What loopc says refusing a node test (an engine takes tensors): the sequence inputs the frontend
+#: tests expect refused, and the If tests with a sequence or optional output, refused by the same
+#: rule as tests/frontend/onnx/test_errors.py's optional output.
+REFUSED = {**SEQUENCE_INPUTS, "test_if_seq": "graph output 'res' is a sequence",
+           "test_if_opt": "graph output 'sequence' is an optional"}
+#: The float Range expansions count trips from float inputs: loopc needs --max-trips (test_conformance.py).
+MAX_TRIPS = {"test_range_float_type_positive_delta_expanded": 64, "test_range_float16_type_positive_delta_expanded": 64,
+             "test_range_bfloat16_type_positive_delta_expanded": 64}
+
+#: Models whose IR states a type its values do not have, by the bug: their values are still checked
+#: pass by pass, their types not (test_declared_types_hold keeps each bug in sight until it is fixed).
+TYPE_BUGS = {
+    "samples/greedy_gru_decoder": "the ONNX frontend types a carried list that grows (tokens.11) by its initial "
+                                  "value, i64[0], while trip 1 carries i64[1]",
+    "samples/growing_cat": "the ONNX frontend types a carried tensor that grows (out.13) by its initial value, "
+                           "f32[1,4], while trip 1 carries f32[2,4]",
+    "onnx/test_range_float_type_positive_delta_expanded": "while-outputs pads a concat output to max_trips (64) "
+                                                           "but leaves its type at the trips run, f32[2]",
+}
+
+#: Between passes values should not move at all; this allows for a reordered float sum.
+PASS_RTOL, PASS_ATOL = 1e-5, 1e-6
+
+
+@dataclass(frozen=True)
+class Case:
+    """One model, its inputs and its oracle's outputs (by output name, in order), loaded on demand."""
+
+    id: str
+    source: onnx.ModelProto | Path
+    load: Callable[[], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]
+    max_trips: int | None = None
+    refusal: Sequence[str] = ()
+    rtol: float = 1e-4
+    atol: float = 1e-5
+
+
+def _ops(graph: onnx.GraphProto) -> set[str]:
+    found = set()
+    for node in graph.node:
+        found.add(node.op_type)
+        for attr in node.attribute:
+            if attr.type == onnx.AttributeProto.GRAPH:
+                found |= _ops(attr.g)
+    return found
+
+
+def conformance_cases() -> list[Case]:
+    from onnx.backend.test.case import node
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        for module in CONFORMANCE_MODULES:
+            importlib.import_module(f"onnx.backend.test.case.node.{module}")
+    found = sorted((c for c in node._NodeTestCases if _ops(c.model.graph) & LOOP_OPS), key=lambda c: c.name)
+
+    def loader(test: Any) -> Callable[[], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
+        inputs, expected = test.data_sets[0]
+        return lambda: ({vi.name: x for vi, x in zip(test.model.graph.input, inputs)},
+                        {vi.name: y for vi, y in zip(test.model.graph.output, expected)})
+
+    return [Case(f"onnx/{c.name}", c.model, loader(c), MAX_TRIPS.get(c.name),
+                 (REFUSED[c.name], "TensorRT engines take tensors only") if c.name in REFUSED else (), 1e-3, 1e-5)
+            for c in found]
+
+
+def onnx_samples() -> list[Case]:
+    def loader(path: Path) -> Callable[[], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
+        def load() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+            import onnxruntime as ort
+
+            given = dict(np.load(path.with_name(f"{path.stem}_inputs.npz")))
+            session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+            feeds = {i.name: given[i.name] for i in session.get_inputs()}
+            return feeds, dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
+
+        return load
+
+    return [Case(f"samples/{p.stem}", p, loader(p), rtol=1e-5, atol=1e-6) for p in sorted(SAMPLES.glob("*.onnx"))]
+
+
+def openvino_samples() -> list[Case]:
+    """The OpenVINO IR samples as tests/frontend/openvino/test_samples.py runs them (same manifest)."""
+    from loopc.corpus import openvino_outputs
+
+    def loader(xml: Path, inputs: Path) -> Callable[[], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
+        def load() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+            feeds = dict(np.load(inputs))
+            return feeds, openvino_outputs(xml, feeds)
+
+        return load
+
+    cases = []
+    for entry in tomllib.loads((OPENVINO / "cases.toml").read_text())["sample"]:
+        inputs = OPENVINO / entry.get("inputs", f"{entry['name']}_inputs.npz")
+        xml = OPENVINO / f"{entry['name']}.xml"
+        refusal = entry.get("loopc-refuses", [])
+        cases.append(Case(f"openvino/{inputs.name.removesuffix('_inputs.npz')}", xml, loader(xml, inputs),
+                          entry.get("max-trips"), [refusal] if isinstance(refusal, str) else refusal,
+                          entry.get("rtol", 1e-4), entry.get("atol", 1e-5)))
+    return cases
+
+
+CONFORMANCE = conformance_cases()
+CASES = CONFORMANCE + onnx_samples() + openvino_samples()
+
+
+def compare(got: Sequence[Any], want: dict[str, Any], where: str, rtol: float, atol: float) -> None:
+    assert len(got) == len(want), f"{where}: {len(got)} outputs, expected {len(want)}"
+    for value, (name, expected) in zip(got, want.items()):
+        value, expected = np.asarray(value), np.asarray(expected)
+        assert value.shape == expected.shape, f"{where}: output {name!r} has shape {value.shape}, not {expected.shape}"
+        assert value.dtype == expected.dtype, f"{where}: output {name!r} is {value.dtype}, not {expected.dtype}"
+        np.testing.assert_allclose(value.astype(np.float64), expected.astype(np.float64), rtol=rtol, atol=atol,
+                                   err_msg=f"{where}: output {name!r}")
+
+
+def refused(case: Case, error: LoopcError, stage: str) -> NoReturn:
+    """Skip a model refused as other tests expect; fail on any other refusal."""
+    if not case.refusal or not all(part in str(error) for part in case.refusal):
+        raise AssertionError(f"{case.id}: refused by {stage}, which no test expects: {error}") from error
+    pytest.skip(f"refused by {stage}, as expected: {error}")
+
+
+def test_the_conformance_cases_are_all_there() -> None:
+    names = {c.id for c in CONFORMANCE}
+    for name in ("loop11", "scan9_sum", "if", "lstm_with_peepholes", "gru_seq_length", "simple_rnn_reverse",
+                 "affine_grid_2d_expanded", "linear_attention_gated_expanded", "range_float_type_positive_delta_expanded"):
+        assert f"onnx/test_{name}" in names
+    assert len(CONFORMANCE) == CONFORMANCE_CASES
+    assert set(TYPE_BUGS) <= {c.id for c in CASES}
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_every_pass_keeps_the_outputs(case: Case) -> None:
+    feeds, want = case.load()
+    try:
+        model = load_ir(case.source)
+    except FrontendError as error:
+        refused(case, error, "the frontend")
+    names = [name for name, _ in model.outputs()]
+    assert names == list(want), f"{case.id}: loopc's outputs {names}, the oracle's {list(want)}"
+    check_types = case.id not in TYPE_BUGS
+    got = interpret(model, feeds, check_types=check_types)
+    compare(got, want, f"{case.id}, as imported", case.rtol, case.atol)
+    before = dict(zip(names, got))
+
+    def after(name: str, graph: Graph) -> None:
+        nonlocal before
+        try:
+            now = interpret(graph, feeds, check_types=check_types)
+        except InterpretError as error:
+            raise AssertionError(f"{case.id}: after pass {name}: {error}") from error
+        compare(now, before, f"{case.id}: pass {name}", PASS_RTOL, PASS_ATOL)
+        before = dict(zip(names, now))
+
+    try:
+        PassManager(default_passes(case.max_trips), dump=after).run(model.graph)
+    except LoopcError as error:
+        refused(case, error, "a pass")
+    assert not case.refusal, f"{case.id}: loopc was expected to refuse it ({case.refusal})"
+    compare(list(before.values()), want, f"{case.id}, after every pass", case.rtol, case.atol)
+
+
+@pytest.mark.parametrize("case_id", sorted(TYPE_BUGS))
+def test_declared_types_hold(case_id: str) -> None:
+    """The models of TYPE_BUGS with their types checked: each fails until its bug is fixed (then drop it)."""
+    case = next(c for c in CASES if c.id == case_id)
+    feeds, _ = case.load()
+    model = load_ir(case.source)
+    try:
+        interpret(model, feeds)
+        PassManager(default_passes(case.max_trips), dump=lambda name, graph: interpret(graph, feeds)).run(model.graph)
+    except InterpretError as error:
+        if "when run, but its type says" not in str(error):
+            raise
+        pytest.xfail(f"{TYPE_BUGS[case_id]} ({error})")
+    raise AssertionError(f"{case_id}: its types hold now; remove it from TYPE_BUGS")
