@@ -60,7 +60,7 @@ def test_text_is_the_default_and_goes_to_stdout() -> None:
     assert code == 0
     assert stdout.startswith("nested_loops.onnx: 2 loop(s)\n")
     # the IR listing shows the nested loop once, inside its parent (not again on its own)
-    assert stdout.count("# node '/Loop' (Loop, opset 17)") == 1
+    assert stdout.count("from \"node '/Loop' (Loop, opset 17)\" {") == 1
     assert "\nloop /Loop_1__2: kCOUNT = 5\n" in stdout and "\n  loop /Loop__1: kCOUNT = 4\n" in stdout
 
 
