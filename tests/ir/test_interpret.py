@@ -157,7 +157,7 @@ def test_iterator_shorter_than_the_trip_count() -> None:
 
 # --- while loops ----------------------------------------------------------------------------------
 
-def counted_while(limit_value: int, *, stacked: Value | None = None) -> tuple[Graph, Value, Value, Value]:
+def counted_while() -> Graph:
     """``while i < limit: keep i and -row`` with the condition computed in the body from the counter,
     an iterator over x (as many rows as the trips) and no trip count."""
     x, limit = Value("x", F32, (None, 2)), Value("limit", I64, ())
@@ -166,18 +166,18 @@ def counted_while(limit_value: int, *, stacked: Value | None = None) -> tuple[Gr
     body = Graph("body", nodes=[Node("Neg", [row], [neg]), Node("Less", [i, limit], [go])])
     loop = Loop(body, condition=go, counter=i, iterators=[LoopIterator(row, x)],
                 loop_outputs=[LoopOutput("concat", i, counts), LoopOutput("concat", neg, rows)], name="while")
-    return Graph("main", [x, limit], [counts, rows], [loop]), x, limit, go
+    return Graph("main", [x, limit], [counts, rows], [loop])
 
 
 def test_condition_is_tested_with_the_trips_bindings_before_the_body() -> None:
     """Three rows, ``i < 3``: trip 3 has no row to bind, but its condition is false, so the body's Neg
     (listed before the condition's Less) never runs on it."""
-    graph, *_ = counted_while(3)
+    graph = counted_while()
     check(interpret(graph, {"x": X, "limit": np.array(3)}), np.array([0, 1, 2], np.int64), -X)
 
 
 def test_condition_false_on_the_first_trip() -> None:
-    graph, *_ = counted_while(0)
+    graph = counted_while()
     check(interpret(graph, {"x": X, "limit": np.array(0)}), np.zeros(0, np.int64), np.zeros((0, 2), np.float32))
 
 
@@ -316,7 +316,7 @@ def test_more_trips_than_max_trips_are_refused() -> None:
 
 
 def test_a_padded_while_loop_needs_a_length() -> None:
-    graph, x, limit, go = counted_while(2)
+    graph = counted_while()
     loop = graph.nodes[0]
     assert isinstance(loop, Loop)
     loop.padded = True
