@@ -49,7 +49,7 @@ class ConstantFolding:
                 continue
             for k, (old, array) in enumerate(zip(node.outputs, values)):
                 new = Value(old.name, array.dtype, tuple(array.shape))
-                g.insert_before(node, [Node("Constant", [], [new], {"value": array}, name=f"{node.name}_folded{k}")])
+                g.insert_before(node, [Node("Constant", [], [new], {"value": array})])
                 old.replace_all_uses_with(new)
             g.remove(node)
             folded += 1

@@ -11,9 +11,9 @@ who reads it (:meth:`Value.uses`) instead of rescanning the graph, and rewires e
 :meth:`Value.replace_all_uses_with`. Graphs keep their nodes in a linked list, so inserting before
 or after a node and removing one cost O(1) however large the graph.
 
-Nodes made without a name get one when they join a graph, from a counter the whole model shares
-(deterministic per model, whatever else the process compiled), and nodes a pass inserts next to
-another inherit its ``origin``: a layer name or an error always leads back to the user's node.
+Nodes made without a name are named after their first result when they join a graph (deterministic
+per model, whatever else the process compiled), and nodes a pass inserts next to another inherit
+its ``origin``: a layer name or an error always leads back to the user's node.
 """
 
 from __future__ import annotations
@@ -181,8 +181,8 @@ class Node:
     def _attach(self, graph: Graph) -> None:
         """Join ``graph``: record this node's reads (and those of the graphs nested in it)."""
         self.graph = graph
-        if not self.name:
-            self.name = graph.model_state().fresh_name(self.op)
+        if not self.name:  # named after what it computes: deterministic, and readable in a layer name
+            self.name = self._outputs[0].name if self._outputs else self.op.lower()
         if graph._live:
             self._record_uses()
         for sub in self.subgraphs():
@@ -232,15 +232,10 @@ class Node:
 
 
 class _ModelState:
-    """What the graphs of one model share: the counter that names new nodes and the change count."""
+    """What the graphs of one model share: the count of edits (the pass manager compares counts)."""
 
     def __init__(self) -> None:
-        self.next_id = 0
         self.changes = 0
-
-    def fresh_name(self, op: str) -> str:
-        self.next_id += 1
-        return f"{op.lower()}_{self.next_id}"
 
 
 class NodeList:

@@ -56,8 +56,6 @@ TYPE_BUGS = {
                                   "value, i64[0], while trip 1 carries i64[1]",
     "samples/growing_cat": "the ONNX frontend types a carried tensor that grows (out.13) by its initial value, "
                            "f32[1,4], while trip 1 carries f32[2,4]",
-    "onnx/test_range_float_type_positive_delta_expanded": "while-outputs pads a concat output to max_trips (64) "
-                                                           "but leaves its type at the trips run, f32[2]",
 }
 
 #: Between passes values should not move at all; this allows for a reordered float sum.

@@ -1,214 +1,444 @@
-"""Each canonicalization pass on small hand-built loops: what it changes and what it must keep."""
+"""Each canonicalization pass on small loops written as IR text: the text it must leave, and the numbers.
+
+Every case states the IR before, the IR the pass must leave (written by hand from what the pass
+promises), and the outputs on a fixed input, computed by hand. The IR interpreter runs the graph
+before and after the pass, so a rewrite that changes the text right but the meaning wrong fails too.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from textwrap import dedent
 
 import numpy as np
 import pytest
 
 from loopc.errors import PassError
-from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value, verify
-from loopc.passes import DeadCode, GatherToIterator, Invariants, PassManager, TripLimits, default_passes
+from loopc.ir import Graph, format_graph, verify
+from loopc.ir.interpret import interpret
+from loopc.ir.parser import parse
+from loopc.passes import (ConstantFolding, DeadCode, GatherToIterator, Identities, Invariants, Pass, PassManager,
+                          PassResult, SequenceAccumulation, StaticConditionals, TripLimits, default_passes)
 
-F32, I64, BOOL = np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.bool_)
-
-
-def const(graph: Graph, name: str, value: object, dtype: np.dtype) -> Value:
-    array = np.array(value, dtype=dtype)
-    out = Value(name, dtype, array.shape)
-    graph.add(Node("Constant", [], [out], {"value": array}))
-    return out
+X = np.arange(12, dtype=np.float32).reshape(4, 3)
+#: The column sums of X: 0+3+6+9, 1+4+7+10, 2+5+8+11.
+SUMS = np.array([18, 22, 26], np.float32)
 
 
-def loop_graph(*, unused_carry: bool = False, constant_carry: bool = False, gather: bool = False) -> Graph:
-    """sum over rows of x (by Gather(x, i) or an iterator), optionally with extra carries."""
-    main = Graph("main")
-    x = Value("x", F32, (4, 3))
-    main.inputs = [x]
-    n = const(main, "n", 4, I64)
-    zeros = const(main, "zeros", [0, 0, 0], F32)
-    body = Graph("body")
-    i = Value("i", I64, ())
-    state, nxt = Value("s", F32, (3,)), Value("s_next", F32, (3,))
-    iterators = []
-    if gather:
-        row = Value("row", F32, (3,))
-        body.add(Node("Gather", [x, i], [row], {"axis": 0}))
-    else:
-        row = Value("row", F32, (3,))
-        iterators.append(LoopIterator(row, x, 0))
-    body.add(Node("Add", [state, row], [nxt]))
-    recurrences = [Recurrence(state, zeros, nxt)]
-    outputs = [LoopOutput("last", state, Value("total", F32, (3,)))]
-    if unused_carry:
-        k, k_next = Value("k", F32, (3,)), Value("k_next", F32, (3,))
-        body.add(Node("Mul", [k, row], [k_next]))
-        recurrences.append(Recurrence(k, zeros, k_next))
-    if constant_carry:
-        c = Value("c", F32, (3,))
-        scaled = Value("scaled", F32, (3,))
-        body.add(Node("Mul", [c, row], [scaled]))
-        recurrences.append(Recurrence(c, zeros, c))
-        outputs.append(LoopOutput("concat", scaled, Value("scaled_all", F32, (4, 3))))
-    loop = Loop(body, trip_count=n, counter=i, iterators=iterators, recurrences=recurrences, loop_outputs=outputs)
-    main.add(loop)
-    main.outputs = [o.result for o in outputs]
-    verify(main)
-    return main
+def ir(text: str) -> Graph:
+    graph = parse(dedent(text).strip())
+    verify(graph)
+    return graph
 
 
-def the_loop(graph: Graph) -> Loop:
-    return next(node for _, node in graph.walk() if isinstance(node, Loop))
+def check(p: Pass, before: str, after: str, feeds: dict[str, np.ndarray], expected: Sequence[np.ndarray]) -> PassResult:
+    """Run ``p`` on ``before``; the graph must print as ``after`` and compute ``expected`` before and after."""
+    graph = ir(before)
+    _outputs(graph, feeds, expected)
+    result = p(graph)
+    verify(graph, after=p.name)
+    assert format_graph(graph) == dedent(after).strip()
+    _outputs(graph, feeds, expected)
+    return result
+
+
+def _outputs(graph: Graph, feeds: dict[str, np.ndarray], expected: Sequence[np.ndarray]) -> None:
+    got = interpret(graph, feeds)
+    assert len(got) == len(expected)
+    for value, want in zip(got, expected):
+        np.testing.assert_allclose(value, want, rtol=0, atol=0)
+
+
+SUM_WITH_EXTRAS = """
+    graph main(%x: f32[4,3]) -> (%total) {
+      %n: i64[] = Constant() value=i64[]:[4]
+      %zeros: f32[3] = Constant() value=f32[3]:[0,0,0]
+      %total: f32[3] = loop count=%n {
+        counter %i: i64[]
+        iterator %row: f32[3] = %x[axis 0]
+        recurrence %s: f32[3] = %zeros -> %s_next
+        recurrence %k: f32[3] = %zeros -> %k_next
+        %s_next: f32[3] = Add(%s, %row)
+        %k_next: f32[3] = Mul(%k, %row)
+        last %total = %s
+      }
+    }
+"""
 
 
 def test_dead_code_removes_an_unused_carry_and_the_unused_counter() -> None:
-    graph = loop_graph(unused_carry=True)
-    result = DeadCode()(graph)
-    verify(graph)
-    loop = the_loop(graph)
+    result = check(DeadCode(), SUM_WITH_EXTRAS, """
+        graph main(%x: f32[4,3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %zeros: f32[3] = Constant() value=f32[3]:[0,0,0]
+          %total: f32[3] = loop count=%n {
+            iterator %row: f32[3] = %x[axis 0]
+            recurrence %s: f32[3] = %zeros -> %s_next
+            %s_next: f32[3] = Add(%s, %row)
+            last %total = %s
+          }
+        }
+    """, {"x": X}, [SUMS])
     assert result.stats == {"nodes": 1, "recurrences": 1, "counters": 1}
-    assert [r.state.name for r in loop.recurrences] == ["s"]
-    assert loop.counter is None
-    assert [n.op for n in loop.body.nodes] == ["Add"]
 
 
-def test_dead_code_keeps_everything_live() -> None:
-    graph = loop_graph(gather=True)
-    result = DeadCode()(graph)
-    assert not result.modified
-    assert the_loop(graph).counter is not None  # read by the Gather
+def test_dead_code_keeps_a_counter_that_is_read() -> None:
+    text = """
+        graph main(%x: f32[4,3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %zeros: f32[3] = Constant() value=f32[3]:[0,0,0]
+          %total: f32[3] = loop count=%n {
+            counter %i: i64[]
+            recurrence %s: f32[3] = %zeros -> %s_next
+            %row: f32[3] = Gather(%x, %i) axis=0
+            %s_next: f32[3] = Add(%s, %row)
+            last %total = %s
+          }
+        }
+    """
+    assert not check(DeadCode(), text, text, {"x": X}, [SUMS]).modified
 
 
-def test_invariant_carry_becomes_a_direct_read_of_its_initial_value() -> None:
-    graph = loop_graph(constant_carry=True)
-    result = Invariants()(graph)
-    verify(graph)
-    loop = the_loop(graph)
-    assert result.stats == {"recurrences": 1}
-    mul = next(n for n in loop.body.nodes if n.op == "Mul")
-    assert mul.inputs[0] is loop.inputs[-1] or mul.inputs[0].name == "zeros"
+def test_dead_code_removes_a_carried_value_that_only_feeds_itself() -> None:
+    """h = h + row is never read outside its own recurrence: a cycle, dead although every value has a use."""
+    result = check(DeadCode(), """
+        graph main(%x: f32[4,3]) -> (%n) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %zeros: f32[3] = Constant() value=f32[3]:[0,0,0]
+          %h_last: f32[3] = loop count=%n {
+            iterator %row: f32[3] = %x[axis 0]
+            recurrence %h: f32[3] = %zeros -> %h_next
+            %h_next: f32[3] = Add(%h, %row)
+            last %h_last = %h
+          }
+        }
+    """, """
+        graph main(%x: f32[4,3]) -> (%n) {
+          %n: i64[] = Constant() value=i64[]:[4]
+        }
+    """, {"x": X}, [np.array(4, np.int64)])
+    assert result.stats == {"nodes": 2}
+
+
+def test_invariant_carry_becomes_a_direct_read_and_body_constants_leave_the_loop() -> None:
+    """c never changes (its next value is itself): reads of it read its initial value; the constant 2 is hoisted."""
+    result = check(Invariants(), """
+        graph main(%x: f32[4,3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %ones: f32[3] = Constant() value=f32[3]:[1,1,1]
+          %total: f32[3] = loop count=%n {
+            iterator %row: f32[3] = %x[axis 0]
+            recurrence %c: f32[3] = %ones -> %c
+            recurrence %s: f32[3] = %ones -> %s_next
+            %two: f32[] = Constant() value=f32[]:[2]
+            %scaled: f32[3] = Mul(%c, %row)
+            %doubled: f32[3] = Mul(%scaled, %two)
+            %s_next: f32[3] = Add(%s, %doubled)
+            last %total = %s
+          }
+        }
+    """, """
+        graph main(%x: f32[4,3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %ones: f32[3] = Constant() value=f32[3]:[1,1,1]
+          %two: f32[] = Constant() value=f32[]:[2]
+          %total: f32[3] = loop count=%n {
+            iterator %row: f32[3] = %x[axis 0]
+            recurrence %s: f32[3] = %ones -> %s_next
+            %scaled: f32[3] = Mul(%ones, %row)
+            %doubled: f32[3] = Mul(%scaled, %two)
+            %s_next: f32[3] = Add(%s, %doubled)
+            last %total = %s
+          }
+        }
+    """, {"x": X}, [1 + 2 * SUMS])
+    assert result.stats == {"recurrences": 1, "constants": 1}
 
 
 def test_gather_by_counter_becomes_an_iterator() -> None:
-    graph = loop_graph(gather=True)
-    result = GatherToIterator()(graph)
-    verify(graph)
-    loop = the_loop(graph)
+    result = check(GatherToIterator(), """
+        graph main(%x: f32[4,3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %zeros: f32[3] = Constant() value=f32[3]:[0,0,0]
+          %total: f32[3] = loop count=%n {
+            counter %i: i64[]
+            recurrence %s: f32[3] = %zeros -> %s_next
+            %row: f32[3] = Gather(%x, %i) axis=0
+            %s_next: f32[3] = Add(%s, %row)
+            last %total = %s
+          }
+        }
+    """, """
+        graph main(%x: f32[4,3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %zeros: f32[3] = Constant() value=f32[3]:[0,0,0]
+          %total: f32[3] = loop count=%n {
+            counter %i: i64[]
+            iterator %row_iter: f32[3] = %x[axis 0]
+            recurrence %s: f32[3] = %zeros -> %s_next
+            %s_next: f32[3] = Add(%s, %row_iter)
+            last %total = %s
+          }
+        }
+    """, {"x": X}, [SUMS])
     assert result.stats == {"iterators": 1}
-    assert [(it.source.name, it.axis, it.reverse) for it in loop.iterators] == [("x", 0, False)]
-    assert all(n.op != "Gather" for n in loop.body.nodes)
-
-
-def test_pipeline_settles_and_drops_the_counter_after_the_gather_rewrite() -> None:
-    graph = loop_graph(gather=True, unused_carry=True)
-    manager = PassManager(default_passes())
-    graph = manager.run(graph)
-    loop = the_loop(graph)
-    assert loop.counter is None and len(loop.iterators) == 1 and len(loop.recurrences) == 1
-    assert manager.stats["gather-to-iterator.iterators"] == 1
 
 
 def test_always_true_condition_is_dropped_from_a_counted_loop() -> None:
-    graph = loop_graph()
-    loop = the_loop(graph)
-    true = const(graph, "true", True, BOOL)
-    graph.insert_before(graph.nodes[0], [graph.nodes[-1]])  # the constant before the loop
-    loop.condition = true
-    result = TripLimits()(graph)
-    verify(graph)
-    assert result.stats == {"conditions_dropped": 1} and loop.condition is None
+    result = check(TripLimits(), """
+        graph main(%x: f32[4,3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %zeros: f32[3] = Constant() value=f32[3]:[0,0,0]
+          %total: f32[3] = loop count=%n while=%go {
+            iterator %row: f32[3] = %x[axis 0]
+            recurrence %s: f32[3] = %zeros -> %s_next
+            %go: bool[] = Constant() value=bool[]:[true]
+            %s_next: f32[3] = Add(%s, %row)
+            last %total = %s
+          }
+        }
+    """, """
+        graph main(%x: f32[4,3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %zeros: f32[3] = Constant() value=f32[3]:[0,0,0]
+          %total: f32[3] = loop count=%n {
+            iterator %row: f32[3] = %x[axis 0]
+            recurrence %s: f32[3] = %zeros -> %s_next
+            %go: bool[] = Constant() value=bool[]:[true]
+            %s_next: f32[3] = Add(%s, %row)
+            last %total = %s
+          }
+        }
+    """, {"x": X}, [SUMS])
+    assert result.stats == {"conditions_dropped": 1}
+
+
+def test_negative_trip_count_becomes_zero_trips() -> None:
+    """ONNX runs no trip for M < 0; TensorRT's count must not be negative: the last value is the initial one."""
+    result = check(TripLimits(), """
+        graph main(%x: f32[4,3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[-3]
+          %zeros: f32[3] = Constant() value=f32[3]:[0,0,0]
+          %total: f32[3] = loop count=%n {
+            recurrence %s: f32[3] = %zeros -> %s_next
+            %s_next: f32[3] = Add(%s, %x)
+            last %total = %s
+          }
+        }
+    """.replace("%x: f32[4,3]", "%x: f32[3]"), """
+        graph main(%x: f32[3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[-3]
+          %zeros: f32[3] = Constant() value=f32[3]:[0,0,0]
+          %n_clamped: i64[] = Constant() value=i64[]:[0]
+          %total: f32[3] = loop count=%n_clamped {
+            recurrence %s: f32[3] = %zeros -> %s_next
+            %s_next: f32[3] = Add(%s, %x)
+            last %total = %s
+          }
+        }
+    """, {"x": np.ones(3, np.float32)}, [np.zeros(3, np.float32)])
+    assert result.stats == {"counts_clamped": 1}
 
 
 def test_trip_count_beyond_int32_is_refused() -> None:
-    graph = loop_graph()
-    loop = the_loop(graph)
-    loop.trip_count.producer.attrs["value"] = np.array(2**40, np.int64)
+    graph = ir("""
+        graph main(%x: f32[3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[1099511627776]
+          %total: f32[3] = loop count=%n {
+            recurrence %s: f32[3] = %x -> %s_next
+            %s_next: f32[3] = Add(%s, %x)
+            last %total = %s
+          }
+        }
+    """)
     with pytest.raises(PassError, match="exceeds TensorRT's INT32 limit"):
         TripLimits()(graph)
 
 
+def test_identities_are_read_through() -> None:
+    result = check(Identities(), """
+        graph main(%x: f32[4,3]) -> (%y) {
+          %a: f32[4,3] = Identity(%x)
+          %b: f32[4,3] = Relu(%a)
+          %y: f32[4,3] = Identity(%b)
+        }
+    """, """
+        graph main(%x: f32[4,3]) -> (%b) {
+          %b: f32[4,3] = Relu(%x)
+        }
+    """, {"x": X - 5}, [np.maximum(X - 5, 0)])
+    assert result.stats == {"nodes": 2}
+
+
+def test_constant_folding_computes_a_shape_chain() -> None:
+    """Reshape's target from Shape → Gather → Concat on static dims: folded to the constant [4, 3] → [3, 4]."""
+    check(ConstantFolding(), """
+        graph main(%x: f32[4,3]) -> (%y) {
+          %shape: i64[2] = Shape(%x)
+          %one: i64[] = Constant() value=i64[]:[1]
+          %cols: i64[] = Gather(%shape, %one) axis=0
+          %axes: i64[1] = Constant() value=i64[1]:[0]
+          %cols1: i64[1] = Unsqueeze(%cols, %axes)
+          %rest: i64[1] = Constant() value=i64[1]:[-1]
+          %target: i64[2] = Concat(%cols1, %rest) axis=0
+          %y: f32[3,4] = Reshape(%x, %target)
+        }
+    """, """
+        graph main(%x: f32[4,3]) -> (%y) {
+          %shape: i64[2] = Constant() value=i64[2]:[4,3]
+          %one: i64[] = Constant() value=i64[]:[1]
+          %cols: i64[] = Constant() value=i64[]:[3]
+          %axes: i64[1] = Constant() value=i64[1]:[0]
+          %cols1: i64[1] = Constant() value=i64[1]:[3]
+          %rest: i64[1] = Constant() value=i64[1]:[-1]
+          %target: i64[2] = Constant() value=i64[2]:[3,-1]
+          %y: f32[3,4] = Reshape(%x, %target)
+        }
+    """, {"x": X}, [X.reshape(3, 4)])
+
+
+def test_constant_condition_inlines_the_branch_taken() -> None:
+    """TorchScript's ``x.squeeze(1) if x.size(1) == 1 else x`` once the dim is known: only one branch can run."""
+    check(StaticConditionals(), """
+        graph main(%x: f32[4,1]) -> (%y) {
+          %no: bool[] = Constant() value=bool[]:[false]
+          %y: f32[...] = if %no {
+            then {
+              %axes: i64[1] = Constant() value=i64[1]:[1]
+              %s: f32[4] = Squeeze(%x, %axes)
+              yield %s
+            }
+            else {
+              %n: f32[4,1] = Neg(%x)
+              yield %n
+            }
+          }
+        }
+    """, """
+        graph main(%x: f32[4,1]) -> (%n) {
+          %no: bool[] = Constant() value=bool[]:[false]
+          %n: f32[4,1] = Neg(%x)
+        }
+    """, {"x": X[:, :1]}, [-X[:, :1]])
+
+
 def test_list_append_then_stack_becomes_a_concatenate_output() -> None:
     """rows = []; for i: h = relu(x[i]); rows.append(h); stack(rows, dim=0) — as PyTorch exports it."""
-    main = Graph("main")
-    x = Value("x", F32, (4, 3))
-    main.inputs = [x]
-    n = const(main, "n", 4, I64)
-    empty = Value("empty", None, None)
-    main.add(Node("SequenceEmpty", [], [empty], {"dtype": 1}))
-    body = Graph("body")
-    row, h, seq, seq_next = Value("row", F32, (3,)), Value("h", F32, (3,)), Value("seq"), Value("seq_next")
-    body.add(Node("Relu", [row], [h]))
-    body.add(Node("SequenceInsert", [seq, h], [seq_next]))
-    final = Value("final")
-    loop = Loop(body, trip_count=n, iterators=[LoopIterator(row, x)], recurrences=[Recurrence(seq, empty, seq_next)],
-                loop_outputs=[LoopOutput("last", seq, final)])
-    main.add(loop)
-    stacked = Value("stacked", F32, None)
-    main.add(Node("ConcatFromSequence", [final], [stacked], {"axis": 0, "new_axis": 1}))
-    main.outputs = [stacked]
-    verify(main)
+    result = check(SequenceAccumulation(), """
+        graph main(%x: f32[4,3]) -> (%stacked) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %empty = SequenceEmpty() dtype=1
+          %final = loop count=%n {
+            iterator %row: f32[3] = %x[axis 0]
+            recurrence %seq = %empty -> %seq_next
+            %h: f32[3] = Relu(%row)
+            %seq_next = SequenceInsert(%seq, %h)
+            last %final = %seq
+          }
+          %stacked: f32[...] = ConcatFromSequence(%final) axis=0 new_axis=1
+        }
+    """, """
+        graph main(%x: f32[4,3]) -> (%stacked_stacked) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %empty = SequenceEmpty() dtype=1
+          %stacked_stacked: f32[?,3] = loop count=%n @final {
+            iterator %row: f32[3] = %x[axis 0]
+            %h: f32[3] = Relu(%row)
+            concat %stacked_stacked = %h axis 0
+          }
+        }
+    """, {"x": X - 5}, [np.maximum(X - 5, 0)])
+    assert result.stats == {"sequences": 1}
 
-    graph = PassManager(default_passes()).run(main)
 
-    loop = the_loop(graph)
-    assert [(o.kind, o.value.name, o.axis) for o in loop.loop_outputs] == [("concat", "h", 0)]
-    assert loop.recurrences == []
-    assert [n.op for n in graph.nodes] == ["Constant", "Loop"]
-    assert graph.outputs[0] is loop.loop_outputs[0].result
+def run_pipeline(text: str, feeds: dict[str, np.ndarray], expected: Sequence[np.ndarray]) -> Graph:
+    graph = ir(text)
+    _outputs(graph, feeds, expected)
+    graph = PassManager(default_passes()).run(graph)
+    _outputs(graph, feeds, expected)
+    return graph
+
+
+def test_pipeline_turns_a_gather_into_an_iterator_and_drops_the_counter_and_the_dead_carry() -> None:
+    graph = run_pipeline("""
+        graph main(%x: f32[4,3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %zeros: f32[3] = Constant() value=f32[3]:[0,0,0]
+          %total: f32[3] = loop count=%n {
+            counter %i: i64[]
+            recurrence %s: f32[3] = %zeros -> %s_next
+            recurrence %k: f32[3] = %zeros -> %k_next
+            %row: f32[3] = Gather(%x, %i) axis=0
+            %s_next: f32[3] = Add(%s, %row)
+            %k_next: f32[3] = Mul(%k, %row)
+            last %total = %s
+          }
+        }
+    """, {"x": X}, [SUMS])
+    assert format_graph(graph) == dedent("""
+        graph main(%x: f32[4,3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %zeros: f32[3] = Constant() value=f32[3]:[0,0,0]
+          %total: f32[3] = loop count=%n {
+            iterator %row_iter: f32[3] = %x[axis 0]
+            recurrence %s: f32[3] = %zeros -> %s_next
+            %s_next: f32[3] = Add(%s, %row_iter)
+            last %total = %s
+          }
+        }
+    """).strip()
 
 
 def test_carried_always_true_flag_is_no_while_limit() -> None:
-    graph = loop_graph()
-    loop = the_loop(graph)
-    true = const(graph, "true", True, BOOL)
-    graph.insert_before(graph.nodes[0], [graph.nodes[-1]])
-    flag, flag_next = Value("flag", BOOL, ()), Value("flag_next", BOOL, ())
-    body_true = Value("body_true", BOOL, ())
-    loop.body.insert_before(loop.body.nodes[0], [Node("Constant", [], [body_true], {"value": np.array(True)}),
-                                                 Node("Identity", [body_true], [flag_next])])
-    loop.recurrences.append(Recurrence(flag, true, flag_next))
-    loop.condition = flag
-    verify(graph)
-    graph = PassManager(default_passes()).run(graph)
-    loop = the_loop(graph)
-    assert loop.condition is None and [r.state.name for r in loop.recurrences] == ["s"]
+    graph = run_pipeline("""
+        graph main(%x: f32[4,3]) -> (%total) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %zeros: f32[3] = Constant() value=f32[3]:[0,0,0]
+          %true: bool[] = Constant() value=bool[]:[true]
+          %total: f32[3] = loop count=%n while=%flag {
+            iterator %row: f32[3] = %x[axis 0]
+            recurrence %flag: bool[] = %true -> %flag_next
+            recurrence %s: f32[3] = %zeros -> %s_next
+            %body_true: bool[] = Constant() value=bool[]:[true]
+            %flag_next: bool[] = Identity(%body_true)
+            %s_next: f32[3] = Add(%s, %row)
+            last %total = %s
+          }
+        }
+    """, {"x": X}, [SUMS])
+    assert "while=" not in format_graph(graph) and "recurrence %flag" not in format_graph(graph)
 
 
-def growing(trips: int, read_inside: bool) -> Graph:
-    """acc = cat([acc, 2*x[i]]) over trips; optionally also reads acc inside the loop."""
-    main = Graph("main")
-    x = Value("x", F32, (trips, 1, 3))
-    main.inputs = [x]
-    n = const(main, "n", trips, I64)
-    empty = const(main, "empty", np.zeros((0, 3)), F32)
-    body = Graph("body")
-    row, acc, grown = Value("row", F32, (1, 3)), Value("acc", F32, (None, 3)), Value("grown", F32, (None, 3))
-    two = Value("two", F32, ())
-    body.add(Node("Constant", [], [two], {"value": np.array(2, np.float32)}))
-    piece = Value("piece", F32, (1, 3))
-    body.add(Node("Mul", [row, two], [piece]))
-    body.add(Node("Concat", [acc, piece], [grown], {"axis": 0}))
-    outputs = [LoopOutput("last", acc, Value("result", F32, (None, 3)))]
-    if read_inside:
-        total = Value("total", F32, ())
-        body.add(Node("ReduceSum", [acc], [total], {"keepdims": 0}))
-        outputs.append(LoopOutput("concat", total, Value("totals", F32, (trips,))))
-    loop = Loop(body, trip_count=n, iterators=[LoopIterator(row, x)], recurrences=[Recurrence(acc, empty, grown)],
-                loop_outputs=outputs)
-    main.add(loop)
-    main.outputs = [o.result for o in outputs]
-    verify(main)
-    return main
+GROWING = """
+    graph main(%x: f32[3,1,3]) -> ({outputs}) {{
+      %n: i64[] = Constant() value=i64[]:[3]
+      %empty: f32[0,3] = Constant() value=f32[0,3]:[]
+      {results} = loop count=%n {{
+        iterator %row: f32[1,3] = %x[axis 0]
+        recurrence %acc: f32[?,3] = %empty -> %grown
+        %two: f32[] = Constant() value=f32[]:[2]
+        %piece: f32[1,3] = Mul(%row, %two)
+        %grown: f32[?,3] = Concat(%acc, %piece) axis=0
+        {inside}
+        last %result = %acc
+        {concat}
+      }}
+    }}
+"""
+X3 = np.arange(9, dtype=np.float32).reshape(3, 1, 3)
 
 
 def test_growing_carry_read_by_nothing_else_becomes_a_concatenate_output() -> None:
-    graph = PassManager(default_passes()).run(growing(trips=3, read_inside=False))
-    loop = the_loop(graph)
-    assert loop.recurrences == []
-    assert [(o.kind, o.value.name, o.axis) for o in loop.loop_outputs] == [("concat", "piece", 0)]
-    assert graph.outputs[0].producer.op == "Reshape"  # the stacked pieces merged back into axis 0
+    text = GROWING.format(outputs="%result", results="%result: f32[?,3]", inside="", concat="")
+    graph = run_pipeline(text, {"x": X3}, [2 * X3.reshape(3, 3)])
+    loop = next(n for n in graph.nodes if n.op == "Loop")
+    assert "recurrence" not in format_graph(graph) and "concat %acc_pieces = %piece axis 0" in format_graph(graph)
+    assert graph.outputs[0].producer is not loop  # the stacked pieces merged back into axis 0 after the loop
 
 
 def test_growing_carry_read_inside_with_constant_trips_is_unrolled() -> None:
-    graph = PassManager(default_passes()).run(growing(trips=3, read_inside=True))
-    assert not any(isinstance(n, Loop) for _, n in graph.walk())
-    assert sum(n.op == "Concat" for n in graph.nodes) == 3 + 1  # one per trip, one joining the totals
+    text = GROWING.format(outputs="%result, %totals", results="%result: f32[?,3], %totals: f32[3]",
+                          inside="%total: f32[] = ReduceSum(%acc) keepdims=0", concat="concat %totals = %total axis 0")
+    # the running sums of 2·x read before each trip: 0, then 2·(0+1+2) = 6, then 6 + 2·(3+4+5) = 30
+    graph = run_pipeline(text, {"x": X3}, [2 * X3.reshape(3, 3), np.array([0, 6, 30], np.float32)])
+    assert "loop" not in format_graph(graph)
