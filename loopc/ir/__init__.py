@@ -2,10 +2,11 @@
 
 from loopc.ir.core import Dim, Graph, Model, Node, NodeList, Shape, Use, Value, constant_value, type_text
 from loopc.ir.loop import If, Loop, LoopIterator, LoopOutput, Recurrence, RoleList
-from loopc.ir.printer import format_graph, format_loop
+from loopc.ir.parser import IRSyntaxError, parse, parse_model
+from loopc.ir.printer import format_graph, format_loop, format_model
 from loopc.ir.verify import VerificationError, verify
 
 __all__ = [
-    "Dim", "Graph", "If", "Loop", "LoopIterator", "LoopOutput", "Model", "Node", "NodeList", "Recurrence", "RoleList",
-    "Shape", "Use", "Value", "VerificationError", "constant_value", "format_graph", "format_loop", "type_text", "verify",
+    "Dim", "Graph", "IRSyntaxError", "If", "Loop", "LoopIterator", "LoopOutput", "Model", "Node", "NodeList", "Recurrence", "RoleList",
+    "Shape", "Use", "Value", "VerificationError", "constant_value", "format_graph", "format_loop", "format_model", "parse", "parse_model", "type_text", "verify",
 ]
