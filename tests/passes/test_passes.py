@@ -14,9 +14,8 @@ import numpy as np
 import pytest
 
 from loopc.errors import PassError
-from loopc.ir import Graph, format_graph, verify
+from loopc.ir import Graph, format_graph, parse, verify
 from loopc.ir.interpret import interpret
-from loopc.ir.parser import parse
 from loopc.passes import (ConstantFolding, DeadCode, GatherToIterator, Identities, Invariants, Pass, PassManager,
                           PassResult, SequenceAccumulation, StaticConditionals, TripLimits, default_passes)
 
