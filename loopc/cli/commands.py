@@ -208,10 +208,13 @@ def run(
 def ops() -> None:
     """List the ONNX ops and OpenVINO IR types loopc reads, and the TensorRT layer types the simulator runs."""
     from loopc.backend.trt.registry import supported_ops
+    from loopc.frontend.onnx.registry import structural_ops
     from loopc.frontend.openvino.registry import openvino_types
 
-    click.echo("ONNX ops (besides Loop, Scan, If, LSTM, GRU, RNN):")
+    click.echo("ONNX ops the TensorRT backend converts:")
     click.echo("  " + " ".join(sorted(supported_ops())))
+    click.echo("ONNX ops the frontend lowers to loops and conditionals itself:")
+    click.echo("  " + " ".join(structural_ops()))
     click.echo("OpenVINO IR types (the opsets that introduced the versions read):")
     click.echo("  " + " ".join(f"{name}/{','.join(map(str, sorted(versions)))}"
                                for name, versions in sorted(openvino_types().items())))

@@ -3,12 +3,11 @@
 Ordinary nodes keep their ONNX op type, inputs and attributes (the IR contract: the form of the
 newest opset; older forms are rewritten on the way in by :mod:`loopc.frontend.onnx.upgrade`).
 Nodes with subgraphs — Loop, Scan, If — and the recurrent ops loopc lowers itself are handed to
-the translators registered in :data:`STRUCTURAL`.
+the translators registered in :data:`loopc.frontend.onnx.registry.TRANSLATORS`.
 """
 
 from __future__ import annotations
 
-import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,10 +17,11 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from loopc.errors import FrontendError, LoopcError
+from loopc.errors import FrontendError, LoopcError, located
 from loopc.fileio import check_readable
 from loopc.frontend.onnx import validate
 from loopc.frontend.onnx.inference import inference_error
+from loopc.frontend.onnx.registry import TRANSLATORS
 from loopc.frontend.onnx.tensors import load_external_data, to_array
 from loopc.ir import Graph, Model, Node, Value
 
@@ -53,11 +53,6 @@ class Context:
               hint: str | None = None) -> LoopcError:
         """An error about ``node``, carrying its name and op (with the opset) as fields."""
         return validate.node_error(node, self.opset, message, cls, hint)
-
-
-#: Translators for nodes that are not plain ops: (context, node, scope, graph) -> None.
-Translator = Callable[[Context, onnx.NodeProto, "Scope", Graph], None]
-STRUCTURAL: dict[str, Translator] = {}
 
 
 class Scope:
@@ -126,15 +121,6 @@ def _check_tensor_io(graph: onnx.GraphProto, source: str, opset: int) -> None:
                                     f"TensorRT engines take tensors only")
 
 
-@functools.cache
-def _builtin_translators() -> dict[str, Translator]:
-    """Loop, Scan, If and the recurrent ops; their modules import this one, hence the late import."""
-    from loopc.frontend.onnx import conditionals, loops, rnn
-
-    return {"Loop": loops.translate_loop, "Scan": loops.translate_scan, "If": conditionals.translate_if,
-            "LSTM": rnn.translate_lstm, "GRU": rnn.translate_gru, "RNN": rnn.translate_rnn}
-
-
 def load(path: str) -> onnx.ModelProto:
     """Load an ONNX file and its external data; every failure becomes one clear FrontendError."""
     check_readable(path)
@@ -175,16 +161,16 @@ def translate_graph(
     for node in graph.node:
         translate_node(ctx, node, scope, ir)
     for vi in graph.output:
-        value = scope.lookup(vi.name)
-        if value is None:
+        found = scope.lookup(vi.name)
+        if found is None:
             raise FrontendError(f"graph {graph.name!r} output {vi.name!r} is never produced")
-        ir.outputs.append(value)
+        ir.outputs.append(found)
     return ir
 
 
 def translate_node(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
     if node.domain not in ("", "ai.onnx"):
-        raise FrontendError(f"{ctx.describe(node)}: domain {node.domain!r} is not supported")
+        raise located(FrontendError, ctx.describe(node), f"domain {node.domain!r} is not supported")
     from loopc.frontend.onnx.upgrade import upgrade_node  # imports this module
 
     for rewritten in upgrade_node(ctx, node):
@@ -192,7 +178,7 @@ def translate_node(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
 
 
 def _translate_one(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
-    structural = STRUCTURAL.get(node.op_type) or _builtin_translators().get(node.op_type)
+    structural = TRANSLATORS.get(node.op_type)
     if structural is not None:
         structural(ctx, node, scope, graph)
         return
@@ -211,7 +197,7 @@ def _translate_one(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
 def lookup(ctx: Context, node: onnx.NodeProto, scope: Scope, name: str) -> Value:
     value = scope.lookup(name)
     if value is None:
-        raise FrontendError(f"{ctx.describe(node)}: input {name!r} is not defined before it is used")
+        raise located(FrontendError, ctx.describe(node), f"input {name!r} is not defined before it is used")
     return value
 
 
@@ -226,7 +212,7 @@ def constant(ctx: Context, scope: Scope, graph: Graph, name: str, array: np.ndar
 def attribute(ctx: Context, node: onnx.NodeProto, attr: onnx.AttributeProto) -> Any:
     """An attribute's Python value: tensors as arrays, graphs left as GraphProto for their translator."""
     if attr.ref_attr_name:
-        raise FrontendError(f"{ctx.describe(node)}: attribute {attr.name!r} refers to a function attribute")
+        raise located(FrontendError, ctx.describe(node), f"attribute {attr.name!r} refers to a function attribute")
     value = helper.get_attribute_value(attr)
     if isinstance(value, onnx.TensorProto):
         return _array(value, f"{ctx.describe(node)} attribute {attr.name!r}")
@@ -246,7 +232,7 @@ def _constant_value(ctx: Context, node: onnx.NodeProto, attrs: dict[str, Any]) -
     for key, dtype in (("value_floats", np.float32), ("value_ints", np.int64)):
         if key in attrs:
             return np.array(attrs[key], dtype=dtype)
-    raise FrontendError(f"{ctx.describe(node)}: Constant without a supported value attribute")
+    raise located(FrontendError, ctx.describe(node), "Constant without a supported value attribute")
 
 
 def _array(tensor: onnx.TensorProto, what: str) -> np.ndarray:

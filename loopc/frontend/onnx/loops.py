@@ -15,9 +15,10 @@ from typing import Any
 import numpy as np
 import onnx
 
-from loopc.errors import FrontendError, UnsupportedOpError
+from loopc.errors import FrontendError, UnsupportedOpError, located
 from loopc.frontend.emit import I64, Emitter
 from loopc.frontend.onnx.importer import Context, Scope, _type_of, lookup, translate_graph
+from loopc.frontend.onnx.registry import translates
 from loopc.frontend.onnx.validate import iteration_rank
 from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
 from loopc.ir.core import Shape
@@ -38,7 +39,7 @@ def graph_attr(ctx: Context, node: onnx.NodeProto, name: str) -> onnx.GraphProto
     for attr in node.attribute:
         if attr.name == name and attr.type == onnx.AttributeProto.GRAPH:
             return attr.g
-    raise FrontendError(f"{ctx.describe(node)}: missing graph attribute {name!r}")
+    raise located(FrontendError, ctx.describe(node), f"missing graph attribute {name!r}")
 
 
 def int_attr(node: onnx.NodeProto, name: str, default: int) -> int:
@@ -117,23 +118,24 @@ def reads(graph: Graph, value: Value) -> bool:
 # --------------------------------------------------------------------------------------------- Loop
 
 
+@translates("Loop")
 def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
     """ONNX Loop (every opset: 1, 11, 13, 16, 19, 21, 23 share one structure) into an IR loop."""
     what = ctx.describe(node)
     body_proto = graph_attr(ctx, node, "body")
     if len(node.input) < 2:
-        raise FrontendError(f"{what}: Loop takes inputs (M, cond, v_initial...), M and cond possibly empty; "
-                            f"it has {len(node.input)} input(s)")
+        raise located(FrontendError, what, f"Loop takes inputs (M, cond, v_initial...), M and cond possibly empty; "
+                      f"it has {len(node.input)} input(s)")
     carried = list(node.input[2:])
     n, k = len(carried), len(node.output) - len(carried)
     if k < 0:
-        raise FrontendError(f"{what}: {n} loop-carried inputs but only {len(node.output)} outputs")
+        raise located(FrontendError, what, f"{n} loop-carried inputs but only {len(node.output)} outputs")
     if len(body_proto.input) != 2 + n:
-        raise FrontendError(f"{what}: the body has {len(body_proto.input)} inputs; a Loop with {n} loop-carried "
-                            f"value(s) needs {2 + n} (iteration_num, cond, then the carried values)")
+        raise located(FrontendError, what, f"the body has {len(body_proto.input)} inputs; a Loop with {n} loop-carried "
+                      f"value(s) needs {2 + n} (iteration_num, cond, then the carried values)")
     if len(body_proto.output) != 1 + n + k:
-        raise FrontendError(f"{what}: the body has {len(body_proto.output)} outputs; a Loop with {n} carried "
-                            f"value(s) and {k} scan output(s) needs {1 + n + k} (cond, carried..., scan...)")
+        raise located(FrontendError, what, f"the body has {len(body_proto.output)} outputs; a Loop with {n} carried "
+                      f"value(s) and {k} scan output(s) needs {1 + n + k} (cond, carried..., scan...)")
     trip = lookup(ctx, node, scope, node.input[0]) if node.input[0] else None
     cond = lookup(ctx, node, scope, node.input[1]) if node.input[1] else None
     _check_kind(what, trip, "iu", "trip count M", "an integer")
@@ -141,12 +143,12 @@ def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
     if cond is not None and (_static_int(trip) or 0) >= INT32_MAX:
         trip = None  # exporters write `while cond` as M = INT64_MAX: it bounds nothing TensorRT can count
     if trip is None and cond is None:
-        raise UnsupportedOpError(f"{what}: {UNBOUNDED}")
+        raise located(UnsupportedOpError, what, f"{UNBOUNDED}")
     em = emitter(ctx, node, graph)
 
     inits = [lookup(ctx, node, scope, name) if name else None for name in carried]
     if any(v is None for v in inits):
-        raise FrontendError(f"{what}: a loop-carried initial value is empty; ONNX requires each one")
+        raise located(FrontendError, what, "a loop-carried initial value is empty; ONNX requires each one")
     iteration = body_proto.input[0]
     counter = Value(iteration.name, I64, ())
     prologue = None
@@ -207,7 +209,7 @@ def _reads_name(graph: onnx.GraphProto, name: str) -> bool:
 
 def _check_kind(what: str, value: Value | None, kinds: str, role: str, wanted: str) -> None:
     if value is not None and value.dtype is not None and value.dtype.kind not in kinds:
-        raise FrontendError(f"{what}: {role} {value.name!r} must be {wanted} tensor, not {value.dtype}")
+        raise located(FrontendError, what, f"{role} {value.name!r} must be {wanted} tensor, not {value.dtype}")
 
 
 def _static_int(value: Value | None) -> int | None:
@@ -221,6 +223,7 @@ def _static_int(value: Value | None) -> int | None:
 # --------------------------------------------------------------------------------------------- Scan
 
 
+@translates("Scan")
 def translate_scan(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
     """Scan-9+ directly; Scan-8 (batch axis 0 on every input and output) as a loop over the batch
     around the per-sequence loop, since TensorRT loops run one trip count for all batch items."""
@@ -241,8 +244,8 @@ def translate_scan(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
 def _num_scan_inputs(ctx: Context, node: onnx.NodeProto, available: int) -> int:
     m = int_attr(node, "num_scan_inputs", 0)
     if not 1 <= m <= available:
-        raise FrontendError(f"{ctx.describe(node)}: num_scan_inputs={m}, but the node has {available} "
-                            f"state and scan inputs")
+        raise located(FrontendError, ctx.describe(node), f"num_scan_inputs={m}, but the node has {available} "
+                      f"state and scan inputs")
     return m
 
 
@@ -265,9 +268,9 @@ def _scan_loop(
     n, m = len(inits), len(sources)
     k = len(node.output) - n
     if len(body_proto.input) != n + m or len(body_proto.output) != n + k or k < 0:
-        raise FrontendError(f"{what}: the body has {len(body_proto.input)} inputs and {len(body_proto.output)} "
-                            f"outputs; this Scan needs {n + m} ({n} states, {m} scan inputs) and "
-                            f"{len(node.output)} ({n} states, {max(k, 0)} scan outputs)")
+        raise located(FrontendError, what, f"the body has {len(body_proto.input)} inputs and {len(body_proto.output)} "
+                      f"outputs; this Scan needs {n + m} ({n} states, {m} scan inputs) and "
+                      f"{len(node.output)} ({n} states, {max(k, 0)} scan outputs)")
     if batch_axis:  # Scan-8: one axis attribute for all inputs, always the sequence axis
         in_axes, out_axes, out_dirs = [0] * m, [0] * k, [0] * k
         in_dirs = ints_attr(node, "directions") or [0] * m
@@ -279,9 +282,9 @@ def _scan_loop(
     for attr, values, count in (("scan input axes", in_axes, m), ("scan input directions", in_dirs, m),
                                 ("scan output axes", out_axes, k), ("scan output directions", out_dirs, k)):
         if len(values) != count:
-            raise FrontendError(f"{what}: {len(values)} {attr} for {count} {attr.rsplit(' ', 1)[0]}s")
+            raise located(FrontendError, what, f"{len(values)} {attr} for {count} {attr.rsplit(' ', 1)[0]}s")
         if attr.endswith("directions") and any(d not in (0, 1) for d in values):
-            raise FrontendError(f"{what}: {attr} {values} must each be 0 (forward) or 1 (reverse)")
+            raise located(FrontendError, what, f"{attr} {values} must each be 0 (forward) or 1 (reverse)")
     in_axes = [_axis(what, a, _rank(s.shape, vi, 1), "scan input") for a, s, vi in
                zip(in_axes, sources, body_proto.input[n:])]
     _check_roles(ctx, node, inits, sources, in_axes, body_proto, m)
@@ -360,10 +363,10 @@ def _axis(what: str, axis: int, rank: int | None, role: str) -> int:
     if axis >= 0:
         return axis
     if rank is None:
-        raise UnsupportedOpError(f"{what}: {role} axis {axis} is negative and the rank is unknown; "
-                                 f"give the model static ranks (run shape inference) or a non-negative axis")
+        raise located(UnsupportedOpError, what, f"{role} axis {axis} is negative and the rank is unknown; "
+                      f"give the model static ranks (run shape inference) or a non-negative axis")
     if axis < -rank:
-        raise FrontendError(f"{what}: {role} axis {axis} is out of range for rank {rank}")
+        raise located(FrontendError, what, f"{role} axis {axis} is out of range for rank {rank}")
     return axis + rank
 
 
@@ -381,7 +384,7 @@ def _scan8(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> No
     """
     what = ctx.describe(node)
     if not node.input:
-        raise FrontendError(f"{what}: Scan-8 takes (sequence_lens, initial states..., scan inputs...)")
+        raise located(FrontendError, what, "Scan-8 takes (sequence_lens, initial states..., scan inputs...)")
     if node.input[0]:
         raise UnsupportedOpError(
             f"{what}: Scan-8 sequence_lens is not supported: per-batch sequence lengths give each batch "

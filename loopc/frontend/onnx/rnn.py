@@ -28,11 +28,12 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from loopc.errors import FrontendError, UnsupportedOpError
+from loopc.errors import FrontendError, UnsupportedOpError, located
 from loopc.limits import check_constant
 from loopc.frontend.onnx.importer import Context, Scope, lookup
 from loopc.frontend.emit import I64, Emitter
 from loopc.frontend.onnx.loops import emitter, result_value
+from loopc.frontend.onnx.registry import translates
 from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
 from loopc.ir.core import Dim
 
@@ -105,14 +106,17 @@ class Spec:
         return self.x.dtype or np.dtype(np.float32)
 
 
+@translates("RNN")
 def translate_rnn(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
     _translate(ctx, node, scope, graph, RNN)
 
 
+@translates("GRU")
 def translate_gru(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
     _translate(ctx, node, scope, graph, GRU)
 
 
+@translates("LSTM")
 def translate_lstm(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
     _translate(ctx, node, scope, graph, LSTM)
 
@@ -167,18 +171,18 @@ def _parse(ctx: Context, node: onnx.NodeProto, scope: Scope, cell: Cell) -> Spec
     attrs = {k: v.decode() if isinstance(v, bytes) else v for k, v in attrs.items()}
     names = list(node.input) + [""] * 8
     if len(node.input) < 3 or not all(names[:3]):
-        raise FrontendError(f"{what}: {cell.op} needs inputs X, W and R")
+        raise located(FrontendError, what, f"{cell.op} needs inputs X, W and R")
     get = [lookup(ctx, node, scope, n) if n else None for n in names[:8]]
     direction = attrs.get("direction", "forward")
     if direction not in ("forward", "reverse", "bidirectional"):
-        raise FrontendError(f"{what}: direction {direction!r} is not forward, reverse or bidirectional")
+        raise located(FrontendError, what, f"direction {direction!r} is not forward, reverse or bidirectional")
     directions = {"forward": [False], "reverse": [True], "bidirectional": [False, True]}[direction]
     layout = int(attrs.get("layout", 0))
     if layout not in (0, 1):
-        raise FrontendError(f"{what}: layout {layout} is not 0 or 1")
+        raise located(FrontendError, what, f"layout {layout} is not 0 or 1")
     lens = get[4]
     if lens is not None and lens.dtype is not None and lens.dtype.kind not in "iu":
-        raise FrontendError(f"{what}: sequence_lens {lens.name!r} must be an integer tensor, not {lens.dtype}")
+        raise located(FrontendError, what, f"sequence_lens {lens.name!r} must be an integer tensor, not {lens.dtype}")
     operands = dict(zip(("X", "W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"), get))
     if cell is not LSTM:
         operands["initial_c"] = operands["P"] = None
@@ -258,14 +262,14 @@ def _activations(what: str, cell: Cell, attrs: dict[str, Any], dirs: int) -> lis
     names = names or list(cell.activations) * dirs
     per_dir = len(cell.activations)
     if len(names) != per_dir * dirs:
-        raise FrontendError(f"{what}: {len(names)} activations given; {cell.op} needs {per_dir} per direction "
-                            f"({per_dir * dirs} in all)")
+        raise located(FrontendError, what, f"{len(names)} activations given; {cell.op} needs {per_dir} per direction "
+                      f"({per_dir * dirs} in all)")
     alphas, betas = list(attrs.get("activation_alpha", [])), list(attrs.get("activation_beta", []))
     resolved = []
     for name in names:
         key = name.lower()
         if key not in _ACTIVATIONS:
-            raise UnsupportedOpError(f"{what}: activation {name!r} is not one the ONNX spec defines")
+            raise located(UnsupportedOpError, what, f"activation {name!r} is not one the ONNX spec defines")
         uses_alpha, uses_beta, alpha, beta = _ACTIVATIONS[key]
         if uses_alpha and alphas:
             alpha = float(alphas.pop(0))

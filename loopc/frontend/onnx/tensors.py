@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-from loopc.errors import FrontendError, UnsupportedOpError
+from loopc.errors import FrontendError, UnsupportedOpError, located
 from loopc.limits import check_constant
 
 @dataclass(frozen=True)
@@ -134,7 +134,7 @@ def to_array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
     try:
         return numpy_helper.to_array(tensor)
     except Exception as exc:
-        raise FrontendError(f"{what}: unreadable tensor data ({exc})") from None
+        raise located(FrontendError, what, f"unreadable tensor data ({exc})") from None
 
 
 def load_external_data(proto: onnx.ModelProto, path: str) -> None:
@@ -158,12 +158,12 @@ def load_external_data(proto: onnx.ModelProto, path: str) -> None:
         offset = _external_int(info, "offset", what) or 0
         length = _external_int(info, "length", what)
         if length is not None and length != needed:
-            raise FrontendError(f"{what}: external data length {length} does not match its shape {dims}, "
-                                f"which takes {needed} bytes")
+            raise located(FrontendError, what, f"external data length {length} does not match its shape {dims}, "
+                          f"which takes {needed} bytes")
         size = os.path.getsize(target)
         if offset + needed > size:
-            raise FrontendError(f"{what}: external data at offset {offset} needs {needed} bytes, but "
-                                f"{location} has only {size}")
+            raise located(FrontendError, what, f"external data at offset {offset} needs {needed} bytes, but "
+                          f"{location} has only {size}")
         with open(target, "rb") as handle:
             handle.seek(offset)
             tensor.raw_data = handle.read(needed)
@@ -178,11 +178,11 @@ def _inside(base: str, location: str, what: str) -> str:
     try:
         target = os.path.realpath(os.path.join(base, location))
     except (ValueError, OSError):
-        raise FrontendError(f"{what}: external data location {location!r} is not a valid path") from None
+        raise located(FrontendError, what, f"external data location {location!r} is not a valid path") from None
     if os.path.commonpath([target, base]) != base:
         raise FrontendError(f"{what} points outside the model's folder ({location})")
     if not os.path.isfile(target):
-        raise FrontendError(f"{what}: external data file missing: {location}")
+        raise located(FrontendError, what, f"external data file missing: {location}")
     return target
 
 
@@ -194,5 +194,5 @@ def _external_int(info: dict[str, str], key: str, what: str) -> int | None:
     except ValueError:
         value = -1
     if value < 0:
-        raise FrontendError(f"{what}: external data {key} {info[key]!r} is not a non-negative integer")
+        raise located(FrontendError, what, f"external data {key} {info[key]!r} is not a non-negative integer")
     return value

@@ -12,17 +12,15 @@ reach into Loop/Scan bodies or cover every op in them, so a per-node rewrite is 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from loopc.errors import UnsupportedOpError
+from loopc.errors import UnsupportedOpError, located
 from loopc.frontend.onnx.importer import Context
-
-Rewrite = Callable[[Context, onnx.NodeProto], list[onnx.NodeProto]]
+from loopc.frontend.onnx.registry import UPGRADES, upgrades
 
 #: Attributes that only ever meant something to old runtimes (buffer reuse, training flags).
 _OBSOLETE = {"consumed_inputs", "is_test"}
@@ -37,7 +35,7 @@ def upgrade_node(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     if node.domain not in ("", "ai.onnx"):
         return [node]
     node = _without(node, _OBSOLETE)
-    rewrite = _REWRITES.get(node.op_type)
+    rewrite = UPGRADES.get(node.op_type)
     return rewrite(ctx, node) if rewrite is not None else [node]
 
 
@@ -94,6 +92,7 @@ def _dtype(ctx: Context, name: str) -> np.dtype[Any]:
 # ---------------------------------------------------------------------------------------- rewrites
 
 
+@upgrades(*sorted(_LEGACY_BROADCAST))
 def _legacy_broadcast(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     """Opset < 7 binary ops: ``broadcast=1, axis=k`` aligns B with A's dims from k on. Appending
     trailing 1s to B gives the same alignment under numpy broadcasting, the only kind now."""
@@ -105,8 +104,8 @@ def _legacy_broadcast(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto
         return [plain]  # without axis, legacy broadcasting already aligned trailing dims
     rank_a, rank_b = _rank(ctx, node.input[0]), _rank(ctx, node.input[1])
     if rank_a is None or rank_b is None:
-        raise UnsupportedOpError(f"{ctx.describe(node)}: legacy broadcast with axis={attrs['axis']} needs the "
-                                 f"ranks of both inputs; run shape inference on the model first")
+        raise located(UnsupportedOpError, ctx.describe(node), f"legacy broadcast with axis={attrs['axis']} needs the "
+                      f"ranks of both inputs; run shape inference on the model first")
     axis = attrs["axis"] + rank_a if attrs["axis"] < 0 else attrs["axis"]
     trailing = rank_a - axis - rank_b
     if trailing <= 0:
@@ -117,23 +116,28 @@ def _legacy_broadcast(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto
     return [const, unsqueeze, _rebuild(node, [node.input[0], aligned], {"broadcast", "axis"})]
 
 
+@upgrades("Gemm")
 def _gemm(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     # Gemm < 7 had a `broadcast` flag for C; since 7, C always broadcasts unidirectionally.
     return [_without(node, {"broadcast"})]
 
 
+@upgrades("Squeeze", "Unsqueeze")
 def _squeeze_like(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return _attr_to_input(ctx, node, "axes", 1, 13)
 
 
+@upgrades("ReduceSum")
 def _reduce_sum(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return _attr_to_input(ctx, node, "axes", 1, 13)
 
 
+@upgrades(*sorted(_REDUCE_18))
 def _reduce(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return _attr_to_input(ctx, node, "axes", 1, 18)
 
 
+@upgrades("Split")
 def _split(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     nodes = _attr_to_input(ctx, node, "split", 1, 13)
     last = nodes[-1]
@@ -144,6 +148,7 @@ def _split(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return nodes
 
 
+@upgrades("Slice")
 def _slice(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     attrs = _attrs(node)
     if ctx.opset >= 10:
@@ -157,6 +162,7 @@ def _slice(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return [*consts, _rebuild(node, inputs, {"starts", "ends", "axes"})]
 
 
+@upgrades("Pad")
 def _pad(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     attrs = _attrs(node)
     if ctx.opset >= 11:
@@ -169,6 +175,7 @@ def _pad(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
             _rebuild(node, [node.input[0], pads_name, value_name], {"pads", "paddings", "value"})]
 
 
+@upgrades("Softmax", "LogSoftmax", "Hardmax")
 def _softmax(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     """Before 13, Softmax/LogSoftmax/Hardmax coerced the input to 2-D at ``axis`` (default 1) and
     normalized each row. Flatten, normalize the last axis, reshape back is that function; when
@@ -189,6 +196,7 @@ def _softmax(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     ]
 
 
+@upgrades("TopK")
 def _topk(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     attrs = _attrs(node)
     if ctx.opset >= 10 or "k" not in attrs:
@@ -197,6 +205,7 @@ def _topk(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return [const, _rebuild(node, [node.input[0], name], {"k"})]
 
 
+@upgrades("Concat")
 def _concat(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     # Concat-1 made axis optional with default 1; it is required since 4.
     if ctx.opset < 4 and "axis" not in _attrs(node):
@@ -204,10 +213,12 @@ def _concat(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return [node]
 
 
+@upgrades("Reshape")
 def _reshape(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return _attr_to_input(ctx, node, "shape", 1, 5)
 
 
+@upgrades("Cast")
 def _cast(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     # Cast-1 named the target type with a string ("FLOAT"); since 6 it is the TensorProto enum.
     to = _attrs(node).get("to")
@@ -216,6 +227,7 @@ def _cast(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return [node]
 
 
+@upgrades("Clip")
 def _clip(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     attrs = _attrs(node)
     if ctx.opset >= 11 or not ({"min", "max"} & attrs.keys()):
@@ -231,27 +243,9 @@ def _clip(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return [*consts, _rebuild(node, inputs, {"min", "max"})]
 
 
+@upgrades("Dropout")
 def _dropout(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return _attr_to_input(ctx, node, "ratio", 1, 12, np.float32)
 
-
-_REWRITES: dict[str, Rewrite] = {
-    **{op: _legacy_broadcast for op in _LEGACY_BROADCAST},
-    **{op: _reduce for op in _REDUCE_18},
-    **{op: _softmax for op in ("Softmax", "LogSoftmax", "Hardmax")},
-    "Gemm": _gemm,
-    "Squeeze": _squeeze_like,
-    "Unsqueeze": _squeeze_like,
-    "ReduceSum": _reduce_sum,
-    "Split": _split,
-    "Slice": _slice,
-    "Pad": _pad,
-    "TopK": _topk,
-    "Concat": _concat,
-    "Reshape": _reshape,
-    "Cast": _cast,
-    "Clip": _clip,
-    "Dropout": _dropout,
-}
 
 __all__ = ["upgrade_node"]

@@ -124,8 +124,8 @@ def label(node: onnx.NodeProto) -> str:
 
 def node_error(node: onnx.NodeProto, opset: int, message: str, cls: type[LoopcError] = FrontendError,
                hint: str | None = None) -> LoopcError:
-    """An error about ``node``: its name and op (with the opset, as every frontend message gives it) as fields."""
-    return cls(message, node=label(node), op=f"{node.op_type}, opset {opset}", hint=hint)
+    """An error about ``node``: its name, op and opset as fields (the message shows all three)."""
+    return cls(message, node=label(node), op=node.op_type, opset=opset, hint=hint)
 
 
 @dataclass(frozen=True)
@@ -458,7 +458,7 @@ def _onnx_checker(proto: onnx.ModelProto, source: str, opset: int) -> None:
         found = re.search(r"Name: (\S*) OpType: (\S+)", text)
         message = f"{first} (onnx.checker)"
         if found:
-            raise FrontendError(message, node=found[1] or "?", op=f"{found[2]}, opset {opset}") from None
+            raise FrontendError(message, node=found[1] or "?", op=found[2], opset=opset) from None
         raise FrontendError(f"{source}: {message}") from None
     except Exception as exc:  # the checker is a backstop, not the authority: its own failures are not the model's
         log.debug("onnx.checker could not check %s: %s", source, exc)

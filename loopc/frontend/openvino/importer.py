@@ -17,13 +17,13 @@ from typing import Any
 
 import numpy as np
 
-from loopc.errors import FrontendError, UnsupportedOpError
+from loopc.errors import FrontendError, LoopcError, UnsupportedOpError, located
 from loopc.fileio import check_readable
 from loopc.frontend.emit import Emitter
 from loopc.frontend.openvino.reader import IR, Layer, Net, Port, read_ir
 from loopc.frontend.openvino.registry import check_version, resolve
 from loopc.frontend.openvino.weights import Weights, element_type, parse_shape
-from loopc.ir import Graph, Model, Node, Value
+from loopc.ir import Graph, Model, Node, Value, constant_value
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def translate_net(ctx: Context, net: Net, graph: Graph, bound: dict[int, Value] 
             check_version(layer, where(net, layer))
         if layer.type == "Result":
             if len(inputs) != 1:
-                raise FrontendError(f"{where(net, layer)}: a Result takes one input, not {len(inputs)}")
+                raise located(FrontendError, where(net, layer), f"a Result takes one input, not {len(inputs)}")
             results.append((layer, inputs[0]))
             continue
         if layer.type == "Parameter":
@@ -141,11 +141,11 @@ class Op:
     def what(self) -> str:
         return where(self.net, self.layer)
 
-    def error(self, message: str) -> FrontendError:
-        return FrontendError(f"{self.what}: {message}")
+    def error(self, message: str) -> LoopcError:
+        return located(FrontendError, self.what, message)
 
-    def unsupported(self, message: str) -> UnsupportedOpError:
-        return UnsupportedOpError(f"{self.what}: {message}")
+    def unsupported(self, message: str) -> LoopcError:
+        return located(UnsupportedOpError, self.what, message)
 
     def expect_inputs(self, *counts: int) -> None:
         if len(self.inputs) not in counts:
@@ -252,8 +252,9 @@ def static_value(value: Value | None, depth: int = FOLD_DEPTH) -> np.ndarray | N
     if value is None or value.producer is None:
         return None
     node = value.producer
-    if node.op == "Constant":
-        return np.asarray(node.attrs["value"])
+    constant = constant_value(value)
+    if constant is not None:
+        return np.asarray(constant)
     if depth == 0 or node.op in NEVER or node.subgraphs():
         return None
     if node.op == "Shape":
@@ -262,7 +263,8 @@ def static_value(value: Value | None, depth: int = FOLD_DEPTH) -> np.ndarray | N
         arrays = [None if v is None else static_value(v, depth - 1) for v in node.inputs]
         if any(a is None and v is not None for a, v in zip(arrays, node.inputs)):
             return None
-        folded = fold(Node(node.op, [None if a is None else _constant(a, v) for a, v in zip(arrays, node.inputs)],
+        folded = fold(Node(node.op, [None if a is None or v is None else _constant(a, v)
+                                    for a, v in zip(arrays, node.inputs)],
                            [Value(v.name) for v in node.outputs], node.attrs))
     return None if folded is None else folded[node.outputs.index(value)]
 
@@ -304,12 +306,12 @@ def _check_types(node: Node) -> None:
             continue
         kinds = allowed.get(formal.type_str, set())
         if kinds and _type_str(value.dtype) not in kinds | {None}:
-            raise FrontendError(f"{node.describe()}: an operand of element type {value.dtype} meets {node.op}, "
-                                f"which takes {', '.join(sorted(t[7:-1] for t in kinds))}; the model needs a Convert")
+            raise located(FrontendError, node.describe(), f"an operand of element type {value.dtype} meets "
+                          f"{node.op}, which takes {', '.join(sorted(t[7:-1] for t in kinds))}; the model needs a Convert")
         dtype = first.setdefault(formal.type_str, value.dtype)
         if dtype != value.dtype:
-            raise FrontendError(f"{node.describe()}: operands of element types {dtype} and {value.dtype} meet in "
-                                f"{node.op}, which takes one type; the model needs a Convert")
+            raise located(FrontendError, node.describe(), f"operands of element types {dtype} and {value.dtype} "
+                          f"meet in {node.op}, which takes one type; the model needs a Convert")
 
 
 def _type_str(dtype: np.dtype[Any]) -> str | None:
@@ -335,8 +337,8 @@ def _translate_layer(ctx: Context, net: Net, layer: Layer, inputs: list[Value], 
         translator, version = resolve(layer, where(net, layer))
         outs = translator(Op(ctx, net, layer, inputs, em, version))
         if len(outs) != len(layer.outputs):
-            raise FrontendError(f"{where(net, layer)}: has {len(layer.outputs)} output port(s); "
-                                f"the op gives {len(outs)}")
+            raise located(FrontendError, where(net, layer), f"has {len(layer.outputs)} output port(s); "
+                          f"the op gives {len(outs)}")
     added = set(map(id, graph.nodes[before:]))
     for k, (port, value) in enumerate(zip(layer.outputs, outs)):
         _compare_declared(where(net, layer), port, value)
@@ -363,14 +365,14 @@ def _parameter(ctx: Context, net: Net, layer: Layer, graph: Graph, bound: dict[i
     shape = parse_shape(layer.data.get("shape", ""), what)
     if bound is not None:
         if layer.id not in bound:
-            raise FrontendError(f"{what}: this body Parameter has no port_map input and is not "
-                                f"the current_iteration; nothing gives it a value")
+            raise located(FrontendError, what, "this body Parameter has no port_map input and is not "
+                          "the current_iteration; nothing gives it a value")
         return bound[layer.id]
     port_names = layer.outputs[0].names if layer.outputs else []
     value = Value(ctx.unique(min(port_names) if port_names else layer.name), dtype, shape)
     if len(value.shape or ()) > MAX_INPUT_RANK:
-        raise UnsupportedOpError(f"{what}: the input has rank {len(value.shape or ())}; TensorRT's tensors have at "
-                                 f"most {MAX_INPUT_RANK} dims")
+        raise located(UnsupportedOpError, what, f"the input has rank {len(value.shape or ())}; TensorRT's "
+                      f"tensors have at most {MAX_INPUT_RANK} dims")
     graph.inputs.append(value)
     return value
 
@@ -394,7 +396,7 @@ def _check_edges(ctx: Context, net: Net) -> dict[tuple[int, int], tuple[int, int
     for layer in net.layers.values():
         for port in layer.inputs:
             if (layer.id, port.id) not in sources:
-                raise FrontendError(f"{where(net, layer)}: input port {port.id} is not connected")
+                raise located(FrontendError, where(net, layer), f"input port {port.id} is not connected")
     return sources
 
 
@@ -425,7 +427,7 @@ def _topological(ctx: Context, net: Net, sources: dict[tuple[int, int], tuple[in
                 heapq.heappush(ready, position[reader])
     if len(order) != len(net.layers):
         stuck = next(net.layers[i] for i, n in waiting.items() if n > 0)
-        raise FrontendError(f"{where(net, stuck)}: the graph has a cycle through this layer")
+        raise located(FrontendError, where(net, stuck), "the graph has a cycle through this layer")
     return order
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from loopc.errors import FrontendError, UnsupportedOpError
+from loopc.errors import FrontendError, UnsupportedOpError, located
 from loopc.limits import check_constant
 
 #: OpenVINO element type → (NumPy dtype, bits per element in the .bin).
@@ -34,9 +34,9 @@ INT64_MAX = 2**63 - 1
 def element_type(text: str, what: str) -> np.dtype[Any]:
     """The NumPy dtype of an OpenVINO element type (``f32``, ``boolean``, ...)."""
     if text == "string":
-        raise UnsupportedOpError(f"{what}: string tensors are not supported (TensorRT has no string type)")
+        raise located(UnsupportedOpError, what, "string tensors are not supported (TensorRT has no string type)")
     if text not in ELEMENT_TYPES:
-        raise UnsupportedOpError(f"{what}: element type {text!r} is not supported")
+        raise located(UnsupportedOpError, what, f"element type {text!r} is not supported")
     dtype, bits = ELEMENT_TYPES[text]
     if bits == 4:
         return np.dtype(np.int32)  # unpacked nibbles are widened: TensorRT has no 4-bit integer arithmetic
@@ -73,31 +73,32 @@ class Weights:
         """The Const's value; its region must lie inside the file and match shape × element type exactly."""
         kind = data.get("element_type", "")
         if kind == "":
-            raise FrontendError(f"{what}: Const has no 'element_type'")
+            raise located(FrontendError, what, "Const has no 'element_type'")
         dtype = element_type(kind, what)  # refuses types loopc has no dtype for (string, ...)
         shape = parse_shape(data.get("shape", ""), what)
         if any(d is None for d in shape):
-            raise FrontendError(f"{what}: Const shape {data.get('shape')!r} is not static")
-        check_constant(shape, dtype, what)
-        count = math.prod(shape)
+            raise located(FrontendError, what, f"Const shape {data.get('shape')!r} is not static")
+        dims = tuple(d for d in shape if d is not None)
+        check_constant(dims, dtype, what)
+        count = math.prod(dims)
         bits = ELEMENT_TYPES[kind][1]
         offset = _field(data, "offset", what)
         size = _field(data, "size", what)
         needed = (count * bits + 7) // 8
         if size != needed and not (needed == 0 and size == 1):  # OpenVINO stores an empty Const as 1 byte
-            raise FrontendError(f"{what}: Const size {size} bytes disagrees with shape {list(shape)} × {kind} "
-                                f"({needed} bytes)")
+            raise located(FrontendError, what, f"Const size {size} bytes disagrees with shape {list(shape)} × "
+                          f"{kind} ({needed} bytes)")
         if self._map is None and needed:
-            raise FrontendError(f"{what}: Const needs {needed} bytes of weights but {self._absence()}")
+            raise located(FrontendError, what, f"Const needs {needed} bytes of weights but {self._absence()}")
         if offset + size > self.size:
-            raise FrontendError(f"{what}: Const region [{offset}, {offset + size}) runs past the end of "
-                                f"{self.path} ({self.size} bytes)")
+            raise located(FrontendError, what, f"Const region [{offset}, {offset + size}) runs past the end "
+                          f"of {self.path} ({self.size} bytes)")
         raw = self._map[offset:offset + needed] if self._map is not None else b""
         if bits == 4:
-            return _unpack_nibbles(raw, count, signed=kind == "i4").reshape(shape)
+            return _unpack_nibbles(raw, count, signed=kind == "i4").reshape(dims)
         if kind == "boolean":
-            return (np.frombuffer(raw, dtype=np.uint8) != 0).reshape(shape)
-        return np.frombuffer(raw, dtype=ELEMENT_TYPES[kind][0]).reshape(shape).copy()
+            return (np.frombuffer(raw, dtype=np.uint8) != 0).reshape(dims)
+        return np.frombuffer(raw, dtype=ELEMENT_TYPES[kind][0]).reshape(dims).copy()
 
     def _absence(self) -> str:
         """Why there are no bytes to read, for a Const that needs some."""
@@ -123,7 +124,7 @@ def _unpack_nibbles(raw: bytes, count: int, signed: bool) -> np.ndarray:
 def _field(data: dict[str, str], key: str, what: str) -> int:
     text = data.get(key)
     if text is None:
-        raise FrontendError(f"{what}: Const has no {key!r}")
+        raise located(FrontendError, what, f"Const has no {key!r}")
     return _size(text, f"{what}: Const {key}")
 
 

@@ -75,7 +75,7 @@ def test_forward_with_weights_for_two_directions(op: str) -> None:
     error = refused(recurrent(op, "forward", dirs=2, h0=[1, BATCH, HIDDEN]), FrontendError,
                     f"node 'rnn' ({op}, opset 14)", "W 'W' has shape [2, ",
                     "direction='forward' (1 direction)", f"needs [1, {GATES[op] * HIDDEN}, {INPUT}]")
-    assert (error.node, error.op) == ("rnn", f"{op}, opset 14")
+    assert (error.node, error.op, error.opset) == ("rnn", op, 14)
 
 
 def test_bidirectional_with_weights_for_one_direction() -> None:

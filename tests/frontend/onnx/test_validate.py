@@ -186,7 +186,7 @@ def test_declared_output_type_the_graph_contradicts() -> None:
     proto = model([helper.make_node("Cast", ["x"], ["y"], name="c", to=I64)], [tensor("x", [2])], [tensor("y", [2])])
     error = refused(proto, FrontendError, "node 'c' (Cast, opset 17): graph output 'y' is declared float32, but "
                     "the graph computes int64 there")
-    assert (error.node, error.op) == ("c", "Cast, opset 17")
+    assert (error.node, error.op, error.opset) == ("c", "Cast", 17)
 
 
 def test_operands_of_different_types() -> None:

@@ -193,6 +193,7 @@ class _LoopBuilder:
             settled = {pid: _carried(states[pid].shape, results[ports.back_edges[pid]].shape) for pid in states}
             if settled == {pid: states[pid].shape for pid in states}:
                 break
+            _discard(body)
             shapes = settled
         else:
             raise self.op.unsupported("the shapes of its carried values do not settle")
@@ -433,6 +434,14 @@ def _carried(state: Shape | None, nxt: Shape | None) -> Shape | None:
     if len(state) != len(nxt):
         return None
     return tuple(a if isinstance(a, int) and a == b else None for a, b in zip(state, nxt))
+
+
+def _discard(body: Graph) -> None:
+    """Forget a body translated with shapes that did not settle: its reads of outer values (which
+    record themselves as uses of those values) must not outlive it. Last node first, so that each
+    node is unread when it goes."""
+    for node in reversed(list(body.nodes)):
+        body.remove(node)
 
 
 def _entry(entry: PortMapEntry) -> str:
