@@ -8,8 +8,9 @@ the branches are converted with those values redirected to the input tensors.
 from __future__ import annotations
 
 from loopc.backend.trt.context import ConversionContext
-from loopc.errors import BackendError
-from loopc.ir import Graph, If, Value
+from loopc.backend.trt.registry import converter, node_error
+from loopc.errors import InternalError
+from loopc.ir import Graph, If, Node, Value
 from loopc.trt import trt
 
 
@@ -34,10 +35,11 @@ def outer_reads(graph: Graph) -> list[Value]:
     return [v for k, v in read.items() if k not in defined]
 
 
-def convert_if(ctx: ConversionContext, node: If) -> None:
+@converter("If")
+def convert_if(ctx: ConversionContext, node: Node) -> None:
     """One IIfConditional; each IR output becomes ``add_output(then, else)``."""
-    from loopc.backend.trt.network import convert_graph
-
+    if not isinstance(node, If):
+        raise InternalError(f"{node.describe()}: an If node that is not an IR If")
     T = trt()
     cond = ctx.scalar0d(ctx.get(node.inputs[0], node), node, "cond")
     if cond.dtype != T.bool:
@@ -53,10 +55,10 @@ def convert_if(ctx: ConversionContext, node: If) -> None:
                 entry = ctx.named(layer.add_input(ctx.get(value, node)), node, f"{branch.name}.input{k}")
                 bindings[id(value)] = entry.get_output(0)
         with ctx.overlay(bindings):
-            convert_graph(ctx, branch)
+            ctx.convert_graph(branch)
             results.append([ctx.get(v, node) for v in branch.outputs])
     for k, (value, a, b) in enumerate(zip(node.outputs, *results)):
         if len(a.shape) != len(b.shape):
-            raise BackendError(f"{node.describe()}: output {k} has rank {len(a.shape)} in one branch, "
-                               f"{len(b.shape)} in the other; TensorRT needs equal ranks")
+            raise node_error(node, f"output {k} has rank {len(a.shape)} in one branch, {len(b.shape)} in the other; "
+                                   "TensorRT needs equal ranks")
         ctx.set(value, ctx.out(layer.add_output(a, b), node, f"output{k}"))

@@ -2,22 +2,29 @@
 
 Nothing is global (the Torch-TensorRT habit): every converter receives a :class:`ConversionContext`
 and builds layers through it, so the helpers below are the one place that knows TensorRT's
-quirks — equal-rank broadcasting, weights that must outlive the build, no float64.
+quirks — equal-rank broadcasting, weights that must outlive the build, no float64. Converters of
+loops and conditionals convert their bodies with :meth:`ConversionContext.convert_graph`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from loopc.errors import BackendError, InternalError
-from loopc.ir import Node, Value
+from loopc.backend.trt.registry import converter_for, node_error
+from loopc.errors import BackendError, InternalError, LoopcError
+from loopc.ir import Graph, Node, Value, constant_value
 from loopc.trt import trt
 from loopc.trt.config import Session
+from loopc.trt.messages import captured
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -87,6 +94,42 @@ class ConversionContext:
     _suffixes: dict[tuple[int, str], int] = field(default_factory=dict)
     _keep: list[np.ndarray] = field(default_factory=list)
 
+    # -- nodes -------------------------------------------------------------------------------
+
+    def convert_graph(self, graph: Graph) -> None:
+        """Convert ``graph``'s nodes in order (their inputs are already bound): the network's own
+        graph, a loop's body or a conditional's branch."""
+        for node in graph.nodes:
+            self.convert_node(node)
+
+    def convert_node(self, node: Node) -> None:
+        """Convert one node with its registered converter; TensorRT refusing it (an exception, or an
+        error it only logged) names the node.
+
+        TensorRT reports many refusals only in its log (a Reshape to another element count, a matrix
+        product of scalars), and only when a shape is first asked for: later calls then fail with
+        "Could not get tensor shape" far from the cause. So the shapes of the node's outputs are asked
+        for right away, and any error logged while its layers were added is the node's error. (A loop's
+        or conditional's own layers are checked by the nodes of its bodies, and outputs, as they come.)
+        """
+        convert = converter_for(node)
+        errors: list[str] = []
+        try:
+            with captured(errors):
+                convert(self, node)
+                if not node.subgraphs():
+                    for value in node.outputs:  # TensorRT infers shapes lazily: ask now, while the node is known
+                        if self.has(value):
+                            tuple(self.get(value, node).shape)
+        except LoopcError:
+            raise
+        except (TypeError, ValueError, RuntimeError) as exc:  # TensorRT's API refused a call
+            reason = errors[0] if errors else str(exc)
+            raise node_error(node, f"TensorRT rejected the {node.op} layer: {reason}") from exc
+        if errors:
+            raise node_error(node, f"TensorRT rejected the {node.op} layer: {errors[0]}")
+        log.debug("converted %s", node.describe())
+
     # -- values ------------------------------------------------------------------------------
 
     def get(self, value: Value | None, node: Node | None = None) -> Any:
@@ -94,8 +137,6 @@ class ConversionContext:
         if value is None:  # an optional input left out where the op needs it (the frontend checks arity)
             if node is None:
                 raise BackendError("a required input is missing")
-            from loopc.backend.trt.registry import node_error
-
             raise node_error(node, "an input this op needs is missing", hint="give the node all its inputs")
         for overlay in reversed(self._overlays):
             if id(value) in overlay:
@@ -103,10 +144,11 @@ class ConversionContext:
         try:
             return self.tensors[id(value)]
         except KeyError:
-            where = f"{node.describe()}: " if node else ""
             if id(value) in self.empties:
-                raise BackendError(f"{where}input {value.name!r} is empty (shape {self.empties[id(value)].shape}), "
-                                   "and TensorRT tensors cannot be") from None
+                message = (f"input {value.name!r} is empty (shape {self.empties[id(value)].shape}), and TensorRT "
+                           "tensors cannot be")
+                raise (node_error(node, message) if node else BackendError(message)) from None
+            where = f"{node.describe()}: " if node else ""
             raise InternalError(f"{where}value {value.name!r} has no tensor (not converted yet)") from None
 
     def has(self, value: Value) -> bool:
@@ -135,7 +177,7 @@ class ConversionContext:
         self._names.add(name)
         self._assigned.add(name)
 
-    def _fresh(self, base: str, taken: set[str]) -> str:
+    def _fresh(self, base: str, taken: AbstractSet[str]) -> str:
         """``base``, else ``base.N`` for the first N not in ``taken`` (counting on from the last N given)."""
         name = base
         if name in taken or name.startswith(_TRT_DEFAULT_NAME):
@@ -163,9 +205,8 @@ class ConversionContext:
         node's, or an empty one bound by :meth:`set_array`."""
         if value is not None and id(value) in self.empties:
             return self.empties[id(value)]
-        if value is None or value.producer is None or value.producer.op != "Constant":
-            return None
-        return np.asarray(value.producer.attrs["value"])
+        found = constant_value(value)
+        return None if found is None else np.asarray(found)
 
     def set_array(self, value: Value, array: np.ndarray, node: Node) -> None:
         """Bind ``value`` to a constant; an empty one only for :meth:`constant_of` (see ``empties``)."""
@@ -219,8 +260,8 @@ class ConversionContext:
         a = np.array(array, dtype=dtype)
         a = a.astype(_NARROWED.get(a.dtype.name, a.dtype.name), order="C")  # a copy; 0-D stays 0-D
         if a.size == 0:
-            where = node if isinstance(node, str) else node.describe()
-            raise BackendError(f"{where}: an empty constant (shape {a.shape}); TensorRT constants hold data")
+            message = f"an empty constant (shape {a.shape}); TensorRT constants hold data"
+            raise node_error(node, message) if isinstance(node, Node) else BackendError(f"{node}: {message}")
         if a.dtype.name == "bfloat16":
             # TensorRT's Python API takes no bfloat16 array (and gives none back to read a network with):
             # the values, exact in float32, are a float32 constant cast to BF16

@@ -22,16 +22,19 @@ from typing import Any
 import numpy as np
 
 from loopc.backend.trt.context import ConversionContext, np_dtype
-from loopc.backend.trt.registry import node_error
-from loopc.errors import BackendError
-from loopc.ir import Loop
+from loopc.backend.trt.registry import converter, node_error
+from loopc.errors import InternalError
+from loopc.ir import Loop, Node
 from loopc.trt import trt
 
 INT32_MAX = 2**31 - 1
 
 
-def convert_loop(ctx: ConversionContext, node: Loop) -> None:
+@converter("Loop")
+def convert_loop(ctx: ConversionContext, node: Node) -> None:
     """Build ``node`` as one ILoop whose interior is the converted body."""
+    if not isinstance(node, Loop):
+        raise InternalError(f"{node.describe()}: a Loop node that is not an IR Loop")
     T = trt()
     net = ctx.network
     loop = net.add_loop()
@@ -50,9 +53,7 @@ def convert_loop(ctx: ConversionContext, node: Loop) -> None:
         ctx.set(rec.state, layer.get_output(0))
         recurrences.append(layer)
 
-    from loopc.backend.trt.network import convert_graph
-
-    convert_graph(ctx, node.body)
+    ctx.convert_graph(node.body)
 
     for k, (rec, layer) in enumerate(zip(node.recurrences, recurrences)):
         nxt = ctx.get(rec.next, node)
@@ -63,7 +64,7 @@ def convert_loop(ctx: ConversionContext, node: Loop) -> None:
     if node.condition is not None:
         cond = ctx.scalar0d(ctx.get(node.condition, node), node, "condition")
         if cond.dtype != T.bool:
-            raise BackendError(f"{node.describe()}: the loop condition must be bool, not {cond.dtype}")
+            raise node_error(node, f"the loop condition must be bool, not {cond.dtype}")
         ctx.named(loop.add_trip_limit(cond, T.TripLimit.WHILE), node, "while")
     length = None
     for k, out in enumerate(node.loop_outputs):
@@ -136,7 +137,7 @@ def _length(ctx: ConversionContext, node: Loop, count: Any) -> Any:
     if node.max_trips is not None:
         return _int32_scalar(ctx, node.max_trips, node, "max_trips")
     if count is None:
-        raise BackendError(f"{node.describe()}: a while loop's concatenated output needs max_trips")
+        raise node_error(node, "a while loop's concatenated output needs max_trips")
     return count
 
 

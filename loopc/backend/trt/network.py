@@ -1,4 +1,5 @@
-"""IR model → INetworkDefinition: inputs, nodes in order, outputs under the model's names."""
+"""IR model → INetworkDefinition: inputs, nodes in order (each by its registered converter), outputs
+under the model's names."""
 
 from __future__ import annotations
 
@@ -6,9 +7,8 @@ import logging
 from typing import Any
 
 from loopc.backend.trt.context import ConversionContext, Settings, trt_dtype
-from loopc.backend.trt.registry import converter_for, node_error
-from loopc.errors import BackendError, LoopcError
-from loopc.ir import Graph, If, Loop, Model, Node
+from loopc.errors import BackendError
+from loopc.ir import Model
 from loopc.trt.config import Session
 from loopc.trt.messages import captured
 
@@ -35,52 +35,12 @@ def to_network(
             tensor = network.add_input(value.name, trt_dtype(value.dtype), dims)
             ctx.claim(value.name)
             ctx.set(value, tensor)
-        convert_graph(ctx, graph)
+        ctx.convert_graph(graph)
         _mark_outputs(ctx, model)
         _check_output_shapes(ctx, network)
     # TensorRT reads constant weights at build time without copying them: the session keeps them.
     session.keep_alive.append(ctx)
     return session, network
-
-
-def convert_graph(ctx: ConversionContext, graph: Graph) -> None:
-    """Convert ``graph``'s nodes in order (their inputs are already bound)."""
-    for node in graph.nodes:
-        convert_node(ctx, node)
-
-
-def convert_node(ctx: ConversionContext, node: Node) -> None:
-    """Convert one node; TensorRT refusing it (an exception, or an error it only logged) names the node.
-
-    TensorRT reports many refusals only in its log (a Reshape to another element count, a matrix
-    product of scalars), and only when a shape is first asked for: later calls then fail with
-    "Could not get tensor shape" far from the cause. So the shapes of the node's outputs are asked
-    for right away, and any error logged while its layers were added is the node's error.
-    """
-    errors: list[str] = []
-    try:
-        with captured(errors):
-            if isinstance(node, Loop):
-                from loopc.backend.trt.loops import convert_loop
-
-                convert_loop(ctx, node)
-            elif isinstance(node, If):
-                from loopc.backend.trt.conditionals import convert_if
-
-                convert_if(ctx, node)
-            else:
-                converter_for(node)(ctx, node)
-                for value in node.outputs:  # TensorRT infers shapes lazily: ask now, while the node is known
-                    if ctx.has(value):
-                        tuple(ctx.get(value, node).shape)
-    except LoopcError:
-        raise
-    except (TypeError, ValueError, RuntimeError) as exc:  # TensorRT's API refused a call
-        reason = errors[0] if errors else str(exc)
-        raise node_error(node, f"TensorRT rejected the {node.op} layer: {reason}") from exc
-    if errors:
-        raise node_error(node, f"TensorRT rejected the {node.op} layer: {errors[0]}")
-    log.debug("converted %s", node.describe())
 
 
 def _mark_outputs(ctx: ConversionContext, model: Model) -> None:

@@ -128,10 +128,10 @@ def test_one_hot_depth_fed_as_a_float_input_is_refused_by_node():
     import onnx.parser
 
     from loopc.backend.trt import to_network
-    from loopc.errors import UnsupportedOpError
+    from loopc.errors import UnsupportedConversionError
     from loopc.frontend.onnx import import_model
 
     proto = onnx.parser.parse_model(f"""{HEADER}
         g (int64[3] tokens, float depth, float[2] values) => (float[3,D] y) {{ y = OneHot(tokens, depth, values) }}""")
-    with pytest.raises(UnsupportedOpError, match=r"OneHot.*floating-point depth input 'depth'.*int64"):
+    with pytest.raises(UnsupportedConversionError, match=r"OneHot.*floating-point depth input 'depth'.*int64"):
         to_network(import_model(proto))

@@ -7,7 +7,7 @@ import onnx.parser
 import pytest
 
 from loopc.backend.trt import to_network
-from loopc.errors import UnsupportedOpError
+from loopc.errors import UnsupportedConversionError
 from loopc.frontend.onnx import import_model
 from tests.backend.trt.oracle import check_onnx
 
@@ -81,7 +81,7 @@ def test_dropout_in_training_mode_is_refused_by_node():
             on = Constant <value = bool {{1}}> ()
             y = Dropout(x, r, on)
         }}""")
-    with pytest.raises(UnsupportedOpError, match=r"Dropout.*training mode"):
+    with pytest.raises(UnsupportedConversionError, match=r"Dropout.*training mode"):
         to_network(import_model(proto))
 
 

@@ -7,7 +7,7 @@ import onnx.parser
 import pytest
 
 from loopc.backend.trt import to_network
-from loopc.errors import UnsupportedOpError
+from loopc.errors import UnsupportedConversionError
 from loopc.frontend.onnx import import_model
 from tests.backend.trt.oracle import check_onnx
 
@@ -62,7 +62,7 @@ def test_batch_norm_training_mode_is_refused_by_node():
             {consts}
             y, rm, rv = BatchNormalization <training_mode = 1> (x, s, b, m, v)
         }}""")
-    with pytest.raises(UnsupportedOpError, match="BatchNormalization.*training mode"):
+    with pytest.raises(UnsupportedConversionError, match="BatchNormalization.*training mode"):
         to_network(import_model(proto))
 
 

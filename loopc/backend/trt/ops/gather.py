@@ -37,13 +37,15 @@ def gather_nd(ctx: ConversionContext, node: Node) -> None:
     ctx.set(node.outputs[0], ctx.out(layer, node))
 
 
-@converter("ScatterND", "ScatterElements", "Scatter")
+def _overwrites(node: Node) -> str | None:
+    reduction = node.attrs.get("reduction", "none")
+    return None if reduction == "none" else f"reduction={reduction!r}"
+
+
+@converter("ScatterND", "ScatterElements", "Scatter", capability=_overwrites)
 def scatter(ctx: ConversionContext, node: Node) -> None:
     """Writes without a reduction (``out[i] = v`` as exporters emit it); TensorRT scatters overwrite.
     Scatter (opsets 9-10, PyTorch's exporter below opset 11) is ScatterElements under its old name."""
-    reduction = node.attrs.get("reduction", "none")
-    if reduction != "none":
-        raise unsupported(node, f"reduction={reduction!r}")
     data, indices, updates = (ctx.get(v, node) for v in node.inputs)
     mode = trt().ScatterMode.ND if node.op == "ScatterND" else trt().ScatterMode.ELEMENT
     layer = ctx.network.add_scatter(data, indices, updates, mode)
@@ -52,13 +54,18 @@ def scatter(ctx: ConversionContext, node: Node) -> None:
     ctx.set(node.outputs[0], ctx.out(layer, node))
 
 
-@converter("ReverseSequence")
+def _sequence_axes(node: Node) -> str | None:
+    batch_axis, time_axis = int(node.attrs.get("batch_axis", 1)), int(node.attrs.get("time_axis", 0))
+    if {batch_axis, time_axis} != {0, 1}:
+        return f"batch_axis={batch_axis} with time_axis={time_axis} (ONNX allows 0 and 1)"
+    return None
+
+
+@converter("ReverseSequence", capability=_sequence_axes)
 def reverse_sequence(ctx: ConversionContext, node: Node) -> None:
     """IReverseSequenceLayer: ONNX's and TensorRT's semantics agree (int32 or int64 lengths, axes 0 and 1)."""
     x, lens = (ctx.get(v, node) for v in node.inputs)
     batch_axis, time_axis = int(node.attrs.get("batch_axis", 1)), int(node.attrs.get("time_axis", 0))
-    if {batch_axis, time_axis} != {0, 1}:
-        raise unsupported(node, f"batch_axis={batch_axis} with time_axis={time_axis} (ONNX allows 0 and 1)")
     layer = ctx.network.add_reverse_sequence(x, lens)
     layer.batch_axis, layer.sequence_axis = batch_axis, time_axis
     ctx.set(node.outputs[0], ctx.out(layer, node))

@@ -20,14 +20,19 @@ def _per_channel(ctx: ConversionContext, node: Node, vector: Any, rank: int, suf
     return ctx.reshape(vector, [1, -1] + [1] * (rank - 2), node, suffix)
 
 
-@converter("BatchNormalization")
+def _inference_batch_norm(node: Node) -> str | None:
+    """An engine normalizes with the stored statistics, per channel."""
+    if int(node.attrs.get("training_mode", 0)):
+        return "BatchNormalization in training mode; export the model in eval mode"
+    if not int(node.attrs.get("spatial", 1)):
+        return "spatial=0 (statistics per element, opset < 9)"
+    return None
+
+
+@converter("BatchNormalization", capability=_inference_batch_norm)
 def batch_norm(ctx: ConversionContext, node: Node) -> None:
     """y = x * a + b with a = scale / sqrt(var + eps), b = B - mean * a; folded when the statistics
     are constants (the usual export), else computed."""
-    if int(node.attrs.get("training_mode", 0)):
-        raise unsupported(node, "BatchNormalization in training mode; export the model in eval mode")
-    if not int(node.attrs.get("spatial", 1)):
-        raise unsupported(node, "spatial=0 (statistics per element, opset < 9)")
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
     if rank < 2:

@@ -106,11 +106,14 @@ def topk(ctx: ConversionContext, node: Node, x: Any, k: int | Any, axis: int, la
     return layer.get_output(0), layer.get_output(1)
 
 
-@converter("ArgMax", "ArgMin")
+def _first_extreme(node: Node) -> str | None:
+    """TopK's indices are the first extreme's; the last one's is not what it gives."""
+    return "select_last_index=1" if node.attrs.get("select_last_index", 0) else None
+
+
+@converter("ArgMax", "ArgMin", capability=_first_extreme)
 def argmax(ctx: ConversionContext, node: Node) -> None:
     """TopK with k = 1; its indices are the first extreme's, as select_last_index = 0 asks."""
-    if node.attrs.get("select_last_index", 0):
-        raise unsupported(node, "select_last_index=1")
     x = ctx.get(node.inputs[0], node)
     axis = int(node.attrs.get("axis", 0)) % max(len(x.shape), 1)
     _, idx = topk(ctx, node, x, 1, axis, node.op == "ArgMax")
