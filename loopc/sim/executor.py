@@ -29,7 +29,7 @@ from loopc.errors import InternalError, LimitError, SimulationError
 from loopc.limits import check_constant
 from loopc.sim.dtypes import poison
 from loopc.sim.network import Layer, Loop, Network, Tensor
-from loopc.sim.registry import Kernel, factory_for
+from loopc.sim.registry import Kernel, factory_for, rule_for
 
 DEFAULT_MAX_ITERATIONS = 100_000
 
@@ -76,7 +76,8 @@ class Executor:
         while frame.scope is not scope:
             parent = frame.parent
             if parent is None:  # a hand-made network can read a loop's value outside the loop; TensorRT refuses it
-                raise SimulationError(f"tensor {tensor.name!r} belongs to loop {scope.name!r} and is read outside "
+                loop = scope.name if scope is not None else "?"
+                raise SimulationError(f"tensor {tensor.name!r} belongs to loop {loop!r} and is read outside "
                                       "it; a loop's values leave it only through an ILoopOutputLayer")
             frame = parent
         found = frame.values.get(tensor.name)
@@ -89,9 +90,9 @@ class Executor:
         return found
 
     def _evaluate(self, layer: Layer, frame: Frame) -> None:
-        structural = _STRUCTURAL.get(layer.type)
-        if structural is not None:
-            structural(self, layer, frame)
+        rule = rule_for(layer.type)
+        if rule is not None:  # loop and conditional layers (loopc.sim.control)
+            rule(self, layer, frame)
             return
         kernel = self._kernels.get(layer.index)
         if kernel is None:
@@ -134,48 +135,17 @@ class Executor:
         for layer in self._assertions.get(frame.scope, ()):
             self._evaluate(layer, frame)
 
-    # -- conditionals -------------------------------------------------------------------------
-
-    def _conditional_input(self, layer: Layer, frame: Frame) -> None:
-        frame.values[layer.outputs[0].name] = self.value(_input(layer, 0), frame)
-
-    def _conditional_output(self, layer: Layer, frame: Frame) -> None:
-        cond = layer.conditional.condition if layer.conditional else None
-        if cond is None:
-            raise SimulationError(f"{layer.describe()}: its conditional has no condition")
-        taken = bool(np.asarray(self.value(_input(cond, 0), frame)).reshape(()))
-        branch = _input(layer, 0 if taken else 1)
-        frame.values[layer.outputs[0].name] = self.value(branch, frame)
-
     # -- loops --------------------------------------------------------------------------------
 
-    def _iterator(self, layer: Layer, frame: Frame) -> None:
-        if frame.scope is not layer.loop:
-            raise SimulationError(f"{layer.describe()}: its input is computed in a loop nested in the iterator's "
-                                  "own loop; an iterator's input must come from outside its loop")
-        source = self.value(_input(layer, 0), frame)
-        axis = layer.api.axis
-        length = source.shape[axis]
-        index = length - 1 - frame.index if layer.api.reverse else frame.index
-        if not 0 <= index < length:
-            raise SimulationError(
-                f"{layer.describe()}: iteration {frame.index} reads past the end of its input "
-                f"(length {length} on axis {axis})"
-            )
-        frame.values[layer.outputs[0].name] = np.take(source, index, axis=axis)
-
-    def _loop_output(self, layer: Layer, frame: Frame) -> None:
-        assert layer.loop is not None
-        self._run_loop(layer.loop, frame)
-
-    def _run_loop(self, loop: Loop, outer: Frame) -> None:
+    def run_loop(self, loop: Loop, outer: Frame) -> None:
+        """Run ``loop`` in ``outer`` to its end and bind its outputs there (a loop output's rule asks)."""
         count = self._trip_count(loop, outer)
         recurrences = loop.recurrences
         for rec in recurrences:
             if len(rec.inputs) < 2 or rec.inputs[1] is None:
                 raise SimulationError(f"{rec.describe()}: the recurrence has no next value (input 1)")
-            _check_invariant(loop, _input(rec, 0), f"{rec.describe()}: the initial value (input 0)")
-        carried = initial = [self.value(_input(rec, 0), outer) for rec in recurrences]
+            _check_invariant(loop, layer_input(rec, 0), f"{rec.describe()}: the initial value (input 0)")
+        carried = initial = [self.value(layer_input(rec, 0), outer) for rec in recurrences]
         scans = [out for out in loop.outputs if out.api.kind.name != "LAST_VALUE"]
         stacked: list[list[np.ndarray]] = [[] for _ in scans]
         trips = 0
@@ -184,7 +154,7 @@ class Executor:
                 break
             frame = Frame(loop, outer, {rec.outputs[0].name: v for rec, v in zip(recurrences, carried)}, trips)
             if loop.while_ is not None:
-                keep_going = self.value(_input(loop.while_, 0), frame)
+                keep_going = self.value(layer_input(loop.while_, 0), frame)
                 if not _scalar_bool(keep_going, f"loop {loop.name!r}: the kWHILE trip limit"):
                     break
             if trips >= self.max_iterations:
@@ -194,7 +164,7 @@ class Executor:
                 )
             self._check_assertions(frame)
             for items, out in zip(stacked, scans):
-                items.append(self.value(_input(out, 0), frame))
+                items.append(self.value(layer_input(out, 0), frame))
             carried = [self._next_value(rec, frame, first) for rec, first in zip(recurrences, initial)]
             trips += 1
         for out in loop.outputs:
@@ -215,7 +185,7 @@ class Executor:
             if loop.while_ is None:
                 raise SimulationError(f"loop {loop.name!r} has no trip limit")
             return None
-        source = _input(loop.count, 0)
+        source = layer_input(loop.count, 0)
         _check_invariant(loop, source, f"loop {loop.name!r}: the kCOUNT trip limit")
         return max(_scalar_int(self.value(source, outer), f"loop {loop.name!r}: the kCOUNT trip limit"), 0)
 
@@ -232,7 +202,7 @@ class Executor:
         kind = out.api.kind.name
         target = out.outputs[0]
         if kind == "LAST_VALUE":
-            source = _input(out, 0)
+            source = layer_input(out, 0)
             for rec, value in zip(loop.recurrences, carried):
                 if rec.outputs[0] is source:
                     return value
@@ -250,7 +220,7 @@ class Executor:
         if items:
             result = np.stack(items, axis=axis)
         else:
-            item_shape = _input(out, 0).shape
+            item_shape = layer_input(out, 0).shape
             if -1 in item_shape:
                 raise SimulationError(
                     f"{out.describe()}: the loop ran no iterations and the element shape {item_shape} is not static"
@@ -264,16 +234,6 @@ class Executor:
             pad[axis] = (0, length - trips)
             result = np.pad(result, pad, constant_values=poison(result.dtype))
         return result
-
-
-# Layers the executor runs itself: loop and conditional structure, not arithmetic. (A class-level
-# table of plain functions, so that an executor holds no references to itself.)
-_STRUCTURAL = {
-    "LOOP_OUTPUT": Executor._loop_output,
-    "ITERATOR": Executor._iterator,
-    "CONDITIONAL_INPUT": Executor._conditional_input,
-    "CONDITIONAL_OUTPUT": Executor._conditional_output,
-}
 
 
 def _assertions_by_scope(network: Network) -> dict[Loop | None, list[Layer]]:
@@ -344,7 +304,8 @@ def _check_padded(out: Layer, result: np.ndarray, axis: int, length: int) -> Non
                                         f"whatever the trips run ({result.shape[axis]} here)")
 
 
-def _input(layer: Layer, index: int) -> Tensor:
+def layer_input(layer: Layer, index: int) -> Tensor:
+    """Input ``index`` of ``layer``; a missing one is the network's error."""
     tensor = layer.inputs[index] if index < len(layer.inputs) else None
     if tensor is None:
         raise SimulationError(f"{layer.describe()}: input {index} is missing")

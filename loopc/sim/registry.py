@@ -1,51 +1,57 @@
-"""The registry of layer kernels, keyed by TensorRT layer type name.
+"""What the simulator runs, keyed by TensorRT layer type name: kernels, and the loop and conditional layers.
 
-A kernel factory receives the downcast layer once, reads its attributes, and returns a
-function from input arrays (``None`` for an absent optional input) to output arrays. Reading
-attributes once keeps per-iteration work in loops down to the arithmetic.
+A *kernel factory* (:data:`KERNELS`, registered with ``@simulates``) receives the downcast layer
+once, reads its attributes, and returns a function from input arrays (``None`` for an absent
+optional input) to output arrays. Reading attributes once keeps per-iteration work in loops down to
+the arithmetic.
+
+Loop and conditional layers are not functions of their inputs: an iterator reads its loop's trip,
+a loop output runs the loop, a conditional output picks a branch. They register in
+:data:`STRUCTURE` (``@runs``, in :mod:`loopc.sim.control`) a rule the executor calls with itself,
+the layer and the frame the layer's value is wanted in. Both registries have the one shape of
+:class:`loopc.registry.Registry`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from loopc.registry import Registry
+
+if TYPE_CHECKING:
+    from loopc.sim.executor import Executor, Frame
+    from loopc.sim.network import Layer
+
 Kernel = Callable[[Sequence[np.ndarray | None]], Sequence[np.ndarray]]
 KernelFactory = Callable[[Any], Kernel]
+#: (executor, layer, frame) -> None: bind the layer's outputs in ``frame``.
+Rule = Callable[["Executor", "Layer", "Frame"], None]
 
-_KERNELS: dict[str, KernelFactory] = {}
-
-#: Layer types the executor runs itself (loop and conditional structure), not through a kernel.
-STRUCTURAL = frozenset(
-    {"TRIP_LIMIT", "ITERATOR", "RECURRENCE", "LOOP_OUTPUT", "CONDITION", "CONDITIONAL_INPUT", "CONDITIONAL_OUTPUT"}
-)
+KERNELS: Registry[str, KernelFactory] = Registry("simulator kernel", loaders=("loopc.sim.ops",))
+STRUCTURE: Registry[str, Rule] = Registry("simulator loop or conditional rule", loaders=("loopc.sim.control",))
 
 
 def simulates(*layer_types: str) -> Callable[[KernelFactory], KernelFactory]:
     """Register a kernel factory for the named ``trt.LayerType`` members (e.g. ``"ELEMENTWISE"``)."""
+    return KERNELS.register(*layer_types)
 
-    def register(factory: KernelFactory) -> KernelFactory:
-        for name in layer_types:
-            if name in _KERNELS:
-                raise ValueError(f"two simulator kernels for layer type {name}")
-            _KERNELS[name] = factory
-        return factory
 
-    return register
+def runs(*layer_types: str) -> Callable[[Rule], Rule]:
+    """Register the executor's rule for loop or conditional layer types (e.g. ``"ITERATOR"``)."""
+    return STRUCTURE.register(*layer_types)
 
 
 def factory_for(layer_type: str) -> KernelFactory | None:
-    _load()
-    return _KERNELS.get(layer_type)
+    return KERNELS.get(layer_type)
+
+
+def rule_for(layer_type: str) -> Rule | None:
+    return STRUCTURE.get(layer_type)
 
 
 def supported_layer_types() -> frozenset[str]:
     """Every layer type the simulator can run."""
-    _load()
-    return frozenset(_KERNELS) | STRUCTURAL
-
-
-def _load() -> None:
-    import loopc.sim.ops  # noqa: F401  (registers the kernels)
+    return frozenset(KERNELS.keys()) | frozenset(STRUCTURE.keys())
