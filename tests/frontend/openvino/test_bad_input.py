@@ -451,3 +451,20 @@ def test_bounded_memory(name: str, base: IRFiles, tmp_path: Path) -> None:
     assert int(grown) < RSS_BYTES, f"peak memory grew by {int(grown) >> 20} MiB"
     assert elapsed < 30, f"{elapsed:.1f} s including the interpreter's start"
     assert not (tmp_path / "m.plan").exists()
+
+
+def test_an_error_about_a_body_layer_carries_the_layers_fields(base: IRFiles, tmp_path: Path) -> None:
+    """The message names the layer by id and body, as OpenVINO's IR does; the fields are its name, type and
+    version, for callers that read errors without parsing them."""
+    from loopc.errors import UnsupportedError
+    from loopc.frontend.openvino import import_ir
+
+    files = edited(base, retype("scaled", op_type="Frobnicate"))
+    root = ET.fromstring(files.xml)  # noqa: S314
+    with pytest.raises(UnsupportedError) as caught:
+        import_ir(files.write(tmp_path))
+    error = caught.value
+    version = layer(root, "scaled").get("version")
+    assert (error.node, error.op, error.opset) == ("scaled", "Frobnicate", version)
+    assert str(error).startswith(describe(root, "scaled") + " in ")
+    assert str(error).endswith(": loopc does not support the op type 'Frobnicate'")
