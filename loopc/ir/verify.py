@@ -44,7 +44,7 @@ until the producers that still fail them are fixed.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -205,7 +205,7 @@ class _Verifier:
         if cond is not None:
             outer = id(cond) in scope and self.home.get(id(cond)) is not loop.body
             if self.home.get(id(cond)) is not loop.body and not (outer and "outer-condition" in DEFERRED):
-                where = "an outer value" if id(cond) in scope else "not a value the body defines"
+                where = "an outer value" if outer else "not a value the body defines"
                 raise _fail("condition", loop, f"condition {cond.name!r} is {where}; it must be computed in the "
                                                "body (a parameter or a body node's result)")
             problem = _not_scalar(cond, "b", "a bool")
@@ -234,7 +234,7 @@ class _Verifier:
         ):
             problem = _differ(held, named)
             if problem:
-                raise _fail("loop-signature", loop, f"{what} {problem} than its roles name")
+                raise _fail("loop-signature", loop, f"{what} are not what its roles name: {problem}")
 
     # --------------------------------------------------------------------------- conditionals
 
@@ -304,7 +304,7 @@ def _unseen(value: Value) -> str:
     return f"reads {value.name!r}{source}, which is not defined before it in this graph or an enclosing one"
 
 
-def _differ(held: Iterable[Value | None], named: Iterable[Value | None]) -> str:
+def _differ(held: Sequence[Value | None], named: Sequence[Value | None]) -> str:
     """How ``held`` differs from ``named`` as multisets of values ('' when they agree)."""
     have = Counter(id(v) for v in held if v is not None)
     want = Counter(id(v) for v in named if v is not None)
@@ -313,8 +313,7 @@ def _differ(held: Iterable[Value | None], named: Iterable[Value | None]) -> str:
     names = {id(v): v.name for v in [*held, *named] if v is not None}
     extra = sorted(names[k] for k in (have - want).elements())
     missing = sorted(names[k] for k in (want - have).elements())
-    parts = ([f"hold {extra} more"] if extra else []) + ([f"lack {missing}"] if missing else [])
-    return " and ".join(parts) if len(parts) == 1 else f"hold {extra} more and lack {missing}"
+    return ", ".join(([f"{extra} too many"] if extra else []) + ([f"{missing} missing"] if missing else []))
 
 
 def _not_scalar(value: Value, kinds: str, what: str) -> str:

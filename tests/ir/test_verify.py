@@ -377,17 +377,18 @@ def test_padded_loop_with_a_trip_count_needs_no_max_trips() -> None:
 
 
 @pytest.mark.parametrize("edit, shown", [
-    (lambda loop, s: setattr(loop, "inputs", [s.n, s.x]), "inputs lack ['init']"),
-    (lambda loop, s: setattr(loop.body, "inputs", [s.row]), "body inputs lack ['sum']"),
+    (lambda loop, s: setattr(loop, "inputs", [s.n, s.x]), "inputs are not what its roles name: ['init'] missing"),
+    (lambda loop, s: setattr(loop, "outputs", [s.total]), "outputs are not what its roles name: ['partials'] missing"),
+    (lambda loop, s: setattr(loop.body, "inputs", [s.row]), "body inputs are not what its roles name: ['sum'] missing"),
     (lambda loop, s: setattr(loop.body, "outputs", [s.next, s.state, s.row]),
-     "body outputs hold ['row'] more and lack ['sum_out']"),
+     "body outputs are not what its roles name: ['row'] too many, ['sum_out'] missing"),
 ])
 def test_operands_that_disagree_with_the_roles(edit: Callable[[Loop, RunningSum], None], shown: str) -> None:
     """What a role edit the loop never learnt of leaves behind: operand lists that name other values."""
     s = RunningSum()
     graph = s.graph()
     edit(loop_of(graph), s)
-    broken(graph, "loop-signature", f"node 'loop' (Loop): {shown} than its roles name")
+    broken(graph, "loop-signature", f"node 'loop' (Loop): {shown}")
 
 
 # ----------------------------------------------------------------------------- conditionals
