@@ -111,8 +111,8 @@ def translate_body(ctx: Context, body: onnx.GraphProto, scope: Scope, params: li
 
 
 def reads(graph: Graph, value: Value) -> bool:
-    """Whether anything in ``graph`` (at any depth, or its outputs) reads ``value``."""
-    return id(value) in graph.users() or any(out is value for out in graph.outputs)
+    """Whether anything in ``graph`` (a body whose parameter ``value`` is, so nothing else sees it) reads ``value``."""
+    return value.is_used()
 
 
 # --------------------------------------------------------------------------------------------- Loop
