@@ -70,7 +70,7 @@ class OutputFile:
         """Whether ``other`` (an input, another output) is the file this output would replace."""
         return self._fd is None and os.path.realpath(other) == self.target
 
-    def write(self, write: Callable[[IO[bytes]], None]) -> None:
+    def write(self, write: Callable[[IO[bytes]], object]) -> None:
         """Call ``write`` with a binary handle: through to a device or FIFO, else atomically."""
         if self._fd is not None:  # formed in memory first: a zip seeks, and a device or FIFO cannot
             fd, self._fd = self._fd, None
@@ -154,7 +154,8 @@ def _umask() -> int:
 def save_arrays(path: str | os.PathLike[str] | OutputFile, arrays: Mapping[str, np.ndarray]) -> None:
     """Save ``arrays`` as an ``.npz`` keyed by name (through :class:`OutputFile`)."""
     target = path if isinstance(path, OutputFile) else OutputFile(path)
-    target.write(lambda handle: np.savez(handle, **arrays))
+    # allow_pickle named (NumPy's default): an array called "allow_pickle" is an error, not taken for the flag
+    target.write(lambda handle: np.savez(handle, allow_pickle=True, **arrays))
 
 
 def load_arrays(path: str | os.PathLike[str]) -> dict[str, np.ndarray]:

@@ -124,11 +124,12 @@ def macs(layer: Layer, shapes: Sequence[Sequence[int] | None]) -> int | None:
     """
     if layer.type not in ("MATRIX_MULTIPLY", "EINSUM"):
         return 0
-    if any(s is None or -1 in s for s in shapes):
+    known = [s for s in shapes if s is not None and -1 not in s]
+    if len(known) != len(shapes):
         return None
     if layer.type == "EINSUM":
-        return _einsum_macs(str(layer.api.equation), shapes)  # type: ignore[arg-type]
-    return _matmul_macs(shapes[0], shapes[1], layer.api.op0.name, layer.api.op1.name)  # type: ignore[arg-type]
+        return _einsum_macs(str(layer.api.equation), known)
+    return _matmul_macs(known[0], known[1], layer.api.op0.name, layer.api.op1.name)
 
 
 def _matmul_macs(a: Sequence[int], b: Sequence[int], op0: str, op1: str) -> int:

@@ -71,10 +71,10 @@ def merge_stacked_axis(nodes: list[Node], stacked: Value, piece: Value, axis: in
     assert piece.shape is not None
     rank = len(piece.shape)
     merged = Value(f"{name}_merged", piece.dtype, None)
-    if all(isinstance(d, int) for d in piece.shape):
-        target = [int(d) for d in piece.shape]  # type: ignore[arg-type]
-        target[axis] = -1
-        nodes.append(Node("Reshape", [stacked, constant(nodes, f"{name}_dims", np.array(target, np.int64))], [merged]))
+    sizes = [d for d in piece.shape if isinstance(d, int)]
+    if len(sizes) == rank:
+        sizes[axis] = -1
+        nodes.append(Node("Reshape", [stacked, constant(nodes, f"{name}_dims", np.array(sizes, np.int64))], [merged]))
         return merged
     shape = Value(f"{name}_shape", I64, (rank + 1,))
     nodes.append(Node("Shape", [stacked], [shape]))

@@ -43,16 +43,16 @@ def _liveness(graph: Graph) -> set[Value]:
             continue
         live.add(value)
         work.extend(params.get(value, ()))
-        node = value.producer
-        if isinstance(node, Loop):
-            work.extend(v for v in (node.trip_count, node.max_trips, node.condition) if v is not None)
-            work.extend(o.value for o in node.loop_outputs if o.result is value)
-        elif isinstance(node, If):
-            work.append(node.inputs[0])  # type: ignore[arg-type]
-            k = node.outputs.index(value)
-            work.extend(branch.outputs[k] for branch in node.subgraphs())
-        elif node is not None:
-            work.extend(v for v in node.inputs if v is not None)
+        producer = value.producer
+        if isinstance(producer, Loop):
+            work.extend(v for v in (producer.trip_count, producer.max_trips, producer.condition) if v is not None)
+            work.extend(o.value for o in producer.loop_outputs if o.result is value)
+        elif isinstance(producer, If):
+            work.extend(v for v in producer.inputs[:1] if v is not None)  # the condition
+            k = producer.outputs.index(value)
+            work.extend(branch.outputs[k] for branch in producer.subgraphs())
+        elif producer is not None:
+            work.extend(v for v in producer.inputs if v is not None)
     return live
 
 

@@ -32,6 +32,8 @@ class GatherToIterator:
         return PassResult(graph, rewritten > 0, {"iterators": rewritten} if rewritten else {})
 
     def _rewrite(self, graph: Graph, outer: Graph, loop: Loop) -> int:
+        count = loop.trip_count
+        assert count is not None  # __call__ rewrites counted loops only
         induction = Induction(loop)
         rewritten = 0
         for node in list(loop.body.nodes):
@@ -43,7 +45,7 @@ class GatherToIterator:
             if axis is None or (axis < 0 and rank is None):
                 continue
             axis = axis + rank if axis < 0 and rank is not None else axis
-            if outer is not graph and not _length_of(data, axis, loop.trip_count):
+            if outer is not graph and not _length_of(data, axis, count):
                 # cutting data to the trips would put a Slice in the enclosing loop's body, and
                 # TensorRT's builder fails on such an iterator input (makeScopeNodesContiguous)
                 continue

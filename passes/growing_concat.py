@@ -74,12 +74,13 @@ def _chain(rec: Recurrence) -> tuple[list[Node], list[Value], int] | None:
         if chain and len(value.uses()) != 1:
             return None  # an intermediate result read elsewhere needs the grown value on every trip
         added = [v for v in node.inputs[1:] if v is not None]
-        if any(v.shape is None for v in added):
+        shapes = [v.shape for v in added if v.shape is not None]
+        if len(shapes) != len(added):
             return None  # merging the new axis back needs the pieces' rank
-        rank = len(added[0].shape)  # type: ignore[arg-type]
+        rank = len(shapes[0])
         here = int(node.attrs.get("axis", 0))
         here = here + rank if here < 0 else here
-        if any(len(v.shape) != rank for v in added) or not 0 <= here < rank or axis not in (None, here):  # type: ignore[arg-type]
+        if any(len(s) != rank for s in shapes) or not 0 <= here < rank or axis not in (None, here):
             return None
         axis = here
         chain.append(node)
@@ -94,7 +95,7 @@ def _joined_shape(pieces: list[Value], axis: int) -> tuple[Dim, ...]:
     """The shape of ``pieces`` concatenated along ``axis`` (their ranks are known and equal)."""
     shapes = [v.shape for v in pieces]
     dims: list[Dim] = []
-    for k, column in enumerate(zip(*shapes)):  # type: ignore[misc]
+    for k, column in enumerate(zip(*shapes)):
         if k == axis:
             dims.append(sum(column) if all(isinstance(d, int) for d in column) else None)
         else:

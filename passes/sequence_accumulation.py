@@ -70,9 +70,9 @@ class SequenceAccumulation:
             loop.loop_outputs.append(LoopOutput("concat", element, result, axis))
             return result
         # new_axis=0: concatenate along an existing axis = stack on it, then merge it with the next
-        if element.shape is None or rank == 0:
+        if not element.shape:  # an unknown rank, or a scalar
             return None
-        axis = axis + rank if axis < 0 else axis
+        axis = axis + len(element.shape) if axis < 0 else axis
         stacked = Value(stack.outputs[0].name + "_stacked", element.dtype, element.shape[:axis] + (None,) + element.shape[axis:])
         loop.loop_outputs.append(LoopOutput("concat", element, stacked, axis))
         nodes: list[Node] = []

@@ -126,7 +126,7 @@ def _write(out: OutputFile, key: str, report: Report) -> None:
     import importlib
 
     _, module, function = REPORTS[key]
-    if module is None:
+    if module is None or function is None:
         text = report.to_json() + "\n"
     else:
         text = getattr(importlib.import_module(module), function)(report)

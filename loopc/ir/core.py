@@ -35,7 +35,7 @@ Shape = tuple[Dim, ...]
 _ORIGIN = re.compile(r"^(?:node|layer \d+) (?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") \((?P<op>[^()]*)\)$")
 
 
-class UseList(list):  # type: ignore[type-arg]
+class UseList(list[Any]):
     """A node's inputs or a graph's outputs: a list whose every edit keeps the use lists right.
 
     ``on_change(before)`` is told the contents before each edit; it forgets those reads and records

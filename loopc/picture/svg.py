@@ -44,7 +44,8 @@ CRITICAL_STROKE, CRITICAL_FILL, CRITICAL_INK = "#c62828", "#fdecea", "#b71c1c"
 def svg_picture(info: NetworkInfo, title: str = "", *, heading: bool = True) -> str:
     """One ``<svg>`` element (no XML declaration): the title and a summary line (unless ``heading`` is
     false: a page around it shows them), then a box per outermost loop or conditional."""
-    y, width = MARGIN, text_width("no loops")
+    y: float = MARGIN
+    width = text_width("no loops")
     parts: list[str] = []
     lines = ([(title, TITLE, True)] if title else []) + [(labels.summary(info), FONT, False)]
     for text, size, bold in lines if heading else []:
@@ -93,7 +94,7 @@ def _block(node: Node) -> _Block:
     right = labels.conditional(node) if isinstance(node, ConditionalInfo) else labels.trip_limits(node)
     width = text_width(name, FONT) + 2 * GAP + text_width(right, FONT)
     parts: list[str] = []
-    y = HEADER + 4
+    y: float = HEADER + 4
     if isinstance(node, LoopInfo):
         for label, text, muted in _rows(node):
             parts.append(_text(PAD, y + FONT, label, fill=MUTED))
