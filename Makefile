@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test install conformance bench fuzz demo clean
+.PHONY: test lint install conformance bench fuzz demo clean
 
 # `make fuzz`: the long run of loopc's own fuzzer (the suite runs a short slice); FUZZ_SEED / FUZZ_COUNT choose it.
 FUZZ_SEED ?= 0
@@ -35,7 +35,11 @@ $(TEST_EXTRAS): $(STAMP)
 
 install: $(STAMP)
 
-test: $(STAMP) $(TEST_EXTRAS)
+# `make lint`: mypy on loopc/ and passes/ as they are installed (passes/ is loopc.passes; see the script).
+lint: $(STAMP)
+	$(PY) tools/mypy_tree.py
+
+test: lint $(STAMP) $(TEST_EXTRAS)
 	$(PY) -m pytest -n 2 -q
 
 conformance: $(STAMP)
