@@ -26,13 +26,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loopc.ir import Graph, Loop, Node, Value, constant_value
+from loopc.ir import MAX_TRIPS, Graph, Loop, Node, Value, constant_value
 from loopc.passes._induction import Affine, Induction
 from loopc.passes._util import computed_from, constant
 from loopc.passes.manager import PassResult
 
 BOOL, I64 = np.dtype(np.bool_), np.dtype(np.int64)
-INT32_MAX = 2**31 - 1
 #: comparison -> (the comparison with its operands swapped, its negation)
 COMPARISONS = {
     "Less": ("Greater", "GreaterOrEqual"),
@@ -85,7 +84,7 @@ class CountedLoops:
         counts = [_trips(before, loop.name, b, extra=1 if carried is not None else 0) for b in bounds]
         count = _smallest(before, loop.name, counts + ([loop.trip_count] if loop.trip_count is not None else []))
         folded = constant_value(count)
-        if folded is not None and int(np.asarray(folded)) > INT32_MAX:
+        if folded is not None and int(np.asarray(folded)) > MAX_TRIPS:
             return 0  # no count TensorRT can take; the while limit stays
         outer.insert_before(loop, before)
         loop.trip_count = count

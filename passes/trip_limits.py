@@ -10,11 +10,10 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.errors import PassError
-from loopc.ir import Graph, Loop, Node, Value
+from loopc.ir import MAX_TRIPS, Graph, Loop, Node, Value
 from loopc.ir import constant_value
 from loopc.passes.manager import PassResult, broken
 
-INT32_MAX = 2**31 - 1
 
 
 class TripLimits:
@@ -29,10 +28,10 @@ class TripLimits:
         return PassResult(graph, any(stats.values()), {k: v for k, v in stats.items() if v})
 
     def ensures(self, graph: Graph) -> None:
-        """Every constant trip count is one TensorRT takes: 0 … INT32_MAX."""
+        """Every constant trip count is one TensorRT takes: 0 … MAX_TRIPS."""
         for _, node in graph.walk():
             count = constant_value(node.trip_count) if isinstance(node, Loop) else None
-            if count is not None and not 0 <= int(np.asarray(count).reshape(-1)[0]) <= INT32_MAX:
+            if count is not None and not 0 <= int(np.asarray(count).reshape(-1)[0]) <= MAX_TRIPS:
                 raise broken(self, node, f"trip count {count} is left out of range")
 
     def _condition(self, loop: Loop, stats: dict[str, int]) -> None:
@@ -48,7 +47,7 @@ class TripLimits:
         if value is None:
             return
         count = int(np.asarray(value).reshape(-1)[0])
-        if count > INT32_MAX:
+        if count > MAX_TRIPS:
             raise PassError(f"{loop.describe()}: trip count {count} exceeds TensorRT's INT32 limit")
         if count < 0 and loop.trip_count is not None:
             zero = Value(f"{loop.trip_count.name}_clamped", np.dtype(np.int64), ())

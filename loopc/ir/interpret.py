@@ -5,7 +5,7 @@ are checked against it (interpret before a pass, interpret after, same outputs),
 compare it with their source's own runtime. Plain nodes keep newest-opset ONNX forms, so ONNX's
 reference evaluator runs them as they are; loops and conditionals run here::
 
-    count = clamp(trip_count, 0, INT32_MAX)             # None: a while loop (stopped by max_iterations)
+    count = clamp(trip_count, 0, MAX_TRIPS)             # None: a while loop (stopped by max_iterations)
     states = [r.init for r in recurrences]
     for i in range(count):
         bind counter = i (0-D, the counter's dtype, else int64), states,
@@ -17,7 +17,7 @@ reference evaluator runs them as they are; loops and conditionals run here::
     padded loops: concat/reverse outputs as long as max_trips (else the count), filled past the trips run
 
 Trip counts and ``max_trips`` follow loopc's rule (the backend's ``_int32_scalar``): an integer
-saturated to [0, INT32_MAX], so a negative count runs no trips. Padding is what TensorRT leaves
+saturated to [0, MAX_TRIPS], so a negative count runs no trips. Padding is what TensorRT leaves
 "arbitrary": like the simulator, this fills it with a value no correct computation makes (NaN, the
 most negative integer, True), so anything that reads it shows up as a mismatch.
 
@@ -38,10 +38,9 @@ from onnx.reference import ReferenceEvaluator
 
 from loopc.errors import LoopcError
 from loopc.ir.core import Graph, Model, Node, Value, type_text
-from loopc.ir.loop import If, Loop, LoopIterator, LoopOutput
+from loopc.ir.loop import MAX_TRIPS, If, Loop, LoopIterator, LoopOutput, saturate_trips
 from loopc.limits import check_constant
 
-INT32_MAX = 2**31 - 1
 #: Trips a loop may run before the interpreter calls it endless (the simulator's default too).
 DEFAULT_MAX_ITERATIONS = 100_000
 
@@ -211,14 +210,14 @@ class _Interpreter:
                 self.set(out.result, result, f"{what}: output")
 
     def count(self, value: Value | None, what: str) -> int | None:
-        """A trip count or max_trips, saturated to [0, INT32_MAX] as loopc's backend does."""
+        """A trip count or max_trips, saturated to [0, MAX_TRIPS] as loopc's backend does."""
         if value is None:
             return None
         array = np.asarray(self.read(value, what))
         if array.size != 1 or array.dtype.kind not in "iu":
             raise InterpretError(f"{what} {value.name!r} must be one integer, not {array.dtype} of shape "
                                  f"{list(array.shape)}")
-        return min(max(int(array.reshape(())), 0), INT32_MAX)
+        return saturate_trips(int(array.reshape(())))
 
     def bind(self, loop: Loop, trip: int, sources: list[Any], states: list[Any]) -> LoopIterator | None:
         """Bind trip ``trip``'s parameters; returns an iterator whose source is too short, else None
@@ -420,4 +419,4 @@ def _one_line(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-__all__ = ["DEFAULT_MAX_ITERATIONS", "INT32_MAX", "InterpretError", "interpret"]
+__all__ = ["DEFAULT_MAX_ITERATIONS", "MAX_TRIPS", "InterpretError", "interpret"]

@@ -37,8 +37,7 @@ uses               when values record their uses: each recorded use is a real re
 =================  ===================================================================================
 
 Shapes are compatible when their ranks agree and no dimension is a different known size in each;
-an unknown dtype or shape is compatible with anything. :data:`DEFERRED` names the checks skipped
-until the producers that still fail them are fixed.
+an unknown dtype or shape is compatible with anything.
 """
 
 from __future__ import annotations
@@ -58,7 +57,6 @@ from loopc.ir.loop import If, Loop
 #: producer is fixed): ``outer-condition`` — the invariants pass hoists a loop's unchanging condition
 #: recurrence, leaving an outer value as the condition; ``next-dims`` — the ONNX frontend keeps a
 #: carried value's declared static dims when its next value has other ones (a value that grows).
-DEFERRED: set[str] = {"outer-condition", "next-dims"}
 
 
 class VerificationError(InternalError):
@@ -204,7 +202,7 @@ class _Verifier:
         cond = loop.condition
         if cond is not None:
             outer = id(cond) in scope and self.home.get(id(cond)) is not loop.body
-            if self.home.get(id(cond)) is not loop.body and not (outer and "outer-condition" in DEFERRED):
+            if self.home.get(id(cond)) is not loop.body:
                 where = "an outer value" if outer else "not a value the body defines"
                 raise _fail("condition", loop, f"condition {cond.name!r} is {where}; it must be computed in the "
                                                "body (a parameter or a body node's result)")
@@ -341,8 +339,6 @@ def _shapes_differ(a: Shape | None, b: Shape | None) -> bool:
 def _check_carried(loop: Loop, state: Value, other: Value, role: str) -> None:
     """A recurrence's init or next has the state's type."""
     differ = _shapes_differ(state.shape, other.shape)
-    if differ and role == "next" and "next-dims" in DEFERRED:
-        differ = len(state.shape or ()) != len(other.shape or ())
     if _dtypes_differ(state.dtype, other.dtype) or differ:
         raise _fail("recurrence-types", loop, f"recurrence {state.name!r} is {type_text(state)} but its {role} "
                                               f"{other.name!r} is {type_text(other)}")

@@ -339,7 +339,7 @@ def test_floats_are_written_short() -> None:
     text = format_graph(Graph("g", [], [], [Node("Op", [], [], {"v": np.array([0.1, 1, -0.0, 1e20, np.inf, -np.inf,
                                                                                  np.nan], np.float32),
                                                               "w": 0.1, "x": 2.0, "b": ml_dtypes.bfloat16(0.1)})]))
-    assert "b=bf16:0.1 v=f32[7]:[0.1,1,-0,1e+20,inf,-inf,nan] w=0.1 x=2.0 @op" in text
+    assert "b=bf16:0.1 v=f32[7]:[0.1,1,-0,1e+20,inf,-inf,nan] w=0.1 x=2.0\n" in text
 
 
 def test_an_attribute_the_text_cannot_hold_is_shown_but_refused_on_reading() -> None:

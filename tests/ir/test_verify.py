@@ -41,12 +41,6 @@ def broken(graph: Graph, rule: str, *fragments: str) -> str:
     return message
 
 
-@pytest.fixture
-def strict(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every check, the deferred ones included."""
-    monkeypatch.setattr(verify_module, "DEFERRED", set())
-
-
 class RunningSum:
     """``sum = init; for row in x: sum = sum + row``, returning the final sum and every partial sum.
 
@@ -263,7 +257,7 @@ def test_stacked_output_value_from_a_nested_body() -> None:
     broken(graph, "role-scope", "concat output 'partials': value 'sum_out' is not seen at the body's end")
 
 
-def test_outer_value_as_the_condition(strict: None) -> None:
+def test_outer_value_as_the_condition() -> None:
     s = RunningSum()
     flag = Value("flag", BOOL, ())
     graph = s.graph(condition=flag)
@@ -299,7 +293,7 @@ def test_condition_that_is_not_a_scalar() -> None:
     ("next", (F32, (1, 3)), "its next 'sum_out' is f32[1,3]"),
     ("init", (F32, (4,)), "its init 'init' is f32[4]"),
 ])
-def test_recurrence_types(strict: None, piece: str, type_: tuple[np.dtype[Any], tuple[int, ...]], shown: str) -> None:
+def test_recurrence_types(piece: str, type_: tuple[np.dtype[Any], tuple[int, ...]], shown: str) -> None:
     s = RunningSum()
     value = s.init if piece == "init" else s.next
     value.dtype, value.shape = type_
@@ -535,42 +529,15 @@ def _verify_pipeline(model: onnx.ModelProto | pathlib.Path) -> None:
         return
 
 
-#: Models whose producers still break a deferred check (see ``DEFERRED`` in the verifier): the
-#: strict runs below fail until they are fixed; then remove the entry here and the name there.
-OUTER_CONDITION = "the invariants pass hoists the condition's unchanging recurrence: an outer value stops the loop"
-GROWING_STATE = "the ONNX frontend keeps the carried value's declared static dims, which its next value outgrows"
-BREAKERS = {
-    "samples/running_sum.onnx": OUTER_CONDITION,
-    "samples/greedy_gru_decoder.onnx": GROWING_STATE,
-    "tests/models/torch/beam_search.onnx": GROWING_STATE,
-    "test_loop11": OUTER_CONDITION,
-    "test_range_bfloat16_type_positive_delta_expanded": OUTER_CONDITION,
-    "test_range_float16_type_positive_delta_expanded": OUTER_CONDITION,
-    "test_range_float_type_positive_delta_expanded": OUTER_CONDITION,
-    "test_range_int32_type_negative_delta_expanded": OUTER_CONDITION,
-}
-
-
-def _cases(names: list[str]) -> list[Any]:
-    return [pytest.param(name, marks=pytest.mark.xfail(strict=True, raises=VerificationError, reason=BREAKERS[name]))
-            if name in BREAKERS else name for name in names]
-
-
-@pytest.mark.parametrize("name", _cases(sorted(MODEL_FILES)))
-def test_sample_models_pass_after_import_and_every_pass(strict: None, name: str) -> None:
+@pytest.mark.parametrize("name", sorted(MODEL_FILES))
+def test_sample_models_pass_after_import_and_every_pass(name: str) -> None:
     _verify_pipeline(MODEL_FILES[name])
 
 
-@pytest.mark.parametrize("name", _cases(sorted(CONFORMANCE)))
-def test_onnx_loop_conformance_models_pass_after_import_and_every_pass(strict: None, name: str) -> None:
+@pytest.mark.parametrize("name", sorted(CONFORMANCE))
+def test_onnx_loop_conformance_models_pass_after_import_and_every_pass(name: str) -> None:
     _verify_pipeline(CONFORMANCE[name])
-
-
-@pytest.mark.parametrize("name", sorted(BREAKERS))
-def test_models_pass_with_the_deferred_checks_skipped(name: str) -> None:
-    _verify_pipeline(MODEL_FILES[name] if name in MODEL_FILES else CONFORMANCE[name])
 
 
 def test_the_model_lists_are_not_empty() -> None:
     assert len(MODEL_FILES) >= 70 and len(CONFORMANCE) >= 45, (len(MODEL_FILES), len(CONFORMANCE))
-    assert set(BREAKERS) <= set(MODEL_FILES) | set(CONFORMANCE)

@@ -3,7 +3,7 @@
 =============================  ==========================================================
 IR role                        TensorRT
 =============================  ==========================================================
-trip_count                     ITripLimitLayer kCOUNT (0-D INT32, saturated to [0, INT32_MAX])
+trip_count                     ITripLimitLayer kCOUNT (0-D INT32, saturated to [0, MAX_TRIPS])
 condition                      ITripLimitLayer kWHILE on the body's condition tensor
 counter                        IRecurrenceLayer 0 → counter + 1
 iterator (axis, reverse)       IIteratorLayer
@@ -24,10 +24,9 @@ import numpy as np
 from loopc.backend.trt.context import ConversionContext, np_dtype
 from loopc.backend.trt.registry import converter, node_error
 from loopc.errors import InternalError
-from loopc.ir import Loop, Node
+from loopc.ir import MAX_TRIPS, Loop, Node, saturate_trips
 from loopc.trt import trt
 
-INT32_MAX = 2**31 - 1
 
 
 @converter("Loop")
@@ -111,14 +110,14 @@ def _counter(ctx: ConversionContext, node: Loop, loop: Any) -> None:
 def _int32_scalar(ctx: ConversionContext, value: Any, node: Loop, role: str) -> Any:
     """A trip count or length as TensorRT wants it: a 0-D INT32 tensor (constant when known).
 
-    The value is saturated to [0, INT32_MAX], never wrapped: ONNX's M is int64, and a cast alone
+    The value is saturated to [0, MAX_TRIPS], never wrapped: ONNX's M is int64, and a cast alone
     turns 2**32 + 3 into 3 trips and 2**31 into a negative length. A negative M runs no trips (as
-    onnxruntime does), and a loop needing more than INT32_MAX trips is out of any engine's reach.
+    onnxruntime does), and a loop needing more than MAX_TRIPS trips is out of any engine's reach.
     """
     known = ctx.constant_of(value)
     if known is not None:
         n = int(np.asarray(known).reshape(-1)[0])
-        return ctx.constant(np.array(min(max(n, 0), INT32_MAX), np.int32), node, role)
+        return ctx.constant(np.array(saturate_trips(n), np.int32), node, role)
     tensor = ctx.scalar0d(ctx.get(value, node), node, f"{role}_0d")
     kind = np_dtype(tensor.dtype).kind
     if kind not in "iu":
@@ -127,7 +126,7 @@ def _int32_scalar(ctx: ConversionContext, value: Any, node: Loop, role: str) -> 
         tensor = ctx.cast(tensor, trt().int32, node, f"{role}_widened")
     tensor = ctx.elementwise(tensor, ctx.scalar(0, tensor, node, f"{role}_zero"), "MAX", node, f"{role}_at_least_0")
     if tensor.dtype == trt().int64:
-        top = ctx.scalar(INT32_MAX, tensor, node, f"{role}_int32_max")
+        top = ctx.scalar(MAX_TRIPS, tensor, node, f"{role}_int32_max")
         tensor = ctx.elementwise(tensor, top, "MIN", node, f"{role}_saturated")
     return ctx.cast(tensor, trt().int32, node, f"{role}_i32")
 

@@ -20,12 +20,11 @@ from loopc.frontend.emit import I64, Emitter
 from loopc.frontend.onnx.importer import Context, Scope, _type_of, lookup, translate_graph
 from loopc.frontend.onnx.registry import translates
 from loopc.frontend.onnx.validate import iteration_rank
-from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
+from loopc.ir import MAX_TRIPS, Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
 from loopc.ir.core import Shape
 
 BOOL = np.dtype(np.bool_)
 
-INT32_MAX = 2**31 - 1
 UNBOUNDED = "unbounded: the loop has neither a trip count M nor a condition"
 
 
@@ -91,11 +90,13 @@ def stacked(shape: Shape | None, axis: int, length: Any = None) -> Shape | None:
 
 def carried_shape(rec: Recurrence) -> Shape | None:
     """The state's dims: a dim unknown inside the body is ``d`` when both the initial value and the
-    next value (computed with that dim unknown) have ``d`` there — so every trip has it."""
+    next value (computed with that dim unknown) have ``d`` there — so every trip has it; a declared
+    dim that the initial or the next value contradicts (a carried value that grows) is unknown."""
     state, init, nxt = rec.state.shape, rec.init.shape, rec.next.shape
     if state is None or init is None or nxt is None or not len(state) == len(init) == len(nxt):
         return state
-    return tuple(a if isinstance(a, int) or not (isinstance(b, int) and b == c) else b
+    return tuple(None if isinstance(a, int) and any(isinstance(d, int) and d != a for d in (b, c))
+                 else a if isinstance(a, int) or not (isinstance(b, int) and b == c) else b
                  for a, b, c in zip(state, init, nxt))
 
 
@@ -140,7 +141,7 @@ def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
     cond = lookup(ctx, node, scope, node.input[1]) if node.input[1] else None
     _check_kind(what, trip, "iu", "trip count M", "an integer")
     _check_kind(what, cond, "b", "condition cond", "a bool")
-    if cond is not None and (_static_int(trip) or 0) >= INT32_MAX:
+    if cond is not None and (_static_int(trip) or 0) >= MAX_TRIPS:
         trip = None  # exporters write `while cond` as M = INT64_MAX: it bounds nothing TensorRT can count
     if trip is None and cond is None:
         raise located(UnsupportedOpError, what, f"{UNBOUNDED}")

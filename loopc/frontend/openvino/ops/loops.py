@@ -31,13 +31,12 @@ from loopc.frontend.openvino.importer import Op, translate_net
 from loopc.frontend.openvino.reader import Layer, Net, PortMapEntry
 from loopc.frontend.openvino.registry import translates
 from loopc.frontend.openvino.weights import element_type, parse_shape
-from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
+from loopc.ir import MAX_TRIPS, Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
 from loopc.ir.core import Shape
 from loopc.limits import check_constant
 
 I64 = np.dtype(np.int64)
 BOOL = np.dtype(np.bool_)
-INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 #: Carried shapes settle in one re-translation per dim that varies; more means they never do.
 SHAPE_ROUNDS = 4
@@ -304,9 +303,9 @@ class _LoopBuilder:
             count = int(np.asarray(constant).reshape(-1)[0])
             if count < 0 or count == INT64_MAX:
                 trip = None  # -1 (any negative) and TorchScript's INT64_MAX mean "no bound"
-            elif count > INT32_MAX:
+            elif count > MAX_TRIPS:
                 raise op.error(f"trip count {count} does not fit the int32 trip limit TensorRT counts with "
-                               f"(at most {INT32_MAX})")
+                               f"(at most {MAX_TRIPS})")
             else:
                 trip = em.const(count, np.int64)
         else:
@@ -319,13 +318,13 @@ class _LoopBuilder:
         return trip
 
     def runtime_trip(self, trip: Value) -> Value:
-        """A run-time trip count as int64 scalar; a negative one means unbounded, which is INT32_MAX trips."""
+        """A run-time trip count as int64 scalar; a negative one means unbounded, which is MAX_TRIPS trips."""
         em = self.em
         trip = em.op("Reshape", [trip, em.const([], np.int64)])
         trip = em.op("Cast", [trip], {"to": 7}) if trip.dtype != I64 else trip
         unbounded = em.op("Less", [trip, em.const(0, np.int64)])
-        capped = em.op("Min", [trip, em.const(INT32_MAX, np.int64)])
-        return em.op("Where", [unbounded, em.const(INT32_MAX, np.int64), capped])
+        capped = em.op("Min", [trip, em.const(MAX_TRIPS, np.int64)])
+        return em.op("Where", [unbounded, em.const(MAX_TRIPS, np.int64), capped])
 
     def truncate(self, it: LoopIterator, trip: Value) -> Value:
         """The iterator's source cut to ``trip`` slices (the last ones when it iterates backwards)."""
