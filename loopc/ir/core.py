@@ -18,8 +18,6 @@ its ``origin``: a layer name or an error always leads back to the user's node.
 
 from __future__ import annotations
 
-import ast
-import re
 from collections.abc import Iterable, Iterator
 from typing import Any, NamedTuple, overload
 
@@ -31,8 +29,6 @@ from loopc.errors import InternalError
 Dim = int | str | None
 Shape = tuple[Dim, ...]
 
-#: How the ONNX and OpenVINO frontends write a node's origin.
-_ORIGIN = re.compile(r"^(?:node|layer \d+) (?P<name>'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\") \((?P<op>[^()]*)\)$")
 
 
 class UseList(list[Any]):
@@ -198,21 +194,6 @@ class Node:
     def describe(self) -> str:
         """How errors name this node: the source node when there is one."""
         return self.origin or f"node {self.name!r} ({self.op})"
-
-    def source(self) -> tuple[str, str] | None:
-        """The source node's name and op (with its opset) for an error's ``node``/``op`` fields, read
-        back from ``origin`` as the frontends write it (``node 'x' (Op, opset N)``, ``layer 3 'x' (Op,
-        opset1)``); the IR's own name and op when there is no origin; None for an origin of another form."""
-        if not self.origin:
-            return self.name, self.op
-        found = _ORIGIN.match(self.origin)
-        if found is None:
-            return None
-        try:
-            name = ast.literal_eval(found.group("name"))
-        except (ValueError, SyntaxError):
-            return None
-        return (name, found.group("op")) if isinstance(name, str) else None
 
     def subgraphs(self) -> list[Graph]:
         """Graphs nested in this node (loop bodies, conditional branches)."""
