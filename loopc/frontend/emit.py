@@ -7,7 +7,7 @@ its ``origin``, so errors and dumps point at the user's node.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -43,7 +43,7 @@ class Emitter:
     def op(
         self,
         op: str,
-        inputs: list[Value | None],
+        inputs: Sequence[Value | None],
         attrs: dict[str, Any] | None = None,
         *,
         dtype: np.dtype[Any] | None = None,
@@ -59,7 +59,7 @@ class Emitter:
         self.add(op, inputs, [result], attrs)
         return result
 
-    def multi(self, op: str, inputs: list[Value | None], count: int, attrs: dict[str, Any] | None = None,
+    def multi(self, op: str, inputs: Sequence[Value | None], count: int, attrs: dict[str, Any] | None = None,
               dtype: np.dtype[Any] | None = None) -> list[Value]:
         outs = [self.fresh(f"{op.lower()}{k}") for k in range(count)]
         for out in outs:
@@ -67,7 +67,7 @@ class Emitter:
         self.add(op, inputs, outs, attrs)
         return outs
 
-    def add(self, op: str, inputs: list[Value | None], outputs: list[Value], attrs: dict[str, Any] | None) -> Node:
+    def add(self, op: str, inputs: Sequence[Value | None], outputs: list[Value], attrs: dict[str, Any] | None) -> Node:
         node = self.graph.add(Node(op, inputs, outputs, dict(attrs or {}), name=self.name(op.lower()),
                                    origin=self.origin))
         if self._on_add is not None:

@@ -260,7 +260,7 @@ def _scan_loop(
     results: list[Value | None],
     what: str,
     batch_axis: bool = False,
-) -> list[Value | None]:
+) -> list[Value]:
     """Emit the loop one Scan runs per sequence into ``em.graph``; return its outputs by position.
 
     ``results`` are pre-made output values (None where the output is unused and for Scan-8's inner loop).
@@ -296,7 +296,7 @@ def _scan_loop(
     nexts, scans = body.outputs[:n], body.outputs[n:]
     trip = em.dim(sources[0], in_axes[0])
     outputs: list[LoopOutput] = []
-    final: list[Value | None] = []
+    final: list[Value] = []
     for state, init, result in zip(states, inits, results[:n]):
         out = result or em.fresh("state")
         out.dtype, out.shape = out.dtype or init.dtype, out.shape if out.shape is not None else init.shape

@@ -173,6 +173,8 @@ def _parse(ctx: Context, node: onnx.NodeProto, scope: Scope, cell: Cell) -> Spec
     if len(node.input) < 3 or not all(names[:3]):
         raise located(FrontendError, what, f"{cell.op} needs inputs X, W and R")
     get = [lookup(ctx, node, scope, n) if n else None for n in names[:8]]
+    x, w, r = get[0], get[1], get[2]
+    assert x is not None and w is not None and r is not None  # named, as just checked
     direction = attrs.get("direction", "forward")
     if direction not in ("forward", "reverse", "bidirectional"):
         raise located(FrontendError, what, f"direction {direction!r} is not forward, reverse or bidirectional")
@@ -188,7 +190,7 @@ def _parse(ctx: Context, node: onnx.NodeProto, scope: Scope, cell: Cell) -> Spec
         operands["initial_c"] = operands["P"] = None
     hidden = check_operands(ctx, node, cell, operands, direction, layout, attrs.get("hidden_size"))
     return Spec(
-        cell=cell, x=get[0], w=get[1], r=get[2], b=get[3], lens=lens, h0=get[5],  # type: ignore[arg-type]
+        cell=cell, x=x, w=w, r=r, b=get[3], lens=lens, h0=get[5],
         c0=get[6] if cell is LSTM else None, p=get[7] if cell is LSTM else None,
         directions=directions, layout=layout,
         clip=float(attrs["clip"]) if "clip" in attrs else None,

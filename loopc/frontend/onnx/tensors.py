@@ -33,8 +33,9 @@ class _Element:
 
 
 def _element(data_type: int) -> _Element:
-    bits = {TensorProto.INT4: 4, TensorProto.UINT4: 4, TensorProto.FLOAT4E2M1: 4, TensorProto.INT2: 2,
-            TensorProto.UINT2: 2, TensorProto.FLOAT6E2M3: 6, TensorProto.FLOAT6E3M2: 6}.get(data_type, 0)
+    packed: dict[int, int] = {TensorProto.INT4: 4, TensorProto.UINT4: 4, TensorProto.FLOAT4E2M1: 4, TensorProto.INT2: 2,
+                              TensorProto.UINT2: 2, TensorProto.FLOAT6E2M3: 6, TensorProto.FLOAT6E3M2: 6}
+    bits = packed.get(data_type, 0)
     per = 2 if data_type in (TensorProto.COMPLEX64, TensorProto.COMPLEX128) else 1
     return _Element(np.dtype(helper.tensor_dtype_to_np_dtype(data_type)), bits,
                     helper.tensor_dtype_to_field(data_type), per)

@@ -25,6 +25,7 @@ import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import onnx
 from onnx import AttributeProto, TensorProto
@@ -164,8 +165,10 @@ def _op(op: str, opset: int) -> _Op | None:
                p.type_str in constraints and (p.option != _VARIADIC or p.is_homogeneous))
         for p in schema.inputs)
     attributes = schema.attributes
+    # AttrType is a pybind11 enum: onnx's stub leaves out the .value it has.
+    types = {name: int(a.type.value) for name, a in attributes.items()}  # type: ignore[attr-defined]
     return _Op(schema.since_version, schema.deprecated, inputs, (schema.min_input, schema.max_input),
-               (schema.min_output, schema.max_output), {name: int(a.type.value) for name, a in attributes.items()},
+               (schema.min_output, schema.max_output), types,
                tuple(name for name, a in attributes.items() if a.required))
 
 
@@ -212,13 +215,16 @@ def _allowed(types: Iterable[str]) -> str:
     return f"{'an' if text[0] in 'aeio' else 'a'} {text} tensor"
 
 
-class _Scoped:
+_What = TypeVar("_What")
+
+
+class _Scoped(Generic[_What]):
     """Names visible in a graph and its enclosing graphs, with the depth that defined each (one dict)."""
 
     def __init__(self) -> None:
-        self.where: dict[str, tuple[int, object]] = {}
+        self.where: dict[str, tuple[int, _What]] = {}
         self.depth = 0
-        self._frames: list[list[tuple[str, tuple[int, object] | None]]] = []
+        self._frames: list[list[tuple[str, tuple[int, _What] | None]]] = []
 
     def enter(self) -> None:
         self.depth += 1
@@ -232,7 +238,7 @@ class _Scoped:
                 self.where[name] = previous
         self.depth -= 1
 
-    def define(self, name: str, what: object) -> None:
+    def define(self, name: str, what: _What) -> None:
         self._frames[-1].append((name, self.where.get(name)))
         self.where[name] = (self.depth, what)
 
@@ -245,7 +251,7 @@ class _Structure:
 
     def __init__(self, opset: int) -> None:
         self.opset = opset
-        self.names = _Scoped()
+        self.names: _Scoped[str | onnx.NodeProto] = _Scoped()
         self.tensor_bytes = 0
 
     def graph(self, graph: onnx.GraphProto, where: str) -> None:
@@ -475,7 +481,7 @@ class _Types:
 
     def __init__(self, opset: int) -> None:
         self.opset = opset
-        self.types = _Scoped()
+        self.types: _Scoped[tuple[str, onnx.TypeProto | onnx.TensorProto]] = _Scoped()
 
     def graph(self, graph: onnx.GraphProto) -> None:
         types = self.types
@@ -507,7 +513,7 @@ class _Types:
             found = where.get(name) if name else None
             if found is None:
                 continue
-            actual = found[1][0]  # type: ignore[index]
+            actual = found[1][0]
             param = op.inputs[i if i < last else last]
             if actual not in param.allowed:
                 raise node_error(node, self.opset, f"{_role(node, param)} {name!r} must be "
@@ -529,7 +535,7 @@ class _Types:
         """An ``axis`` given to an op that indexes its first input's dims with it is one of those dims."""
         axis = next((a.i for a in node.attribute if a.name == "axis" and a.type == AttributeProto.INT), None)
         found = self.types.where.get(node.input[0]) if axis is not None and node.input and node.input[0] else None
-        dims = _dims(found[1][1]) if found is not None else None  # type: ignore[index]
+        dims = _dims(found[1][1]) if found is not None else None
         if axis is None or dims is None:
             return
         if not -len(dims) <= axis < len(dims):
@@ -540,7 +546,7 @@ class _Types:
         """Transpose's ``perm`` lists each dim of its input once (TensorRT would index dims with it)."""
         perm = next((list(a.ints) for a in node.attribute if a.name == "perm" and a.type == AttributeProto.INTS), None)
         found = self.types.where.get(node.input[0]) if perm is not None and node.input and node.input[0] else None
-        dims = _dims(found[1][1]) if found is not None else None  # type: ignore[index]
+        dims = _dims(found[1][1]) if found is not None else None
         if perm is None or dims is None:
             return
         if sorted(perm) != list(range(len(dims))):
@@ -558,7 +564,7 @@ class _Types:
         for role, name in zip(("trip count M", "condition cond"), node.input):
             found = where.get(name) if name else None
             if found is not None:
-                operands.append((role, name, found[1][1]))  # type: ignore[index]
+                operands.append((role, name, found[1][1]))
         body = next((a.g for a in node.attribute if a.name == "body" and a.type == AttributeProto.GRAPH), None)
         if body is not None and len(body.input) == len(node.input) and len(body.output) >= len(node.input) - 1:
             operands += self._loop_body(node, list(body.input), list(body.output))
@@ -583,7 +589,7 @@ class _Types:
                              hint="declare it a scalar (onnxruntime also takes [1])")
         for name, vi_in, vi_out in zip(node.input[2:], ins[2:], outs[1:]):
             found = self.types.where.get(name) if name else None
-            outer = found[1][0] if found is not None else None  # type: ignore[index]
+            outer = found[1][0] if found is not None else None
             for role, vi in (("input", vi_in), ("output", vi_out)):
                 inner = _type_str(vi.type)
                 if outer and inner and inner != outer:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -238,7 +238,7 @@ class Op:
             raise self.unsupported(f"the rank of input {k} is unknown, and this op needs it")
         return len(shape)
 
-    def op(self, op: str, inputs: list[Value | None], attrs: dict[str, Any] | None = None) -> Value:
+    def op(self, op: str, inputs: Sequence[Value | None], attrs: dict[str, Any] | None = None) -> Value:
         return self.em.op(op, inputs, attrs)
 
     def const(self, array: Any, dtype: Any = None) -> Value:

@@ -70,8 +70,9 @@ def gather_nd(op: Op) -> list[Value]:
     out = op.op("GatherND", [op.inputs[0], i64(op, op.inputs[1])], {"batch_dims": batch})
     if op.version >= 8 or batch <= 1:
         return [out]
-    if out.shape is not None and all(isinstance(d, int) for d in out.shape):
-        target = op.const([int(np.prod(out.shape[:batch]))] + list(out.shape[batch:]), np.int64)
+    static = [d for d in out.shape if isinstance(d, int)] if out.shape is not None else []
+    if out.shape is not None and len(static) == len(out.shape):
+        target = op.const([int(np.prod(static[:batch]))] + static[batch:], np.int64)
     else:
         target = op.op("Concat", [op.const([-1], np.int64), op.op("Shape", [out], {"start": batch})], {"axis": 0})
     return [op.op("Reshape", [out, target])]

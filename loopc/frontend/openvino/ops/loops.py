@@ -33,6 +33,7 @@ from loopc.frontend.openvino.registry import translates
 from loopc.frontend.openvino.weights import element_type, parse_shape
 from loopc.ir import MAX_TRIPS, Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
 from loopc.ir.core import Shape
+from loopc.ir.loop import OutputKind
 from loopc.limits import check_constant
 
 I64 = np.dtype(np.int64)
@@ -200,6 +201,7 @@ class _LoopBuilder:
         recurrences: list[Recurrence] = []
         condition = None
         if cond_param is not None and cond_init is not None:
+            assert ports.condition is not None  # ports() refuses a Loop without an execution_condition Result
             recurrences.append(Recurrence(cond_param, cond_init, self.scalar_bool(body, results[ports.condition])))
             condition = cond_param
         for pid, state in states.items():
@@ -211,13 +213,13 @@ class _LoopBuilder:
         for entry in ports.outputs:
             value = results[entry.internal_layer_id]
             if entry.axis is None:
-                pid = by_result.get(entry.internal_layer_id)
-                state = states[pid] if pid is not None else self.zero_start(body, value, recurrences)
+                carrier = by_result.get(entry.internal_layer_id)
+                state = states[carrier] if carrier is not None else self.zero_start(body, value, recurrences)
                 result = Value(em.name("last"), state.dtype, state.shape)
                 loop_outputs.append(LoopOutput("last", state, result))
             else:
                 axis = self.output_axis(entry, value)
-                kind = "reverse" if entry.stride < 0 else "concat"
+                kind: OutputKind = "reverse" if entry.stride < 0 else "concat"
                 result = Value(em.name("stacked"), value.dtype, stacked(value.shape, axis, length))
                 loop_outputs.append(LoopOutput(kind, value, result, axis))
             finals.append((entry, result, value))
@@ -259,6 +261,7 @@ class _LoopBuilder:
         iterators, chunks = [], []
         for entry, value in ports.sliced:
             self.check_slicing(entry, "input")
+            assert entry.axis is not None  # ports() files only entries with an axis as sliced
             rank = self.op_rank(value, entry)
             axis = entry.axis if entry.axis >= 0 else entry.axis + rank
             if not 0 <= axis < rank:
@@ -286,7 +289,8 @@ class _LoopBuilder:
         em, op = self.em, self.op
         sizes = {_static(c) for c in chunks}
         if len(sizes) > 1 and None not in sizes:
-            raise op.error(f"its sliced inputs have different numbers of slices ({sorted(sizes)})")
+            raise op.error(f"its sliced inputs have different numbers of slices "
+                           f"({sorted(s for s in sizes if s is not None)})")
         if not self.is_loop:
             if iterators:
                 return chunks[0]
@@ -294,11 +298,12 @@ class _LoopBuilder:
                 raise op.unsupported("a TensorIterator without sliced inputs but with concatenated outputs has "
                                      "no trip count OpenVINO's components agree on")
             return em.const(1, np.int64)
-        trip = op.inputs[0]
-        if trip.dtype is not None and trip.dtype.kind not in "iu":
-            raise op.error(f"trip count {trip.name!r} must be an integer tensor, not {trip.dtype}")
-        _one_element(op, trip, "trip count")
+        given = op.inputs[0]
+        if given.dtype is not None and given.dtype.kind not in "iu":
+            raise op.error(f"trip count {given.name!r} must be an integer tensor, not {given.dtype}")
+        _one_element(op, given, "trip count")
         constant = op.constant(0)
+        trip: Value | None
         if constant is not None:
             count = int(np.asarray(constant).reshape(-1)[0])
             if count < 0 or count == INT64_MAX:
@@ -309,9 +314,9 @@ class _LoopBuilder:
             else:
                 trip = em.const(count, np.int64)
         else:
-            trip = self.runtime_trip(trip)
-        for it, count in zip(iterators, chunks):
-            trip = count if trip is None else em.op("Min", [trip, count])
+            trip = self.runtime_trip(given)
+        for chunk_count in chunks:
+            trip = chunk_count if trip is None else em.op("Min", [trip, chunk_count])
         if iterators and trip is not None:
             for it in iterators:  # TensorRT's iterators must be exactly as long as the loop runs
                 it.source = self.truncate(it, trip)
@@ -382,6 +387,7 @@ class _LoopBuilder:
         return state
 
     def output_axis(self, entry: PortMapEntry, value: Value) -> int:
+        assert entry.axis is not None  # called for concatenated outputs only
         self.check_slicing(entry, "output")
         if value.shape is None:
             raise self.op.unsupported(f"port_map output {_entry(entry)}: the rank of the body value is unknown")
@@ -397,6 +403,7 @@ class _LoopBuilder:
 
     def merge(self, entry: PortMapEntry, stacked_value: Value, piece: Value) -> Value:
         """Concatenate the stacked chunks along the port's axis, as OpenVINO does (merge axis, axis+1)."""
+        assert entry.axis is not None and piece.shape is not None  # checked by output_axis
         axis = entry.axis + len(piece.shape) if entry.axis < 0 else entry.axis
         target = self.shape_with(stacked_value, axis, 2, [-1], piece)
         return self.em.op("Reshape", [stacked_value, target])
@@ -411,7 +418,9 @@ class _LoopBuilder:
         em = self.em
         shape = value.shape
         if shape is not None and all(isinstance(d, int) for i, d in enumerate(shape) if not axis <= i < axis + width):
-            dims = [int(d) for d in shape[:axis]] + middle + [int(d) for d in shape[axis + width:]]  # type: ignore
+            head_dims = [d for d in shape[:axis] if isinstance(d, int)]  # all of them, as just checked
+            tail_dims = [d for d in shape[axis + width:] if isinstance(d, int)]
+            dims = head_dims + middle + tail_dims
             return em.const(dims, np.int64)
         rank = len(shape) if shape is not None else self.op.rank(0)
         whole = em.op("Shape", [value])
