@@ -14,7 +14,7 @@ I64 = np.dtype(np.int64)
 
 def recurrences(graph: Graph) -> list[tuple[Graph, Loop, Recurrence]]:
     """Every (enclosing graph, loop, recurrence) at any depth, listed up front so passes may edit."""
-    return [(g, node, rec) for g, node in list(graph.walk()) if isinstance(node, Loop) for rec in list(node.recurrences)]
+    return [(g, node, rec) for g, node in graph.structured() if isinstance(node, Loop) for rec in list(node.recurrences)]
 
 
 def replace_all(replacements: dict[Value, Value]) -> int:

@@ -57,7 +57,7 @@ class CountedLoops:
 
     def __call__(self, graph: Graph) -> PassResult:
         counted = 0
-        for outer, node in list(graph.walk()):
+        for outer, node in graph.structured():
             if isinstance(node, Loop) and node.condition is not None:
                 counted += self._rewrite(outer, node)
         return PassResult(graph, counted > 0, {"bounds": counted} if counted else {})

@@ -29,7 +29,7 @@ class DeadCode:
 def _liveness(graph: Graph) -> set[Value]:
     """Every value something live reads, from the graph's outputs back."""
     params: dict[Value, list[Value]] = {}  # a loop-body parameter -> the outer and body values it stands for
-    for _, node in graph.walk():
+    for _, node in graph.structured():
         if isinstance(node, Loop):
             for rec in node.recurrences:
                 params[rec.state] = [rec.init, rec.next]

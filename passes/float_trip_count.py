@@ -28,7 +28,7 @@ class FloatTripCount:
 
     def __call__(self, graph: Graph) -> PassResult:
         rewritten = 0
-        for outer, node in list(graph.walk()):
+        for outer, node in graph.structured():
             if isinstance(node, Loop) and node.trip_count is not None and _from_floats(node.trip_count):
                 self._rewrite(outer, node)
                 rewritten += 1
@@ -36,7 +36,7 @@ class FloatTripCount:
 
     def ensures(self, graph: Graph) -> None:
         """No trip count is computed from floating-point values."""
-        for _, node in graph.walk():
+        for _, node in graph.structured():
             if isinstance(node, Loop) and node.trip_count is not None and _from_floats(node.trip_count):
                 raise broken(self, node, "a trip count computed from floats is left")
 

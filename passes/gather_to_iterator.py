@@ -24,7 +24,7 @@ class GatherToIterator:
 
     def __call__(self, graph: Graph) -> PassResult:
         rewritten = 0
-        for outer, node in list(graph.walk()):
+        for outer, node in graph.structured():
             # TensorRT's builder wants an iterator exactly as long as the loop's trip count, so
             # a loop with none (a while loop) keeps its indexed reads
             if isinstance(node, Loop) and node.trip_count is not None:

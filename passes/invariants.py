@@ -25,7 +25,7 @@ class Invariants:
     def __call__(self, graph: Graph) -> PassResult:
         hoisted = moved = 0
         # inner loops first: a constant leaves every level it is nested in within one call
-        for outer, node in reversed(list(graph.walk())):
+        for outer, node in reversed(graph.structured()):
             if not isinstance(node, Loop):
                 continue
             # the condition stays: TensorRT's kWHILE limit reads a body value (trip-limits drops a constant one)
@@ -44,7 +44,8 @@ class Invariants:
 
     def ensures(self, graph: Graph) -> None:
         """No loop body holds a Constant other than its condition."""
-        for _, node in graph.walk():
-            if node.op == "Constant" and node.graph is not None and isinstance(node.graph.owner, Loop) \
-                    and node.graph.owner.condition not in node.outputs:
-                raise broken(self, node, "a constant is left in a loop body")
+        for _, loop in graph.structured():
+            if isinstance(loop, Loop):
+                for node in loop.body.nodes:
+                    if node.op == "Constant" and loop.condition not in node.outputs:
+                        raise broken(self, node, "a constant is left in a loop body")

@@ -29,7 +29,7 @@ class StaticConditionals:
         return PassResult(graph, inlined > 0, {"conditionals": inlined} if inlined else {})
 
     def _inline_one(self, graph: Graph) -> bool:
-        for outer, node in graph.walk():
+        for outer, node in graph.structured():
             if not isinstance(node, If):
                 continue
             condition = constant_value(node.inputs[0])

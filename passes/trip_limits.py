@@ -21,7 +21,7 @@ class TripLimits:
 
     def __call__(self, graph: Graph) -> PassResult:
         stats = {"conditions_dropped": 0, "counts_clamped": 0}
-        for g, node in list(graph.walk()):
+        for g, node in graph.structured():
             if isinstance(node, Loop):
                 self._condition(node, stats)
                 self._count(g, node, stats)
@@ -29,7 +29,7 @@ class TripLimits:
 
     def ensures(self, graph: Graph) -> None:
         """Every constant trip count is one TensorRT takes: 0 … MAX_TRIPS."""
-        for _, node in graph.walk():
+        for _, node in graph.structured():
             count = constant_value(node.trip_count) if isinstance(node, Loop) else None
             if count is not None and not 0 <= int(np.asarray(count).reshape(-1)[0]) <= MAX_TRIPS:
                 raise broken(self, node, f"trip count {count} is left out of range")

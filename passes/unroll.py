@@ -23,7 +23,7 @@ class Unroll:
 
     def __call__(self, graph: Graph) -> PassResult:
         unrolled = 0
-        for g, node in list(graph.walk()):
+        for g, node in graph.structured():
             if isinstance(node, Loop) and self._wanted(node):
                 self._unroll(g, node)
                 unrolled += 1

@@ -30,7 +30,7 @@ class WhileOutputs:
 
     def __call__(self, graph: Graph) -> PassResult:
         cut = padded = 0
-        for g, node in list(graph.walk()):
+        for g, node in graph.structured():
             if not isinstance(node, Loop) or node.padded or node.condition is None:
                 continue
             stacked = [o for o in node.loop_outputs if o.kind != "last"]
@@ -59,7 +59,7 @@ class WhileOutputs:
 
     def ensures(self, graph: Graph) -> None:
         """Every loop that can stop early has TensorRT's padded outputs, sized by a trip count or bound."""
-        for _, node in graph.walk():
+        for _, node in graph.structured():
             if isinstance(node, Loop) and node.condition is not None and not node.padded:
                 raise broken(self, node, "a loop that can stop early is left unpadded")
 

@@ -325,6 +325,8 @@ class Graph:
         self._outputs: list[Value] = UseList([], self._outputs_edited)
         self._live = True
         self._state: _ModelState | None = None
+        #: The nodes of this graph that hold graphs (loops, conditionals), in the order they joined it.
+        self._structured: dict[Node, None] = {}
         self.outputs = list(outputs or [])
         for node in nodes or []:
             self.add(node)
@@ -345,6 +347,7 @@ class Graph:
         for node in list(self._nodes):
             self._nodes._unlink(node)
             node._detach()
+        self._structured.clear()
         for node in new:
             if node.graph is not None:
                 node.graph._take(node)
@@ -390,6 +393,7 @@ class Graph:
             raise InternalError(f"{node.describe()} is not in graph {self.name!r}")
         self._nodes._unlink(node)
         node._detach()
+        self._structured.pop(node, None)
         self.changed()
 
     def _insert_all(self, before: Node | None, nodes: Iterable[Node], anchor: Node) -> None:
@@ -411,6 +415,8 @@ class Graph:
     def _insert(self, node: Node, before: Node | None) -> None:
         self._nodes._link(node, before)
         node._attach(self)
+        if node.subgraphs():
+            self._structured[node] = None
 
     # --- outputs -----------------------------------------------------------------------------------
 
@@ -488,6 +494,18 @@ class Graph:
     def changed(self) -> None:
         """Count an edit: the pass manager compares counts to know what a pass changed."""
         self.model_state().changes += 1
+
+    def structured(self) -> list[tuple[Graph, Node]]:
+        """Every loop and conditional at any depth with the graph it is in, outer before inner: what
+        structural passes visit, found without walking the other nodes."""
+        found: list[tuple[Graph, Node]] = []
+        stack: list[Graph] = [self]
+        while stack:
+            graph = stack.pop()
+            for node in graph._structured:
+                found.append((graph, node))
+                stack.extend(reversed(node.subgraphs()))
+        return found
 
     def walk(self) -> Iterator[tuple[Graph, Node]]:
         """Every node of this graph and of the graphs nested in it, outer before inner."""

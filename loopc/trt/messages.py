@@ -47,11 +47,12 @@ def captured(errors: list[str] | None = None) -> Iterator[None]:
         finally:
             sys.stdout.flush()
             sys.stderr.flush()
-            sink.seek(start)
-            text = sink.read().decode(errors="replace")
-            sink.truncate(start)
-            sink.seek(start)
-            _forward(text, errors)
+            if sink.seek(0, os.SEEK_END) != start:  # most calls print nothing
+                sink.seek(start)
+                text = sink.read().decode(errors="replace")
+                sink.truncate(start)
+                sink.seek(start)
+                _forward(text, errors)
         return
     saved = [os.dup(1), os.dup(2)]
     with tempfile.TemporaryFile() as sink:
