@@ -172,7 +172,7 @@ class Executor:
 
     def _next_value(self, rec: Layer, frame: Frame, first: np.ndarray) -> np.ndarray:
         """A recurrence's next value, which TensorRT requires in its initial value's shape."""
-        value = self.value(rec.inputs[1], frame)  # type: ignore[arg-type]
+        value = self.value(layer_input(rec, 1), frame)
         if value.shape != first.shape:
             raise SimulationError(
                 f"{rec.describe()}: the next value has shape {list(value.shape)} on trip {frame.index}, the initial "

@@ -17,7 +17,7 @@ _erf = np.frompyfunc(math.erf, 1, 1)
 
 def erf(x: np.ndarray) -> np.ndarray:
     """Exact (libm) error function; NumPy has none."""
-    return _erf(x.astype(np.float64)).astype(np.float64)
+    return np.asarray(_erf(x.astype(np.float64))).astype(np.float64)  # a 0-d input gives a Python float
 
 
 def _int_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -48,7 +48,7 @@ def fill(layer: Any) -> Kernel:
         if beta.size != len(shape):
             raise SimulationError(f"beta has {beta.size} values for an output of rank {len(shape)}")
         exact = target.kind in "iu" and alpha.dtype.kind in "iu" and beta.dtype.kind in "iu"
-        wide = np.dtype(np.int64 if exact else np.float64)
+        wide: np.dtype[Any] = np.dtype(np.int64 if exact else np.float64)
         out = np.full(shape, alpha, dtype=wide)
         for k, (n, step) in enumerate(zip(shape, beta.astype(wide))):
             out += step * np.arange(n, dtype=wide).reshape([-1 if j == k else 1 for j in range(len(shape))])

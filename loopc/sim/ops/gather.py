@@ -29,13 +29,20 @@ def gather(layer: Any) -> Kernel:
     mode = layer.mode.name
     axis = int(layer.axis)
     batch = int(layer.num_elementwise_dims)
-    if mode == "DEFAULT":
-        return lambda ins: [_gather_default(ins[0], ins[1], axis, batch)]
-    if mode == "ELEMENT":
-        return lambda ins: [ins[0][_element_index(ins[0].shape, ins[1], axis)]]
-    if mode == "ND":
-        return lambda ins: [ins[0][_nd_index(ins[0].shape, ins[1], batch)]]
-    raise SimulationError(f"gather mode {mode} is not supported")
+
+    def default(ins: Any) -> list[np.ndarray]:
+        return [_gather_default(ins[0], ins[1], axis, batch)]
+
+    def element(ins: Any) -> list[np.ndarray]:
+        return [ins[0][_element_index(ins[0].shape, ins[1], axis)]]
+
+    def nd(ins: Any) -> list[np.ndarray]:
+        return [ins[0][_nd_index(ins[0].shape, ins[1], batch)]]
+
+    kernels: dict[str, Kernel] = {"DEFAULT": default, "ELEMENT": element, "ND": nd}
+    if mode not in kernels:
+        raise SimulationError(f"gather mode {mode} is not supported")
+    return kernels[mode]
 
 
 def _gather_default(data: np.ndarray, indices: np.ndarray, axis: int, batch: int) -> np.ndarray:
@@ -59,7 +66,7 @@ def _element_index(shape: tuple[int, ...], indices: np.ndarray, axis: int) -> tu
     """Subscripts K of data for every subscript J of indices: J with element [axis] replaced by the index."""
     if indices.ndim != len(shape):
         raise SimulationError(f"element indices of rank {indices.ndim} for data of rank {len(shape)}")
-    grid = list(np.indices(indices.shape, sparse=True))
+    grid: list[np.ndarray] = list(np.indices(indices.shape, sparse=True))
     for k, (i, d) in enumerate(zip(indices.shape, shape)):
         if k != axis and i > d:
             raise SimulationError(f"indices shape {indices.shape} exceeds data shape {shape} on axis {k}")

@@ -126,8 +126,7 @@ def slice_(layer: Any) -> Kernel:
 
     def run(ins: Any) -> list[np.ndarray]:
         x = ins[0]
-        start, size, stride, axes = (param(ins, i) for i in (1, 2, 3, 5))
-        start, size, stride = _full_slice(x.shape, start, size, stride, axes)
+        start, size, stride = _full_slice(x.shape, *(param(ins, i) for i in (1, 2, 3, 5)))
         check_constant(size, x.dtype, "the slice")  # its size is data: in WRAP/CLAMP/FILL modes, any size
         fill = ins[4] if len(ins) > 4 and ins[4] is not None else None
         return [_sample(x, start, size, stride, mode, fill)]

@@ -22,7 +22,10 @@ def constant(layer: Any) -> Kernel:
 
 @simulates("IDENTITY")
 def identity(layer: Any) -> Kernel:
-    return lambda ins: [ins[0]]
+    def run(ins: Any) -> list[np.ndarray]:
+        return [ins[0]]
+
+    return run
 
 
 @simulates("CAST")
@@ -44,7 +47,10 @@ def cast(layer: Any) -> Kernel:
 
 @simulates("SHAPE")
 def shape(layer: Any) -> Kernel:
-    return lambda ins: [np.array(ins[0].shape, dtype=np.int64)]
+    def run(ins: Any) -> list[np.ndarray]:
+        return [np.array(ins[0].shape, dtype=np.int64)]
+
+    return run
 
 
 @simulates("ASSERTION")
