@@ -40,7 +40,7 @@ def batch_norm(ctx: ConversionContext, node: Node) -> None:
     eps = float(node.attrs.get("epsilon", 1e-5))
     params = [ctx.constant_of(v) for v in node.inputs[1:5]]
     if all(p is not None for p in params):
-        scale, bias, mean, var = (np.asarray(p, np.float64) for p in params)  # type: ignore[arg-type]
+        scale, bias, mean, var = (np.asarray(p, np.float64) for p in params)
         a = scale / np.sqrt(var + eps)
         b = bias - mean * a
         dtype = np_dtype(x.dtype)

@@ -8,7 +8,6 @@ Static shapes give static layers; dynamic dims are computed at run time with INT
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -19,7 +18,8 @@ from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
 from loopc.trt import trt
 
-Ints = Sequence[int]
+#: Static ints, told from a tensor by being a list or a tuple.
+Ints = list[int] | tuple[int, ...]
 #: Slice bounds beyond this are clamped first, so that later shape arithmetic cannot overflow.
 _BIG = 2**62
 
@@ -40,7 +40,7 @@ def slice_axes(ctx: ConversionContext, node: Node, x: Any, axes: Ints, start: In
     others_static = all(shape[i] != -1 for i in range(rank) if i not in axes)
     if static and others_static:
         full_start, full_size, full_stride = [0] * rank, list(shape), [1] * rank
-        for a, s, n, st in zip(axes, start, size, stride):  # type: ignore[call-overload]
+        for a, s, n, st in zip(axes, start, size, stride):
             full_start[a], full_size[a], full_stride[a] = s, n, st
         return ctx.out(ctx.network.add_slice(x, full_start, full_size, full_stride), node, suffix)
     n = len(axes)

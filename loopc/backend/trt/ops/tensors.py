@@ -47,8 +47,11 @@ def range_op(ctx: ConversionContext, node: Node) -> None:
     T = trt()
     known = [ctx.constant_of(v) for v in node.inputs]
     if all(k is not None for k in known):
-        start, limit, delta = (np.asarray(k).reshape(()) for k in known)  # type: ignore[union-attr]
-        ctx.set(node.outputs[0], ctx.constant(np.arange(start, limit, delta, dtype=start.dtype), node, ""))
+        start, limit, delta = (np.asarray(k).reshape(()) for k in known)
+        # 0-d arrays, so that the length is computed in their dtype as ONNX's reference does; NumPy's stub
+        # names scalars only.
+        values = np.arange(start, limit, delta, dtype=start.dtype)  # type: ignore[call-overload]
+        ctx.set(node.outputs[0], ctx.constant(values, node, ""))
         return
     start, limit, delta = (ctx.scalar0d(ctx.get(v, node), node, f"arg{k}") for k, v in enumerate(node.inputs))
     dtype = start.dtype
