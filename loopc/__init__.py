@@ -2,35 +2,47 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
 from loopc.errors import InternalError, LoopcError, SimulationError
+
+if TYPE_CHECKING:  # the entry points import their modules on first call, so that `import loopc` stays light
+    import numpy as np
+    import onnx
+
+    from loopc.compiler import BuildReport, Compiled
+    from loopc.fileio import OutputFile
 
 __version__ = "0.1.0"
 
 __all__ = ["InternalError", "LoopcError", "SimulationError", "__version__", "build", "compile", "run", "simulate"]
 
 
-def simulate(network, inputs, **kwargs):  # type: ignore[no-untyped-def]
+def simulate(network: Any, inputs: Mapping[str, Any], **kwargs: Any) -> dict[str, np.ndarray]:
     """Run a TensorRT ``INetworkDefinition`` on the CPU; see :func:`loopc.sim.simulate`."""
     from loopc.sim import simulate as _simulate
 
     return _simulate(network, inputs, **kwargs)
 
 
-def run(model, inputs, **kwargs):  # type: ignore[no-untyped-def]
+def run(model: str | os.PathLike[str], inputs: Mapping[str, Any], **kwargs: Any) -> dict[str, np.ndarray]:
     """Run a model file on ``inputs``; see :func:`loopc.api.run`."""
     from loopc.api import run as _run
 
     return _run(model, inputs, **kwargs)
 
 
-def compile(model, **kwargs):  # type: ignore[no-untyped-def]  # noqa: A001
+def compile(model: onnx.ModelProto | str | os.PathLike[str], **kwargs: Any) -> Compiled:  # noqa: A001
     """Import, canonicalize and convert a model to a TensorRT network; see :func:`loopc.compiler.compile`."""
     from loopc.compiler import compile as _compile
 
     return _compile(model, **kwargs)
 
 
-def build(model, output, **kwargs):  # type: ignore[no-untyped-def]
+def build(model: onnx.ModelProto | str | os.PathLike[str], output: str | os.PathLike[str] | OutputFile,
+          **kwargs: Any) -> BuildReport:
     """Compile a model and write its engine; see :func:`loopc.compiler.build`."""
     from loopc.compiler import build as _build
 

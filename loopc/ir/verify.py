@@ -263,7 +263,7 @@ class _Verifier:
         members = {id(user) for user in self.users}
         recorded: set[tuple[int, int]] = set()
         for value in self.values:
-            for user, slot in value.uses():  # type: ignore[attr-defined]
+            for user, slot in value.uses():
                 if id(user) not in members:  # only nodes and graphs of the model are members
                     name = user.describe() if isinstance(user, Node) else f"graph {getattr(user, 'name', user)!r}"
                     raise VerificationError(f"value {value.name!r} records a use by {name}, which is not in the "
