@@ -88,10 +88,6 @@ class Value:
         """Every read of this value, in the order the reads were made."""
         return list(self._uses)
 
-    def users(self) -> list[Node]:
-        """The nodes that read this value (each once; graph outputs are not nodes)."""
-        return list(dict.fromkeys(u.user for u in self._uses if isinstance(u.user, Node)))
-
     def is_used(self) -> bool:
         return bool(self._uses)
 
