@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 
 from loopc.errors import InternalError
-from loopc.ir.core import Graph, Node, Shape, Value, type_text
+from loopc.ir.core import Graph, Node, Shape, Use, Value, type_text
 from loopc.ir.loop import If, Loop
 
 
@@ -261,9 +261,9 @@ class _Verifier:
     def uses(self) -> None:
         """Each recorded use is a read by a node or graph of the model; as many are recorded as are read."""
         members = {id(user) for user in self.users}
-        recorded: set[tuple[int, int]] = set()
+        recorded = 0  # a use list is a set of (user, slot): no use is recorded twice
         for value in self.values:
-            for user, slot in value.uses():
+            for user, slot in value._uses:
                 if id(user) not in members:  # only nodes and graphs of the model are members
                     name = user.describe() if isinstance(user, Node) else f"graph {getattr(user, 'name', user)!r}"
                     raise VerificationError(f"value {value.name!r} records a use by {name}, which is not in the "
@@ -273,14 +273,11 @@ class _Verifier:
                     there = read[slot] if 0 <= slot < len(read) else None
                     got = "nothing" if there is None else repr(there.name)
                     raise _fail("uses", user, f"{value.name!r} records a use at slot {slot}, where it reads {got}")
-                key = (id(user), slot)
-                if key in recorded:
-                    raise _fail("uses", user, f"{value.name!r} records its use at slot {slot} twice")
-                recorded.add(key)
-        if len(recorded) != self.reads:
+                recorded += 1
+        if recorded != self.reads:
             for user in self.users:
                 for slot, read_value in enumerate(_reads(user)):
-                    if read_value is not None and (id(user), slot) not in recorded:
+                    if read_value is not None and Use(user, slot) not in read_value._uses:
                         raise _fail("uses", user, f"reads {read_value.name!r} at slot {slot}, a use "
                                                   f"{read_value.name!r} does not record")
 

@@ -14,7 +14,7 @@ import onnx
 import pytest
 
 from loopc.errors import LoopcError
-from loopc.ir import Graph, If, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value, verify
+from loopc.ir import Graph, If, Loop, LoopIterator, LoopOutput, Node, Recurrence, Use, Value, verify
 from loopc.ir.loop import OutputKind
 from loopc.ir.verify import VerificationError
 
@@ -428,62 +428,40 @@ def test_if_branch_with_inputs() -> None:
 # ------------------------------------------------------------------------------------- uses
 
 
-def fake_uses(monkeypatch: pytest.MonkeyPatch, table: dict[int, list[tuple[Any, int]]]) -> None:
-    """Give every value the uses ``table`` lists for it (by id): the rule checks what values record."""
-    monkeypatch.setattr(Value, "uses", lambda self: table.get(id(self), []), raising=False)
-
-
 def two_reads() -> tuple[Graph, Value, Value, Node, Node]:
+    """``b = Neg(a); c = Add(a, b)``: the IR records a's uses (neg, 0), (add, 0) and b's (add, 1)."""
     a, b, c = Value("a", F32, (1,)), Value("b", F32, (1,)), Value("c", F32, (1,))
     neg, add = Node("Neg", [a], [b], name="neg"), Node("Add", [a, b], [c], name="add")
     return Graph("g", [a], [c], nodes=[neg, add]), a, b, neg, add
 
 
-def true_uses(graph: Graph, a: Value, b: Value, neg: Node, add: Node) -> dict[int, list[tuple[Any, int]]]:
-    return {id(a): [(neg, 0), (add, 0)], id(b): [(add, 1)], id(graph.outputs[0]): [(graph, 0)]}
-
-
-def test_recorded_uses_that_match_the_reads_pass(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_use_lists_kept_by_the_ir_pass() -> None:
     graph, a, b, neg, add = two_reads()
-    fake_uses(monkeypatch, true_uses(graph, a, b, neg, add))
+    assert a.uses() == [Use(neg, 0), Use(add, 0)] and b.uses() == [Use(add, 1)]
+    assert graph.outputs[0].uses() == [Use(graph, 0)]
     verify(graph)
 
 
-def test_dangling_use(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_dangling_use() -> None:
     graph, a, b, neg, add = two_reads()
-    table = true_uses(graph, a, b, neg, add)
-    removed = Node("Abs", [a], [Value("gone", F32, (1,))], name="removed")
-    table[id(a)].append((removed, 0))
-    fake_uses(monkeypatch, table)
+    a._uses[Use(Node("Abs", [a], [Value("gone", F32, (1,))], name="removed"), 0)] = None
     broken(graph, "uses", "value 'a' records a use by node 'removed' (Abs), which is not in the model")
 
 
-def test_unrecorded_read(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_unrecorded_read() -> None:
     graph, a, b, neg, add = two_reads()
-    table = true_uses(graph, a, b, neg, add)
-    table[id(b)] = []
-    fake_uses(monkeypatch, table)
+    del b._uses[Use(add, 1)]
     broken(graph, "uses", "node 'add' (Add): reads 'b' at slot 1, a use 'b' does not record")
 
 
-def test_use_at_a_slot_that_reads_another_value(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_use_at_a_slot_that_reads_another_value() -> None:
     graph, a, b, neg, add = two_reads()
-    table = true_uses(graph, a, b, neg, add)
-    table[id(a)] = [(neg, 0), (add, 1)]
-    fake_uses(monkeypatch, table)
+    del a._uses[Use(add, 0)]
+    a._uses[Use(add, 1)] = None
     broken(graph, "uses", "node 'add' (Add): 'a' records a use at slot 1, where it reads 'b'")
 
 
-def test_use_recorded_twice(monkeypatch: pytest.MonkeyPatch) -> None:
-    graph, a, b, neg, add = two_reads()
-    table = true_uses(graph, a, b, neg, add)
-    table[id(a)] = [(neg, 0), (neg, 0), (add, 0)]
-    fake_uses(monkeypatch, table)
-    broken(graph, "uses", "node 'neg' (Neg): 'a' records its use at slot 0 twice")
-
-
-@pytest.mark.skipif(not hasattr(Value, "uses"), reason="values do not record their uses yet")
-def test_use_lists_kept_by_the_ir_pass_and_a_discarded_node_dangles() -> None:
+def test_use_lists_kept_by_the_ir_pass_with_loops_and_a_discarded_node_dangles() -> None:
     """The IR's own use lists, loop roles included, pass; a node built in a scratch graph that never
     joins the model still records its read of a model value: a dangling use."""
     s = RunningSum()
