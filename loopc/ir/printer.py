@@ -220,25 +220,20 @@ def _dim(dim: int | str | None) -> str:
 
 def float_kind(dtype: np.dtype[Any]) -> bool:
     """True for floating types, ml_dtypes' (bfloat16, float8...) included."""
-    if dtype.kind == "f":
-        return True
-    if dtype.kind != "V" or dtype.fields is not None:
-        return False
-    try:
-        ml_dtypes.finfo(dtype)
-    except ValueError:
-        return False
-    return True
+    return dtype.kind == "f" or _ml_dtype_of(dtype, ml_dtypes.finfo)
 
 
 def int_kind(dtype: np.dtype[Any]) -> bool:
     """True for integer types, ml_dtypes' (int4, uint2...) included."""
-    if dtype.kind in "iu":
-        return True
+    return dtype.kind in "iu" or _ml_dtype_of(dtype, ml_dtypes.iinfo)
+
+
+def _ml_dtype_of(dtype: np.dtype[Any], info: Any) -> bool:
+    """Whether ``dtype`` is an ml_dtypes type that ``info`` (``ml_dtypes.finfo`` or ``iinfo``) describes."""
     if dtype.kind != "V" or dtype.fields is not None:
         return False
     try:
-        ml_dtypes.iinfo(dtype)
+        info(dtype)
     except ValueError:
         return False
     return True

@@ -10,9 +10,7 @@ expect the same refusal; a refusal by a pass comes after the passes before it we
 
 from __future__ import annotations
 
-import importlib
 import tomllib
-import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +26,7 @@ from loopc.ir import Graph
 from loopc.ir.interpret import InterpretError, interpret
 from loopc.passes import PassManager, default_passes
 from tests.frontend.onnx.test_node_cases import SEQUENCE_INPUTS
+from tests.onnx_cases import node_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples"
@@ -75,24 +74,8 @@ class Case:
     atol: float = 1e-5
 
 
-def _ops(graph: onnx.GraphProto) -> set[str]:
-    found = set()
-    for node in graph.node:
-        found.add(node.op_type)
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                found |= _ops(attr.g)
-    return found
-
-
 def conformance_cases() -> list[Case]:
-    from onnx.backend.test.case import node
-
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        for module in CONFORMANCE_MODULES:
-            importlib.import_module(f"onnx.backend.test.case.node.{module}")
-    found = sorted((c for c in node._NodeTestCases if _ops(c.model.graph) & LOOP_OPS), key=lambda c: c.name)
+    found = node_cases(CONFORMANCE_MODULES, LOOP_OPS)
 
     def loader(test: Any) -> Callable[[], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
         inputs, expected = test.data_sets[0]

@@ -4,17 +4,15 @@ Only the models whose graph inputs are sequences or optionals are refused, by na
 
 from __future__ import annotations
 
-import importlib
-import warnings
 from typing import Any
 
 import numpy as np
-import onnx
 import pytest
 
 from loopc.errors import FrontendError
 from loopc.ir.interpret import interpret
 from tests.frontend.onnx.helpers import imported
+from tests.onnx_cases import node_cases
 
 #: The modules of onnx.backend.test.case.node whose cases may contain loops (importing only these
 #: is what keeps this fast; collecting every node test takes seconds).
@@ -34,26 +32,7 @@ SEQUENCE_INPUTS = {
 }
 
 
-def _has_loop(graph: onnx.GraphProto) -> bool:
-    for node in graph.node:
-        if node.op_type in LOOP_OPS:
-            return True
-        if any(a.type == onnx.AttributeProto.GRAPH and _has_loop(a.g) for a in node.attribute):
-            return True
-    return False
-
-
-def _cases() -> list[Any]:
-    from onnx.backend.test.case import node as cases
-
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        for module in MODULES:
-            importlib.import_module(f"onnx.backend.test.case.node.{module}")
-    return sorted((c for c in cases._NodeTestCases if _has_loop(c.model.graph)), key=lambda c: c.name)
-
-
-CASES = _cases()
+CASES = node_cases(MODULES, LOOP_OPS)
 
 
 def test_the_loop_cases_are_all_there() -> None:
