@@ -22,6 +22,7 @@ from typing import Any, Union
 
 import numpy as np
 
+from loopc.gc_pause import gc_paused
 from loopc.sim.network import Conditional, Layer, Loop, Network, Tensor, read_network
 
 BOUNDARY = ("TRIP_LIMIT", "ITERATOR", "RECURRENCE", "LOOP_OUTPUT")
@@ -179,6 +180,7 @@ class MacCounter:
 
 # -- reading a network ---------------------------------------------------------------------------
 
+@gc_paused()
 def describe_network(network: Any, measured_macs: dict[int, int] | None = None) -> NetworkInfo:
     """The loops of ``network`` (an ``INetworkDefinition`` or a read-back :class:`Network`).
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from loopc.errors import InternalError
+from loopc.gc_pause import gc_paused
 from loopc.ir import Graph, verify
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class PassManager:
     #: How many times each pass ran (a pass with nothing new to look at is skipped).
     runs: dict[str, int] = field(default_factory=dict)
 
+    @gc_paused()
     def run(self, graph: Graph) -> Graph:
         verify(graph, after="the frontend")
         state = graph.model_state()

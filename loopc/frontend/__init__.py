@@ -7,6 +7,7 @@ from typing import Any
 
 from loopc.errors import FrontendError
 from loopc.fileio import check_readable
+from loopc.gc_pause import gc_paused
 from loopc.ir import Model
 
 FRONTENDS = ("onnx", "openvino")
@@ -25,6 +26,7 @@ def detect(path: str) -> str:
     return "openvino" if head.startswith(b"<") else "onnx"
 
 
+@gc_paused()
 def load(model: Any, frontend: str | None = None, weights: str | os.PathLike[str] | None = None) -> Model:
     """Import ``model`` (a path, or an ``onnx.ModelProto``) with ``frontend`` (default: detected).
 

@@ -49,14 +49,8 @@ from typing import Any
 import numpy as np
 
 from loopc.errors import InternalError
-from loopc.ir.core import Graph, Node, Shape, Use, Value, type_text
+from loopc.ir.core import Graph, Node, Shape, Value, type_text
 from loopc.ir.loop import If, Loop
-
-
-#: Checks that producers in the tree still fail, skipped while named here (remove a name once its
-#: producer is fixed): ``outer-condition`` — the invariants pass hoists a loop's unchanging condition
-#: recurrence, leaving an outer value as the condition; ``next-dims`` — the ONNX frontend keeps a
-#: carried value's declared static dims when its next value has other ones (a value that grows).
 
 
 class VerificationError(InternalError):
@@ -94,15 +88,16 @@ class _Verifier:
         #: The graph each value defined so far is defined in (by id): to find a second definition, and
         #: how the condition rule tells body values from outer ones.
         self.home: dict[int, Graph] = {}
-        #: Every value defined, every node and graph walked, and the number of reads: for the uses rule.
+        #: Every value defined, every node and graph walked, the number of reads and of recorded
+        #: uses: for the uses rule.
         self.values: list[Value] = []
         self.users: list[Node | Graph] = []
         self.reads = 0
+        self.recorded = 0
 
     def run(self, graph: Graph) -> None:
         self.graph(graph, set())
-        if hasattr(Value, "uses"):
-            self.uses()
+        self.uses()
 
     # ------------------------------------------------------------------------------------ SSA
 
@@ -111,6 +106,7 @@ class _Verifier:
             raise _fail("single-definition", where, f"value {value.name!r} is defined twice")
         self.home[id(value)] = graph
         self.values.append(value)
+        self.recorded += len(value._uses)
         scope.add(id(value))
         added.append(id(value))
 
@@ -259,9 +255,28 @@ class _Verifier:
     # ------------------------------------------------------------------------------------ uses
 
     def uses(self) -> None:
-        """Each recorded use is a read by a node or graph of the model; as many are recorded as are read."""
+        """Each read is recorded, and as many uses are recorded as there are reads: so each recorded
+        use is a read by a node or graph of the model (a use list is a set: no use is there twice).
+        When that fails, a recorded use that is no read is named first: it says more."""
+        unrecorded = None
+        for user in self.users:
+            for slot, value in enumerate(_reads(user)):
+                if value is not None and (user, slot) not in value._uses:  # a Use is a (user, slot) tuple
+                    unrecorded = _fail("uses", user, f"reads {value.name!r} at slot {slot}, a use "
+                                                     f"{value.name!r} does not record")
+                    break
+            if unrecorded is not None:
+                break
+        if unrecorded is not None or self.recorded != self.reads:
+            self.extra_use()
+        if unrecorded is not None:
+            raise unrecorded
+        if self.recorded != self.reads:
+            raise InternalError("the verifier counted more recorded uses than reads but found none extra")
+
+    def extra_use(self) -> None:
+        """Raise naming a recorded use that is no read, if there is one."""
         members = {id(user) for user in self.users}
-        recorded = 0  # a use list is a set of (user, slot): no use is recorded twice
         for value in self.values:
             for user, slot in value._uses:
                 if id(user) not in members:  # only nodes and graphs of the model are members
@@ -273,13 +288,6 @@ class _Verifier:
                     there = read[slot] if 0 <= slot < len(read) else None
                     got = "nothing" if there is None else repr(there.name)
                     raise _fail("uses", user, f"{value.name!r} records a use at slot {slot}, where it reads {got}")
-                recorded += 1
-        if recorded != self.reads:
-            for user in self.users:
-                for slot, read_value in enumerate(_reads(user)):
-                    if read_value is not None and Use(user, slot) not in read_value._uses:
-                        raise _fail("uses", user, f"reads {read_value.name!r} at slot {slot}, a use "
-                                                  f"{read_value.name!r} does not record")
 
 
 # ------------------------------------------------------------------------------------- helpers

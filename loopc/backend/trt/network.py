@@ -8,6 +8,7 @@ from typing import Any
 
 from loopc.backend.trt.context import ConversionContext, Settings, trt_dtype
 from loopc.errors import BackendError
+from loopc.gc_pause import gc_paused
 from loopc.ir import Model
 from loopc.trt.config import Session
 from loopc.trt.messages import captured
@@ -15,6 +16,7 @@ from loopc.trt.messages import captured
 log = logging.getLogger(__name__)
 
 
+@gc_paused()
 def to_network(
     model: Model, session: Session | None = None, settings: Settings | None = None
 ) -> tuple[Session, Any]:
