@@ -468,9 +468,7 @@ def oracle(path: pathlib.Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]
 
 def assert_computes(model: Model, feeds: dict[str, np.ndarray], want: list[Any], rtol: float, atol: float) -> None:
     interpret = pytest.importorskip("loopc.ir.interpret").interpret
-    # values only: the text keeps types exactly (compared above), and the imported growing carries of
-    # growing_cat and greedy_gru_decoder already claim a fixed shape before any printing
-    got = interpret(model.graph, {v.name: feeds[v.name] for v in model.graph.inputs}, check_types=False)
+    got = interpret(model.graph, {v.name: feeds[v.name] for v in model.graph.inputs})
     assert len(got) == len(want)
     for g, w in zip(got, want):
         np.testing.assert_allclose(np.asarray(g, np.float64), np.asarray(w, np.float64), rtol=rtol, atol=atol)

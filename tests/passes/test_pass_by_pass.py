@@ -48,15 +48,6 @@ REFUSED = {**SEQUENCE_INPUTS, "test_if_seq": "graph output 'res' is a sequence",
 MAX_TRIPS = {"test_range_float_type_positive_delta_expanded": 64, "test_range_float16_type_positive_delta_expanded": 64,
              "test_range_bfloat16_type_positive_delta_expanded": 64}
 
-#: Models whose IR states a type its values do not have, by the bug: their values are still checked
-#: pass by pass, their types not (test_declared_types_hold keeps each bug in sight until it is fixed).
-TYPE_BUGS = {
-    "samples/greedy_gru_decoder": "the ONNX frontend types a carried list that grows (tokens.11) by its initial "
-                                  "value, i64[0], while trip 1 carries i64[1]",
-    "samples/growing_cat": "the ONNX frontend types a carried tensor that grows (out.13) by its initial value, "
-                           "f32[1,4], while trip 1 carries f32[2,4]",
-}
-
 #: Between passes values should not move at all; this allows for a reordered float sum.
 PASS_RTOL, PASS_ATOL = 1e-5, 1e-6
 
@@ -151,7 +142,6 @@ def test_the_conformance_cases_are_all_there() -> None:
                  "affine_grid_2d_expanded", "linear_attention_gated_expanded", "range_float_type_positive_delta_expanded"):
         assert f"onnx/test_{name}" in names
     assert len(CONFORMANCE) == CONFORMANCE_CASES
-    assert set(TYPE_BUGS) <= {c.id for c in CASES}
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
@@ -163,15 +153,14 @@ def test_every_pass_keeps_the_outputs(case: Case) -> None:
         refused(case, error, "the frontend")
     names = [name for name, _ in model.outputs()]
     assert names == list(want), f"{case.id}: loopc's outputs {names}, the oracle's {list(want)}"
-    check_types = case.id not in TYPE_BUGS
-    got = interpret(model, feeds, check_types=check_types)
+    got = interpret(model, feeds)  # checks every value against its declared type as it runs
     compare(got, want, f"{case.id}, as imported", case.rtol, case.atol)
     before = dict(zip(names, got))
 
     def after(name: str, graph: Graph) -> None:
         nonlocal before
         try:
-            now = interpret(graph, feeds, check_types=check_types)
+            now = interpret(graph, feeds)
         except InterpretError as error:
             raise AssertionError(f"{case.id}: after pass {name}: {error}") from error
         compare(now, before, f"{case.id}: pass {name}", PASS_RTOL, PASS_ATOL)
@@ -183,19 +172,3 @@ def test_every_pass_keeps_the_outputs(case: Case) -> None:
         refused(case, error, "a pass")
     assert not case.refusal, f"{case.id}: loopc was expected to refuse it ({case.refusal})"
     compare(list(before.values()), want, f"{case.id}, after every pass", case.rtol, case.atol)
-
-
-@pytest.mark.parametrize("case_id", sorted(TYPE_BUGS))
-def test_declared_types_hold(case_id: str) -> None:
-    """The models of TYPE_BUGS with their types checked: each fails until its bug is fixed (then drop it)."""
-    case = next(c for c in CASES if c.id == case_id)
-    feeds, _ = case.load()
-    model = load_ir(case.source)
-    try:
-        interpret(model, feeds)
-        PassManager(default_passes(case.max_trips), dump=lambda name, graph: interpret(graph, feeds)).run(model.graph)
-    except InterpretError as error:
-        if "when run, but its type says" not in str(error):
-            raise
-        pytest.xfail(f"{TYPE_BUGS[case_id]} ({error})")
-    raise AssertionError(f"{case_id}: its types hold now; remove it from TYPE_BUGS")

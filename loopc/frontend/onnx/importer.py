@@ -20,9 +20,9 @@ from onnx import helper
 from loopc.errors import FrontendError, LoopcError, located
 from loopc.fileio import check_readable
 from loopc.frontend.onnx import validate
-from loopc.frontend.onnx.inference import inference_error
 from loopc.frontend.onnx.registry import TRANSLATORS
 from loopc.frontend.onnx.tensors import load_external_data, to_array
+from loopc.frontend.onnx.value_types import infer_types, type_of
 from loopc.ir import Graph, Model, Node, Value
 
 #: Largest model file loopc reads; protobuf itself refuses more than 2 GiB.
@@ -43,7 +43,7 @@ class Context:
 
     def value(self, name: str) -> Value:
         """A new IR value for ONNX name ``name``, typed from shape inference when it knows."""
-        dtype, shape = _type_of(self.value_info.get(name))
+        dtype, shape = type_of(self.value_info.get(name))
         return Value(name, dtype, shape)
 
     def describe(self, node: onnx.NodeProto) -> str:
@@ -85,7 +85,7 @@ def import_model(model: onnx.ModelProto | str | os.PathLike[str]) -> Model:
     opset = validate.default_opset(proto, source)
     validate.validate_model(proto, source, opset)
     _check_tensor_io(proto.graph, source, opset)
-    types, inferred, refusal = _infer_types(proto, source, opset)
+    types, inferred, refusal = infer_types(proto, source, opset)
     validate.validate_types(inferred, opset)
     ctx = Context(opset, types)
     if refusal is not None:
@@ -151,7 +151,7 @@ def translate_graph(
         for vi in graph.input:
             if vi.name in initializers:
                 continue
-            value = Value(vi.name, *_type_of(vi.type))
+            value = Value(vi.name, *type_of(vi.type))
             scope.bind(vi.name, value)
             ir.inputs.append(value)
     else:
@@ -237,124 +237,3 @@ def _constant_value(ctx: Context, node: onnx.NodeProto, attrs: dict[str, Any]) -
 
 def _array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
     return to_array(tensor, what)
-
-
-def _infer_types(proto: onnx.ModelProto, source: str,
-                 opset: int) -> tuple[dict[str, onnx.TypeProto], onnx.ModelProto, LoopcError | None]:
-    """Value types by name (at every depth), the inferred model, and strict inference's refusal if any.
-
-    The main graph's declared output element types are set aside while inference runs, so that it
-    says what the graph computes there; a declared type the graph contradicts is an error. The first
-    run is strict, as onnx.checker's is: a declared type or shape, or an attribute, that a node's
-    inference contradicts is returned as an error naming the node (raised after loopc's own type
-    checks, whose messages say more); inference then runs again leniently for the types.
-    """
-    declared = [vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0 for vi in proto.graph.output]
-    for vi in proto.graph.output:
-        if vi.type.HasField("tensor_type"):
-            vi.type.tensor_type.elem_type = 0
-    refusal = None
-    try:
-        inferred, refusal = _strict(proto, opset)
-    finally:
-        for vi, elem in zip(proto.graph.output, declared):
-            if elem:
-                vi.type.tensor_type.elem_type = elem
-    if refusal is None:  # else strict inference found the cause, which may lie inside a body
-        validate.check_output_types(inferred.graph, declared, opset, source)
-    for vi, elem in zip(inferred.graph.output, declared):
-        if elem:
-            vi.type.tensor_type.elem_type = elem
-    for _ in range(MAX_NESTING_ROUNDS):
-        if not _declare_carried_ranks(inferred.graph, {}):
-            break
-        inferred = _inferred(inferred)
-    types: dict[str, onnx.TypeProto] = {}
-
-    def collect(graph: onnx.GraphProto) -> None:
-        for vi in list(graph.input) + list(graph.output) + list(graph.value_info):
-            types[vi.name] = vi.type
-        for node in graph.node:
-            for attr in node.attribute:
-                if attr.type == onnx.AttributeProto.GRAPH:
-                    collect(attr.g)
-
-    collect(inferred.graph)
-    return types, inferred, refusal
-
-
-#: Carried ranks flow one loop level deeper per round of inference.
-MAX_NESTING_ROUNDS = 4
-
-
-def _strict(proto: onnx.ModelProto, opset: int) -> tuple[onnx.ModelProto, LoopcError | None]:
-    """Strict inference's model, or the lenient one and strict inference's refusal as an error."""
-    try:
-        return onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True), None
-    except onnx.shape_inference.InferenceError as exc:
-        return _inferred(proto), inference_error(exc, proto.graph, opset)
-    except Exception:
-        return _inferred(proto), None
-
-
-def _inferred(proto: onnx.ModelProto) -> onnx.ModelProto:
-    try:
-        return onnx.shape_inference.infer_shapes(proto, data_prop=True)
-    except Exception:
-        copy = onnx.ModelProto()
-        copy.CopyFrom(proto)  # inference is a help, not a requirement: types then come from the graph
-        return copy
-
-
-def _declare_carried_ranks(graph: onnx.GraphProto, outer: dict[str, onnx.TypeProto]) -> bool:
-    """Give each Loop body's undeclared carried inputs the rank of their initial values.
-
-    Exporters (onnxscript, paddle2onnx) leave body inputs untyped, and ONNX's inference then knows
-    nothing inside the body. A carried value may change its dims from trip to trip but not its
-    rank, so the rank alone (every dim unknown) is safe to declare — and enough for the passes.
-    """
-    known = dict(outer)
-    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
-        if vi.type.HasField("tensor_type") and vi.type.tensor_type.HasField("shape"):
-            known[vi.name] = vi.type
-    for init in graph.initializer:
-        known[init.name] = helper.make_tensor_type_proto(init.data_type, list(init.dims))
-    changed = False
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type != onnx.AttributeProto.GRAPH:
-                continue
-            if node.op_type == "Loop" and attr.name == "body":
-                for name, vi in zip(node.input[2:], attr.g.input[2:]):
-                    source = known.get(name)
-                    tensor = vi.type.tensor_type
-                    if source is None or (vi.type.HasField("tensor_type") and tensor.HasField("shape")):
-                        continue
-                    rank = len(source.tensor_type.shape.dim)
-                    vi.type.CopyFrom(helper.make_tensor_type_proto(source.tensor_type.elem_type, [None] * rank))
-                    changed = True
-            changed |= _declare_carried_ranks(attr.g, known)
-    return changed
-
-
-def _type_of(type_proto: onnx.TypeProto | None) -> tuple[np.dtype[Any] | None, tuple[Any, ...] | None]:
-    if type_proto is None or not type_proto.HasField("tensor_type"):
-        return None, None
-    tensor = type_proto.tensor_type
-    dtype = None
-    if tensor.elem_type:
-        try:
-            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
-        except Exception:
-            dtype = None
-    if not tensor.HasField("shape"):
-        return dtype, None
-    dims = tuple(
-        d.dim_value if d.HasField("dim_value") else _dim_name(d.dim_param) for d in tensor.shape.dim
-    )
-    return dtype, dims
-
-
-def _dim_name(name: str) -> str | None:
-    """A symbolic dim's name; ONNX's inference writes ``unk__N`` for a dim it knows nothing of."""
-    return None if not name or name.startswith("unk__") else name

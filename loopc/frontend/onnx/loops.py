@@ -17,9 +17,10 @@ import onnx
 
 from loopc.errors import FrontendError, UnsupportedOpError, located
 from loopc.frontend.emit import I64, Emitter
-from loopc.frontend.onnx.importer import Context, Scope, _type_of, lookup, translate_graph
+from loopc.frontend.onnx.importer import Context, Scope, lookup, translate_graph
 from loopc.frontend.onnx.registry import translates
 from loopc.frontend.onnx.validate import iteration_rank
+from loopc.frontend.onnx.value_types import type_of
 from loopc.ir import MAX_TRIPS, Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
 from loopc.ir.core import Shape
 
@@ -60,7 +61,7 @@ def declared_type(ctx: Context, vi: onnx.ValueInfoProto) -> tuple[np.dtype[Any] 
     inferred = ctx.value(vi.name)
     declared = Value(vi.name)
     if vi.type.HasField("tensor_type"):
-        declared.dtype, declared.shape = _type_of(vi.type)
+        declared.dtype, declared.shape = type_of(vi.type)
     return inferred.dtype or declared.dtype, inferred.shape if inferred.shape is not None else declared.shape
 
 
@@ -332,7 +333,7 @@ def _check_roles(ctx: Context, node: onnx.NodeProto, inits: list[Value], sources
     for role, outer, vis, less in (("state", inits, body.input[:len(inits)], 0),
                                    ("scan input", sources, body.input[len(inits):], 1)):
         for value, vi in zip(outer, vis):
-            dtype, shape = _type_of(vi.type) if vi.type.HasField("tensor_type") else (None, None)
+            dtype, shape = type_of(vi.type) if vi.type.HasField("tensor_type") else (None, None)
             if value.shape is not None and shape is not None and len(shape) != len(value.shape) - less:
                 raise ctx.error(node, f"{role} {value.name!r} has rank {len(value.shape)}, so the body's input "
                                 f"{vi.name!r} must have rank {len(value.shape) - less}, not {len(shape)}", hint=hint)

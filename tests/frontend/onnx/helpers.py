@@ -44,13 +44,18 @@ def loops(graph: Graph) -> list[Loop]:
     return [node for _, node in graph.walk() if isinstance(node, Loop)]
 
 
-def check_against_ort(model: onnx.ModelProto | str, feeds: dict[str, np.ndarray], rtol: float = 1e-4) -> Model:
-    """Import, verify, interpret the IR, and compare every output with onnxruntime's."""
+def check_against_ort(model: onnx.ModelProto | str, feeds: dict[str, np.ndarray], rtol: float = 1e-4,
+                      optimize: bool = True) -> Model:
+    """Import, verify, interpret the IR, and compare every output with onnxruntime's (``optimize=False``:
+    with its graph optimizations off, which fold a Shape by the declared type even where it is wrong)."""
     import onnxruntime as ort
 
     proto = parse(model) if isinstance(model, str) else model
     ir = imported(proto)
-    session = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    options = ort.SessionOptions()
+    if not optimize:
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    session = ort.InferenceSession(proto.SerializeToString(), options, providers=["CPUExecutionProvider"])
     expected = session.run(None, feeds)
     got = interpret(ir.graph, feeds)
     for name, g, e in zip([o.name for o in proto.graph.output], got, expected):
