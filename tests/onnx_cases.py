@@ -10,6 +10,14 @@ from typing import Any
 import numpy as np
 import onnx
 
+#: The node-test modules whose cases hold a loop, a conditional or a recurrent op (importing only
+#: these keeps collection fast: collecting every node test takes seconds), and those ops.
+STRUCTURED_MODULES = ["loop", "scan", "lstm", "gru", "rnn", "rangeop", "sequence_map", "linear_attention", "if_",
+                      "affinegrid"]
+STRUCTURED_OPS = {"Loop", "Scan", "If", "LSTM", "GRU", "RNN"}
+#: How many there are (onnx 1.23): the tests that use them check it, so that none goes missing unseen.
+STRUCTURED_CASES = 56
+
 
 def ops_in(graph: onnx.GraphProto) -> set[str]:
     """Every op type of ``graph`` and of the graphs nested in its nodes."""
@@ -31,3 +39,8 @@ def node_cases(modules: Iterable[str], ops: set[str]) -> list[Any]:
         for module in modules:
             importlib.import_module(f"onnx.backend.test.case.node.{module}")
     return sorted((c for c in node._NodeTestCases if ops_in(c.model.graph) & ops), key=lambda c: c.name)
+
+
+def structured_cases() -> list[Any]:
+    """The node tests with a loop, a conditional or a recurrent op at any depth, by name."""
+    return node_cases(STRUCTURED_MODULES, STRUCTURED_OPS)

@@ -5,12 +5,10 @@ and after the passes) and run against its oracle, and one-line errors for malfor
 
 from __future__ import annotations
 
-import importlib
 import math
 import pathlib
 import struct
 import tomllib
-import warnings
 from typing import Any
 
 import ml_dtypes
@@ -35,6 +33,7 @@ from loopc.ir import (
 )
 from loopc.ir.parser import IRSyntaxError, parse, parse_model
 from loopc.ir.printer import format_graph, format_loop, format_model
+from tests.onnx_cases import structured_cases
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
 F32, I64, BOOL = np.dtype(np.float32), np.dtype(np.int64), np.dtype(np.bool_)
@@ -488,23 +487,7 @@ def test_every_sample_round_trips_after_import_and_after_the_passes_and_still_co
     assert_computes(check_round_trip(model), feeds, want, rtol, atol)
 
 
-def _node_cases() -> list[Any]:
-    """The ONNX backend node tests with a Loop, Scan or If at any depth (LSTM/GRU/RNN become loops too)."""
-    from onnx.backend.test.case import node as cases
-
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        for module in ("loop", "scan", "if_", "lstm", "gru", "rnn", "rangeop", "sequence_map", "linear_attention"):
-            importlib.import_module(f"onnx.backend.test.case.node.{module}")
-
-    def wanted(graph: onnx.GraphProto) -> bool:
-        return any(n.op_type in ("Loop", "Scan", "If", "LSTM", "GRU", "RNN")
-                   or any(a.type == onnx.AttributeProto.GRAPH and wanted(a.g) for a in n.attribute) for n in graph.node)
-
-    return sorted((c for c in cases._NodeTestCases if wanted(c.model.graph)), key=lambda c: c.name)
-
-
-NODE_CASES = _node_cases()
+NODE_CASES = structured_cases()
 
 
 def test_the_node_tests_include_loops_scans_and_ifs() -> None:

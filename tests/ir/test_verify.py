@@ -17,6 +17,7 @@ from loopc.errors import LoopcError
 from loopc.ir import Graph, If, Loop, LoopIterator, LoopOutput, Node, Recurrence, Use, Value, verify
 from loopc.ir.loop import OutputKind
 from loopc.ir.verify import VerificationError
+from tests.onnx_cases import STRUCTURED_CASES, structured_cases
 
 #: The verifier's module (``loopc.ir.verify`` as an attribute is the function).
 verify_module = importlib.import_module("loopc.ir.verify")
@@ -479,15 +480,8 @@ def _model_files() -> list[pathlib.Path]:
     return files + sorted((ROOT / "tests" / "models").rglob("*.onnx"))
 
 
-def _conformance_loop_cases() -> dict[str, onnx.ModelProto]:
-    from benchmarks.loop_conformance import has_loop
-    from loopc.conformance import node_test_cases
-
-    return {case.name: case.model for case in node_test_cases() if has_loop(case)}
-
-
 MODEL_FILES = {str(path.relative_to(ROOT)): path for path in _model_files()}
-CONFORMANCE = _conformance_loop_cases()
+CONFORMANCE = {case.name: case.model for case in structured_cases()}
 
 
 def _verify_pipeline(model: onnx.ModelProto | pathlib.Path) -> None:
@@ -518,4 +512,4 @@ def test_onnx_loop_conformance_models_pass_after_import_and_every_pass(name: str
 
 
 def test_the_model_lists_are_not_empty() -> None:
-    assert len(MODEL_FILES) >= 70 and len(CONFORMANCE) >= 45, (len(MODEL_FILES), len(CONFORMANCE))
+    assert len(MODEL_FILES) >= 70 and len(CONFORMANCE) == STRUCTURED_CASES, (len(MODEL_FILES), len(CONFORMANCE))

@@ -26,18 +26,11 @@ from loopc.ir import Graph
 from loopc.ir.interpret import InterpretError, interpret
 from loopc.passes import PassManager, default_passes
 from tests.frontend.onnx.test_node_cases import SEQUENCE_INPUTS
-from tests.onnx_cases import node_cases
+from tests.onnx_cases import STRUCTURED_CASES, structured_cases
 
 ROOT = Path(__file__).resolve().parents[2]
 SAMPLES = ROOT / "samples"
 OPENVINO = SAMPLES / "openvino"
-
-#: The node-test modules whose cases hold a loop or conditional (importing only these is what keeps
-#: collection fast: collecting every node test takes seconds); the count below guards the list.
-CONFORMANCE_MODULES = ["loop", "scan", "lstm", "gru", "rnn", "rangeop", "sequence_map", "linear_attention", "if_",
-                       "affinegrid"]
-LOOP_OPS = {"Loop", "Scan", "If", "LSTM", "GRU", "RNN"}
-CONFORMANCE_CASES = 56  # onnx 1.23
 
 #: What loopc says refusing a node test (an engine takes tensors): the sequence inputs the frontend
 #: tests expect refused, and the If tests with a sequence or optional output, refused by the same
@@ -66,7 +59,7 @@ class Case:
 
 
 def conformance_cases() -> list[Case]:
-    found = node_cases(CONFORMANCE_MODULES, LOOP_OPS)
+    found = structured_cases()
 
     def loader(test: Any) -> Callable[[], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
         inputs, expected = test.data_sets[0]
@@ -141,7 +134,7 @@ def test_the_conformance_cases_are_all_there() -> None:
     for name in ("loop11", "scan9_sum", "if", "lstm_with_peepholes", "gru_seq_length", "simple_rnn_reverse",
                  "affine_grid_2d_expanded", "linear_attention_gated_expanded", "range_float_type_positive_delta_expanded"):
         assert f"onnx/test_{name}" in names
-    assert len(CONFORMANCE) == CONFORMANCE_CASES
+    assert len(CONFORMANCE) == STRUCTURED_CASES
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
