@@ -33,9 +33,10 @@ from loopc.errors import LoopcError
 from loopc.frontend.onnx import validate
 from loopc.frontend.onnx.inference import inference_error
 
-#: Carried ranks flow one loop level deeper per round of inference; a dim found unproven may make
-#: another one unproven (it fed it), one round each.
-MAX_ROUNDS = 8
+#: Rounds of inference at most: declared ranks and result dims flow one loop level per round, and a
+#: dim found unproven may make another one unproven (it fed it), one round each. A model that needs
+#: more (loops nested deeper than this) keeps what the last round found.
+MAX_ROUNDS = 16
 
 #: The ops of the default domain that hold graphs; only their nodes are searched for loops.
 _HOLDS_GRAPHS = frozenset(
