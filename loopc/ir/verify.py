@@ -88,16 +88,15 @@ class _Verifier:
         #: The graph each value defined so far is defined in (by id): to find a second definition, and
         #: how the condition rule tells body values from outer ones.
         self.home: dict[int, Graph] = {}
-        #: Every value defined, every node and graph walked, the number of reads and of recorded
-        #: uses: for the uses rule.
-        self.values: list[Value] = []
-        self.users: list[Node | Graph] = []
+        #: For the uses rule: the reads made, the uses the values defined record, and the first read
+        #: its value does not record (reported once every other rule has held).
         self.reads = 0
         self.recorded = 0
+        self.unrecorded: tuple[Node | Graph, int, Value] | None = None
 
     def run(self, graph: Graph) -> None:
         self.graph(graph, set())
-        self.uses()
+        self.uses(graph)
 
     # ------------------------------------------------------------------------------------ SSA
 
@@ -105,7 +104,6 @@ class _Verifier:
         if id(value) in self.home:
             raise _fail("single-definition", where, f"value {value.name!r} is defined twice")
         self.home[id(value)] = graph
-        self.values.append(value)
         self.recorded += len(value._uses)
         scope.add(id(value))
         added.append(id(value))
@@ -114,7 +112,6 @@ class _Verifier:
         """Check ``graph`` with ``scope`` (ids of the values visible from it), which is extended while
         the graph is checked and restored after; ``at_end`` runs while the graph's values are visible."""
         added: list[int] = []
-        self.users.append(graph)
         try:
             for value in graph.inputs:
                 if value.producer is not None:
@@ -133,23 +130,18 @@ class _Verifier:
             for value in graph.outputs:
                 if id(value) not in scope:
                     raise _fail("graph-outputs", graph, f"outputs {value.name!r}, which it does not define or see")
-            self.reads += len(graph.outputs)
+            self.count_reads(graph, graph.outputs)
         finally:
             scope.difference_update(added)
 
     def node(self, node: Node, scope: set[int]) -> None:
-        self.users.append(node)
-        reads = 0
         if isinstance(node, Loop):
             self.loop(node, scope)  # checks the roles, which the loop's inputs must equal
-            reads = sum(value is not None for value in node.inputs)
         else:
             for value in node.inputs:
-                if value is not None:
-                    reads += 1
-                    if id(value) not in scope:
-                        raise _fail("scope", node, _unseen(value))
-        self.reads += reads
+                if value is not None and id(value) not in scope:
+                    raise _fail("scope", node, _unseen(value))
+        self.count_reads(node, node.inputs)
         if isinstance(node, If):
             self.conditional(node, scope)
 
@@ -254,40 +246,44 @@ class _Verifier:
 
     # ------------------------------------------------------------------------------------ uses
 
-    def uses(self) -> None:
+    def count_reads(self, user: Node | Graph, values: Sequence[Value | None]) -> None:
+        """Count ``user``'s reads; note the first one its value does not record."""
+        for slot, value in enumerate(values):
+            if value is not None:
+                self.reads += 1
+                if self.unrecorded is None and (user, slot) not in value._uses:  # a Use is a tuple
+                    self.unrecorded = (user, slot, value)
+
+    def uses(self, graph: Graph) -> None:
         """Each read is recorded, and as many uses are recorded as there are reads: so each recorded
         use is a read by a node or graph of the model (a use list is a set: no use is there twice).
         When that fails, a recorded use that is no read is named first: it says more."""
-        unrecorded = None
-        for user in self.users:
-            for slot, value in enumerate(_reads(user)):
-                if value is not None and (user, slot) not in value._uses:  # a Use is a (user, slot) tuple
-                    unrecorded = _fail("uses", user, f"reads {value.name!r} at slot {slot}, a use "
-                                                     f"{value.name!r} does not record")
-                    break
-            if unrecorded is not None:
-                break
-        if unrecorded is not None or self.recorded != self.reads:
-            self.extra_use()
-        if unrecorded is not None:
-            raise unrecorded
-        if self.recorded != self.reads:
+        if self.unrecorded is None and self.recorded == self.reads:
+            return
+        _extra_use(graph)
+        if self.unrecorded is None:
             raise InternalError("the verifier counted more recorded uses than reads but found none extra")
+        user, slot, value = self.unrecorded
+        raise _fail("uses", user, f"reads {value.name!r} at slot {slot}, a use {value.name!r} does not record")
 
-    def extra_use(self) -> None:
-        """Raise naming a recorded use that is no read, if there is one."""
-        members = {id(user) for user in self.users}
-        for value in self.values:
-            for user, slot in value._uses:
-                if id(user) not in members:  # only nodes and graphs of the model are members
-                    name = user.describe() if isinstance(user, Node) else f"graph {getattr(user, 'name', user)!r}"
-                    raise VerificationError(f"value {value.name!r} records a use by {name}, which is not in the "
-                                            "model (a dangling use)", rule="uses", node=name)
-                read = _reads(user)
-                if not 0 <= slot < len(read) or read[slot] is not value:
-                    there = read[slot] if 0 <= slot < len(read) else None
-                    got = "nothing" if there is None else repr(there.name)
-                    raise _fail("uses", user, f"{value.name!r} records a use at slot {slot}, where it reads {got}")
+
+def _extra_use(graph: Graph) -> None:
+    """Raise naming a use recorded by a value of ``graph`` that is no read, if there is one."""
+    nodes = [node for _, node in graph.walk()]
+    graphs = [graph, *(sub for node in nodes for sub in node.subgraphs())]
+    members = {id(user) for user in [*nodes, *graphs]}
+    values = [v for g in graphs for v in g.inputs] + [v for node in nodes for v in node.outputs]
+    for value in values:
+        for user, slot in value._uses:
+            if id(user) not in members:  # only nodes and graphs of the model are members
+                name = user.describe() if isinstance(user, Node) else f"graph {getattr(user, 'name', user)!r}"
+                raise VerificationError(f"value {value.name!r} records a use by {name}, which is not in the "
+                                        "model (a dangling use)", rule="uses", node=name)
+            read = _reads(user)
+            if not 0 <= slot < len(read) or read[slot] is not value:
+                there = read[slot] if 0 <= slot < len(read) else None
+                got = "nothing" if there is None else repr(there.name)
+                raise _fail("uses", user, f"{value.name!r} records a use at slot {slot}, where it reads {got}")
 
 
 # ------------------------------------------------------------------------------------- helpers

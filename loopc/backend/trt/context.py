@@ -119,8 +119,9 @@ class ConversionContext:
                 convert(self, node)
                 if not node.subgraphs():
                     for value in node.outputs:  # TensorRT infers shapes lazily: ask now, while the node is known
-                        if self.has(value):
-                            tuple(self.get(value, node).shape)
+                        tensor = self._lookup(value)
+                        if tensor is not None:
+                            len(tensor.shape)
         except LoopcError:
             raise
         except (TypeError, ValueError, RuntimeError) as exc:  # TensorRT's API refused a call
@@ -128,7 +129,8 @@ class ConversionContext:
             raise node_error(node, f"TensorRT rejected the {node.op} layer: {reason}") from exc
         if errors:
             raise node_error(node, f"TensorRT rejected the {node.op} layer: {errors[0]}")
-        log.debug("converted %s", node.describe())
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("converted %s", node.describe())
 
     # -- values ------------------------------------------------------------------------------
 
@@ -138,30 +140,34 @@ class ConversionContext:
             if node is None:
                 raise BackendError("a required input is missing")
             raise node_error(node, "an input this op needs is missing", hint="give the node all its inputs")
-        for overlay in reversed(self._overlays):
-            if id(value) in overlay:
-                return overlay[id(value)]
-        try:
-            return self.tensors[id(value)]
-        except KeyError:
+        tensor = self._lookup(value)
+        if tensor is None:
             if id(value) in self.empties:
                 message = (f"input {value.name!r} is empty (shape {self.empties[id(value)].shape}), and TensorRT "
                            "tensors cannot be")
                 raise (node_error(node, message) if node else BackendError(message)) from None
             where = f"{node.describe()}: " if node else ""
-            raise InternalError(f"{where}value {value.name!r} has no tensor (not converted yet)") from None
+            raise InternalError(f"{where}value {value.name!r} has no tensor (not converted yet)")
+        return tensor
 
     def has(self, value: Value) -> bool:
-        return id(value) in self.tensors or any(id(value) in o for o in self._overlays)
+        return self._lookup(value) is not None
+
+    def _lookup(self, value: Value) -> Any:
+        """The tensor bound to ``value`` (the innermost conditional branch's binding first), or None."""
+        for overlay in reversed(self._overlays):
+            if id(value) in overlay:
+                return overlay[id(value)]
+        return self.tensors.get(id(value))
 
     def set(self, value: Value, tensor: Any) -> None:
         """Bind ``value`` to ``tensor`` and give the tensor the value's name (unique in the network)."""
         target = self._overlays[-1] if self._overlays else self.tensors
         target[id(value)] = tensor
         if tensor.name not in self._assigned:
-            tensor.name = self.reserved.get(id(value)) or self.unique(value.name)
-            self._names.add(tensor.name)
-            self._assigned.add(tensor.name)
+            name = tensor.name = self.reserved.get(id(value)) or self.unique(value.name)
+            self._names.add(name)
+            self._assigned.add(name)
 
     def reserve(self, outputs: dict[int, str]) -> None:
         """Keep the model's output names (by value id) for those values: no other tensor gets them."""
@@ -232,11 +238,12 @@ class ConversionContext:
         self._layer_names.add(name)
         for i in range(layer.num_outputs):
             tensor = layer.get_output(i)
-            if tensor.name in self._assigned:
+            tensor_name = tensor.name
+            if tensor_name in self._assigned:
                 continue
-            if tensor.name in self._names:  # a name reserved for a model output, or taken meanwhile
-                tensor.name = self.unique(f"{name}_output")
-            self._names.add(tensor.name)
+            if tensor_name in self._names:  # a name reserved for a model output, or taken meanwhile
+                tensor_name = tensor.name = self.unique(f"{name}_output")
+            self._names.add(tensor_name)
         return layer
 
     def name_loop(self, loop: Any, node: Node) -> None:
@@ -322,8 +329,10 @@ class ConversionContext:
 
     def broadcast(self, tensors: Sequence[Any], node: Node | str) -> list[Any]:
         """``tensors`` brought to one rank, NumPy style (leading unit axes)."""
-        rank = max(len(t.shape) for t in tensors)
-        return [self.to_rank(t, rank, node, f"bcast{i}") for i, t in enumerate(tensors)]
+        ranks = [len(t.shape) for t in tensors]  # each shape asked for once: TensorRT computes it anew
+        rank = max(ranks)
+        return [t if r == rank else self.unsqueeze(t, list(range(rank - r)), node, f"bcast{i}")
+                for i, (t, r) in enumerate(zip(tensors, ranks))]
 
     def elementwise(self, a: Any, b: Any, op: str, node: Node | str, suffix: str = "") -> Any:
         """``a op b`` with equal-rank broadcasting; ``op`` is an ElementWiseOperation name."""

@@ -90,23 +90,35 @@ def infer_types(proto: onnx.ModelProto, source: str,
 
 def type_of(type_proto: onnx.TypeProto | None) -> tuple[np.dtype[Any] | None, tuple[Any, ...] | None]:
     """A tensor type's dtype and dims (a symbolic dim by its name, an unknown one as None)."""
-    if type_proto is None or not type_proto.HasField("tensor_type"):
+    if type_proto is None:
+        return None, None
+    key = type_proto.SerializeToString()  # one call; reading the type field by field costs a dozen
+    found = _TYPES.get(key)
+    if found is None:
+        found = _TYPES[key] = _read_type(type_proto)
+        if len(_TYPES) > _MAX_TYPES:
+            _TYPES.clear()
+    return found
+
+
+#: Types already read, by their serialized form: a model's values share a few types.
+_TYPES: dict[bytes, tuple[np.dtype[Any] | None, tuple[Any, ...] | None]] = {}
+_MAX_TYPES = 1 << 14
+
+
+def _read_type(type_proto: onnx.TypeProto) -> tuple[np.dtype[Any] | None, tuple[Any, ...] | None]:
+    if not type_proto.HasField("tensor_type"):
         return None, None
     tensor = type_proto.tensor_type
-    dtype = _dtype(tensor.elem_type) if tensor.elem_type else None
+    dtype = None
+    if tensor.elem_type:
+        try:
+            dtype = np.dtype(helper.tensor_dtype_to_np_dtype(tensor.elem_type))
+        except Exception:
+            dtype = None  # an element type numpy lacks
     if not tensor.HasField("shape"):
         return dtype, None
     return dtype, tuple(_dim(d) for d in tensor.shape.dim)
-
-
-def _dtype(elem_type: int, cache: dict[int, np.dtype[Any] | None] = {}) -> np.dtype[Any] | None:  # noqa: B006
-    """The numpy dtype of an ONNX element type (None for one numpy lacks), looked up once per type."""
-    if elem_type not in cache:
-        try:
-            cache[elem_type] = np.dtype(helper.tensor_dtype_to_np_dtype(elem_type))
-        except Exception:
-            cache[elem_type] = None
-    return cache[elem_type]
 
 
 def _dim(d: onnx.TensorShapeProto.Dimension) -> int | str | None:
@@ -165,6 +177,9 @@ def _sound_for_loops(proto: onnx.ModelProto, inferred: onnx.ModelProto) -> onnx.
 def _declare_carried_types(graph: onnx.GraphProto, outer: dict[str, onnx.TypeProto]) -> bool:
     """The first two corrections, at every depth: undeclared carried inputs get their initial
     values' rank, final carried values the dims shared by initial and next; whether any changed."""
+    nested = list(_nested(graph))
+    if not nested:
+        return False
     known = dict(outer)
     own = {vi.name: vi for vi in [*graph.value_info, *graph.output]}
     for vi in [*graph.input, *graph.value_info, *graph.output]:
@@ -173,7 +188,7 @@ def _declare_carried_types(graph: onnx.GraphProto, outer: dict[str, onnx.TypePro
     for init in graph.initializer:
         known[init.name] = helper.make_tensor_type_proto(init.data_type, list(init.dims))
     changed = False
-    for _, node, body in _nested(graph):
+    for _, node, body in nested:
         if node.op_type == "Loop":
             for name, vi in zip(node.input[2:], body.input[2:]):
                 source = known.get(name)
