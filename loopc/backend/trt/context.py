@@ -39,6 +39,12 @@ _TRT_TYPES = {
     "float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16", "int8": "INT8", "uint8": "UINT8",
     "int32": "INT32", "int64": "INT64", "bool": "BOOL",
 }
+_NOT_CAPTURED = contextlib.nullcontext()
+
+
+class UnheardRefusal(Exception):
+    """TensorRT refused a node while its log was not captured node by node: convert again, capturing it."""
+
 #: How TensorRT names a layer (and its outputs) that nobody named: never a name of ours.
 _TRT_DEFAULT_NAME = "(Unnamed Layer* "
 #: Types TensorRT lacks, computed in the nearest type it has.
@@ -73,6 +79,9 @@ class ConversionContext:
     session: Session
     network: Any
     settings: Settings = field(default_factory=Settings)
+    #: Capture TensorRT's log around each node, so that an error it logs names its node (see
+    #: :func:`loopc.backend.trt.network.to_network`, which first builds without).
+    per_node_messages: bool = True
     tensors: dict[int, Any] = field(default_factory=dict)
     #: Output names fixed by the model: values with these names get exactly them.
     reserved: dict[int, str] = field(default_factory=dict)
@@ -115,7 +124,7 @@ class ConversionContext:
         convert = converter_for(node)
         errors: list[str] = []
         try:
-            with captured(errors):
+            with captured(errors) if self.per_node_messages else _NOT_CAPTURED:
                 convert(self, node)
                 if not node.subgraphs():
                     for value in node.outputs:  # TensorRT infers shapes lazily: ask now, while the node is known
@@ -125,6 +134,8 @@ class ConversionContext:
         except LoopcError:
             raise
         except (TypeError, ValueError, RuntimeError) as exc:  # TensorRT's API refused a call
+            if not self.per_node_messages:
+                raise UnheardRefusal from exc  # its reason is in the log, which this node did not capture
             reason = errors[0] if errors else str(exc)
             raise node_error(node, f"TensorRT rejected the {node.op} layer: {reason}") from exc
         if errors:

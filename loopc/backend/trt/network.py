@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from loopc.backend.trt.context import ConversionContext, Settings, trt_dtype
+from loopc.backend.trt.context import ConversionContext, Settings, UnheardRefusal, trt_dtype
 from loopc.errors import BackendError
 from loopc.gc_pause import gc_paused
 from loopc.ir import Model
@@ -23,12 +23,30 @@ def to_network(
     """Build the TensorRT network of ``model``; returns the session (it owns the builder) and network.
 
     Dynamic dims (symbolic or unknown) become -1; the caller adds an optimization profile.
+
+    TensorRT reports some refusals only in its log (see :meth:`ConversionContext.convert_node`).
+    Capturing the log node by node costs system calls for every node, so the network is first
+    built with one capture for all the nodes; only when TensorRT logged an error there is it built
+    again, node by node, to name the node the error is about.
     """
     session = session or Session()
+    try:
+        network = _network(model, session, settings or Settings(), per_node=False)
+    except UnheardRefusal:
+        network = None
+    if network is None:
+        network = _network(model, session, settings or Settings(), per_node=True)
+    return session, network
+
+
+def _network(model: Model, session: Session, settings: Settings, per_node: bool) -> Any:
+    """The network, or None when ``per_node`` is off and TensorRT logged an error converting a node
+    (:class:`UnheardRefusal` when it refused one)."""
     network = session.create_network()
-    ctx = ConversionContext(session, network, settings or Settings())
+    ctx = ConversionContext(session, network, settings, per_node_messages=per_node)
     graph = model.graph
     ctx.reserve({id(v): name for name, v in model.outputs() if v not in graph.inputs})
+    logged: list[str] = []
     with captured(session.errors):
         for value in graph.inputs:
             if value.dtype is None or value.shape is None:
@@ -37,12 +55,17 @@ def to_network(
             tensor = network.add_input(value.name, trt_dtype(value.dtype), dims)
             ctx.claim(value.name)
             ctx.set(value, tensor)
-        ctx.convert_graph(graph)
+        with captured(logged):
+            ctx.convert_graph(graph)
+        if logged:
+            if not per_node:
+                return None
+            raise BackendError(f"TensorRT rejected the network: {logged[0]}")
         _mark_outputs(ctx, model)
         _check_output_shapes(ctx, network)
     # TensorRT reads constant weights at build time without copying them: the session keeps them.
     session.keep_alive.append(ctx)
-    return session, network
+    return network
 
 
 def _mark_outputs(ctx: ConversionContext, model: Model) -> None:
