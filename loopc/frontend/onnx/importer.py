@@ -22,6 +22,7 @@ from loopc.fileio import check_readable
 from loopc.frontend.onnx import validate
 from loopc.frontend.onnx.registry import TRANSLATORS
 from loopc.frontend.onnx.tensors import load_external_data, to_array
+from loopc.frontend.onnx.upgrade import upgrade_node
 from loopc.frontend.onnx.value_types import infer_types, type_of
 from loopc.ir import Graph, Model, Node, Value
 
@@ -171,8 +172,6 @@ def translate_graph(
 def translate_node(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
     if node.domain not in ("", "ai.onnx"):
         raise located(FrontendError, ctx.describe(node), f"domain {node.domain!r} is not supported")
-    from loopc.frontend.onnx.upgrade import upgrade_node  # imports this module
-
     for rewritten in upgrade_node(ctx, node):
         _translate_one(ctx, rewritten, scope, graph)
 

@@ -12,15 +12,17 @@ reach into Loop/Scan bodies or cover every op in them, so a per-node rewrite is 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
 from loopc.errors import UnsupportedOpError, located
-from loopc.frontend.onnx.importer import Context
 from loopc.frontend.onnx.registry import UPGRADES, upgrades
+
+if TYPE_CHECKING:
+    from loopc.frontend.onnx.importer import Context
 
 #: Attributes that only ever meant something to old runtimes (buffer reuse, training flags).
 _OBSOLETE = {"consumed_inputs", "is_test"}
