@@ -50,7 +50,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/loop_conformance.py --max-trips 64
 	$(PY) benchmarks/corpus_table.py
 	$(PY) benchmarks/openvino_table.py
-	$(PY) benchmarks/compile_scaling.py --skip-trt-above 16000
+	$(PY) benchmarks/compile_scaling.py --skip-trt-above 16000 --clock cpu --repeat 3
 
 fuzz: $(STAMP)
 	$(PY) benchmarks/fuzz_table.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT)

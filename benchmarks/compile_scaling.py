@@ -1,6 +1,6 @@
 """How loopc's compile time grows with the size of a loop body, beside TensorRT's own build.
 
-    python benchmarks/compile_scaling.py [--sizes 1000,4000,16000,64000] [--real K]
+    python benchmarks/compile_scaling.py [--sizes 1000,4000,8000,16000,64000] [--real K]
         [--skip-trt-above N] [--timeout SECONDS] [--clock wall|cpu] [--repeat R] [--json] [--strict]
 
 The models: one ONNX Loop whose body is a chain of N nodes (a repeating Add of an outer
@@ -423,7 +423,7 @@ def summary(rows: list[Row]) -> dict[str, Any]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sizes", default="1000,4000,16000,64000", help="chain lengths N, comma-separated")
+    parser.add_argument("--sizes", default="1000,4000,8000,16000,64000", help="chain lengths N, comma-separated")
     parser.add_argument("--real", type=int, default=3, metavar="K", help="the K largest real models (0: none)")
     parser.add_argument("--skip-trt-above", type=int, metavar="N", help="no TensorRT builds for chains longer than N")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed to each subprocess")

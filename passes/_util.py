@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value, constant_value
+from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
 
 I64 = np.dtype(np.int64)
 

@@ -30,46 +30,30 @@ _NOISE = ("CUDA driver version is insufficient",)
 _sink: list[IO[bytes]] = []
 
 
-def captured(errors: list[str] | None = None) -> contextlib.AbstractContextManager[None]:
+@contextlib.contextmanager
+def captured(errors: list[str] | None = None) -> Iterator[None]:
     """Capture TensorRT's output for the duration; append its error lines to ``errors``.
 
     A capture inside another (one per converted node, inside the whole network's) shares its file:
     it reads what was written since it began, and cuts that off, so the outer one does not see it twice.
     """
-    return _Nested(errors) if _sink else _outermost(errors)
-
-
-class _Nested:
-    """A capture inside another: a plain class, as there is one per converted node."""
-
-    __slots__ = ("errors", "start")
-
-    def __init__(self, errors: list[str] | None) -> None:
-        self.errors = errors
-        self.start = 0
-
-    def __enter__(self) -> None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        self.start = _sink[-1].seek(0, os.SEEK_END)
-
-    def __exit__(self, *exc: object) -> None:
-        sys.stdout.flush()
-        sys.stderr.flush()
-        sink = _sink[-1]
-        if sink.seek(0, os.SEEK_END) != self.start:  # most calls print nothing
-            sink.seek(self.start)
-            text = sink.read().decode(errors="replace")
-            sink.truncate(self.start)
-            sink.seek(self.start)
-            _forward(text, self.errors)
-
-
-@contextlib.contextmanager
-def _outermost(errors: list[str] | None) -> Iterator[None]:
-    """Point file descriptors 1 and 2 at a temporary file for the duration."""
     sys.stdout.flush()
     sys.stderr.flush()
+    if _sink:
+        sink = _sink[-1]
+        start = sink.seek(0, os.SEEK_END)
+        try:
+            yield
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            if sink.seek(0, os.SEEK_END) != start:  # most calls print nothing
+                sink.seek(start)
+                text = sink.read().decode(errors="replace")
+                sink.truncate(start)
+                sink.seek(start)
+                _forward(text, errors)
+        return
     saved = [os.dup(1), os.dup(2)]
     with tempfile.TemporaryFile() as sink:
         os.dup2(sink.fileno(), 1)

@@ -39,16 +39,18 @@ _TRT_TYPES = {
     "float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16", "int8": "INT8", "uint8": "UINT8",
     "int32": "INT32", "int64": "INT64", "bool": "BOOL",
 }
+#: How TensorRT names a layer (and its outputs) that nobody named: never a name of ours.
+_TRT_DEFAULT_NAME = "(Unnamed Layer* "
+#: Types TensorRT lacks, computed in the nearest type it has.
+_NARROWED = {"float64": "float32", "int16": "int32", "uint16": "int32", "uint32": "int64"}
+
+
+#: What a node converted without its own log capture is converted in.
 _NOT_CAPTURED = contextlib.nullcontext()
 
 
 class UnheardRefusal(Exception):
     """TensorRT refused a node while its log was not captured node by node: convert again, capturing it."""
-
-#: How TensorRT names a layer (and its outputs) that nobody named: never a name of ours.
-_TRT_DEFAULT_NAME = "(Unnamed Layer* "
-#: Types TensorRT lacks, computed in the nearest type it has.
-_NARROWED = {"float64": "float32", "int16": "int32", "uint16": "int32", "uint32": "int64"}
 
 
 def trt_dtype(dtype: np.dtype[Any] | Any) -> Any:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from loopc.errors import UnsupportedOpError
 from loopc.ir import If, Loop
 from tests.frontend.onnx.helpers import check_against_ort, imported, loops
 
