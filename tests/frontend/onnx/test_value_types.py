@@ -66,7 +66,9 @@ def test_dims_every_trip_has_stay_and_values_fed_by_a_growing_one_grow_too() -> 
 
 
 def test_a_growing_value_in_a_nested_loop() -> None:
-    """The inner loop's carry grows; the outer loop carries its final value, which grows too."""
+    """The inner loop's carry grows; the outer loop carries its final value, which grows too. The
+    outer carry keeps its 4 columns only because the inner Loop's result gets the dims its initial
+    and next values share (ONNX's inference leaves a Loop's results without dims)."""
     ir = check_against_ort("""
         <ir_version: 8, opset_import: ["" : 17]>
         nested (float[1,4] x, int64 m) => (float[N,4] out) {
