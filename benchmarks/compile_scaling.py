@@ -8,9 +8,8 @@ invariant, Mul by a body constant, Tanh, MatMul by an outer weight and Add of th
 3 trips), for each N in ``--sizes``; then the ``--real`` largest real models by node count
 (``samples/``, ``tests/models/``, ``samples/openvino/``; the largest OpenVINO IR is always among them).
 
-Per model, each in a subprocess of its own so that timings and memory do not mix:
-
-Each worker first compiles and builds a 5-node chain untimed (see ``_warm_up``), then:
+Per model, each in a subprocess of its own so that timings and memory do not mix, and after an
+untimed compile and build of a 5-node chain (see ``_warm_up``):
 
 * loopc: the stages of ``loopc.compile`` timed one by one: import, passes and network construction,
   whose sum is ``compile`` (the issue's definition), and the fingerprint of the finished network for the
