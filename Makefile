@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/corpus_table.py
 	$(PY) benchmarks/openvino_table.py
 	$(PY) benchmarks/compile_scaling.py --skip-trt-above 16000 --clock cpu --repeat 3
+	$(PY) benchmarks/loop_work.py
 
 fuzz: $(STAMP)
 	$(PY) benchmarks/fuzz_table.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT)

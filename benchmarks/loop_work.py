@@ -1,0 +1,332 @@
+"""The work a loop does per trip, in loopc's network, in TensorRT's parser's network, and at the limit.
+
+    python benchmarks/loop_work.py [--only SUBSTRING] [--build] [--json]
+
+A loop on a GPU is as fast as its serial chain: trips × the dependent work of one trip. Both
+networks are read back (:mod:`loopc.fingerprint`) and, per model, summed over its loops:
+
+* layers, matrix products and multiply-accumulates (MACs) of one trip (each loop's own body);
+* MACs hoisted: those of the matrix products outside every loop (static shapes), and MACs per run:
+  hoisted + trips × per trip;
+* the critical path of one trip (recurrence → next value), in layers and in kernels, taking a run of
+  pointwise and data-movement layers (elementwise, activation, slice, concatenation, ...) as one
+  fused kernel and shuffles as free;
+* the serial chain of a run: trips × critical path, summed over the loops, which run one after
+  another (trips: each loop's constant count, else the model's sequence length).
+
+The limit, for the recurrent ops (analytic): a trip's only necessary product is ``h·Rᵀ``
+(batch × gates·H × H per layer and direction; ``X·W`` runs for all trips before the loop), and its
+critical path is one GEMM for all gates and one fused pointwise chain: 2 kernels (GRU with
+``linear_before_reset=0`` needs ``r ⊙ h`` before its second product: 4). Stacked layers run one
+after another, both directions of a layer in one loop.
+
+Models: the ONNX node tests of LSTM, GRU and RNN; realistic sizes (2 stacked layers, sequence 64,
+batch 4, input 128, hidden 256; forward and bidirectional; LSTM, GRU with linear_before_reset 0 and
+1, RNN); the sample decoders. ``--build`` also times TensorRT's build of both networks, side by side.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+#: Layers a fused pointwise kernel takes in (TensorRT fuses such runs); shuffles move no data.
+POINTWISE = {"ELEMENTWISE", "ACTIVATION", "UNARY", "SCALE", "SELECT", "CAST", "SLICE", "CONCATENATION",
+             "IDENTITY", "GATHER", "FILL"}
+FREE = {"SHUFFLE", "CONSTANT"}
+
+
+@dataclass
+class Case:
+    name: str
+    model: onnx.ModelProto
+    trips: int | None  #: the sequence length, for loops whose count is not a constant
+    limit: Limit | None = None
+
+
+@dataclass
+class Limit:
+    macs_per_iteration: int
+    kernels_per_trip: int  #: summed over the loops that run one after another
+    serial_kernels: int
+
+
+@dataclass
+class Work:
+    """One network's loops, summed."""
+
+    loops: int = 0
+    layers_per_iteration: int = 0
+    matmuls_per_iteration: int = 0
+    macs_per_iteration: int | None = 0
+    macs_hoisted: int | None = 0
+    macs_per_run: int | None = 0  #: hoisted + trips × per trip, over the loops
+    path_layers: int = 0
+    path_kernels: int = 0
+    serial_layers: int | None = 0
+    serial_kernels: int | None = 0
+    build_seconds: float | None = None
+    error: str = ""
+
+
+@dataclass
+class Row:
+    name: str
+    loopc: Work = field(default_factory=Work)
+    parser: Work = field(default_factory=Work)
+    limit: Limit | None = None
+
+
+# -- the models ----------------------------------------------------------------------------------
+
+def recurrent_model(op: str, layers: int, direction: str, seq: int, batch: int, inputs: int, hidden: int,
+                    lbr: int = 1, seed: int = 0) -> onnx.ModelProto:
+    """``layers`` stacked ``op`` nodes over X [seq, batch, inputs]; each layer's Y feeds the next."""
+    rng = np.random.default_rng(seed)
+    dirs = 2 if direction == "bidirectional" else 1
+    g = GATES[op]
+    nodes, inits = [], []
+    x, width = "X", inputs
+    for k in range(layers):
+        for name, shape in ((f"W{k}", [dirs, g * hidden, width]), (f"R{k}", [dirs, g * hidden, hidden]),
+                            (f"B{k}", [dirs, 2 * g * hidden])):
+            inits.append(numpy_helper.from_array(rng.normal(scale=0.1, size=shape).astype(np.float32), name))
+        attrs: dict[str, Any] = {"hidden_size": hidden, "direction": direction}
+        if op == "GRU":
+            attrs["linear_before_reset"] = lbr
+        nodes.append(helper.make_node(op, [x, f"W{k}", f"R{k}", f"B{k}"], [f"Y{k}"], name=f"{op.lower()}{k}", **attrs))
+        # Y [seq, dirs, batch, hidden] -> [seq, batch, dirs * hidden]
+        inits.append(numpy_helper.from_array(np.array([0, 0, -1], np.int64), f"shape{k}"))
+        nodes.append(helper.make_node("Transpose", [f"Y{k}"], [f"Yt{k}"], perm=[0, 2, 1, 3]))
+        nodes.append(helper.make_node("Reshape", [f"Yt{k}", f"shape{k}"], [f"H{k}"]))
+        x, width = f"H{k}", dirs * hidden
+    graph = helper.make_graph(
+        nodes, f"{op.lower()}_stack",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [seq, batch, inputs])],
+        [helper.make_tensor_value_info(x, TensorProto.FLOAT, [seq, batch, width])], inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+
+
+def recurrent_limit(model: onnx.ModelProto) -> tuple[Limit, int] | None:
+    """The limit of a model whose loops are its LSTM/GRU/RNN nodes, and their sequence length."""
+    ops = [n for n in model.graph.node if n.op_type in GATES]
+    if not ops:
+        return None
+    shapes = {t.name: list(t.dims) for t in model.graph.initializer}
+    shapes.update({vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in model.graph.input})
+    layout = next((a.i for a in ops[0].attribute if a.name == "layout"), 0)
+    seq, batch = shapes[ops[0].input[0]][:2][::-1] if layout else shapes[ops[0].input[0]][:2]
+    macs = kernels = 0
+    for node in ops:
+        dirs, gh, hidden = shapes[node.input[2]]
+        macs += dirs * batch * gh * hidden
+        lbr = next((a.i for a in node.attribute if a.name == "linear_before_reset"), 0)
+        kernels += 4 if node.op_type == "GRU" and not lbr else 2
+    return Limit(macs, kernels, seq * kernels), seq
+
+
+def cases(only: str | None) -> Iterator[Case]:
+    from loopc.conformance import node_test_cases
+
+    for test in node_test_cases():
+        ops = {n.op_type for n in test.model.graph.node}
+        if ops & set(GATES) and not test.name.endswith("_expanded"):
+            yield _case(test.name, test.model)
+    for op, lbr in (("LSTM", 1), ("GRU", 0), ("GRU", 1), ("RNN", 1)):
+        for direction in ("forward", "bidirectional"):
+            label = f"{op}{' lbr=' + str(lbr) if op == 'GRU' else ''} 2x{direction} s64 b4 i128 h256"
+            yield _case(label, recurrent_model(op, 2, direction, 64, 4, 128, 256, lbr))
+    for sample in ("greedy_gru_decoder", "growing_cat", "nested_loops", "running_sum", "cumulative"):
+        yield Case(f"samples/{sample}", onnx.load(str(ROOT / "samples" / f"{sample}.onnx")), None)
+
+
+def _case(name: str, model: onnx.ModelProto) -> Case:
+    found = recurrent_limit(model)
+    return Case(name, model, found[1] if found else None, found[0] if found else None)
+
+
+# -- measuring -----------------------------------------------------------------------------------
+
+def fused_kernels(types: list[str]) -> int:
+    """Kernels along a path of layer types: a run of pointwise layers is one kernel, a shuffle none."""
+    kernels, in_run = 0, False
+    for kind in types:
+        if kind in FREE:
+            continue
+        if kind in POINTWISE:
+            kernels += 0 if in_run else 1
+            in_run = True
+        else:
+            kernels += 1
+            in_run = False
+    return kernels
+
+
+def work_of(network: Any, trips: int | None) -> Work:
+    """The per-trip work of ``network``'s loops, summed (see the module docstring)."""
+    from loopc.fingerprint import _scope, describe_network, macs
+    from loopc.sim.network import read_network
+
+    net = read_network(network)
+    info = describe_network(net)
+    types = {lay.name: lay.type for lay in net.layers}
+    work = Work()
+    hoisted = [macs(lay, [None if t is None else t.shape for t in lay.inputs]) for lay in net.layers
+               if lay.type in ("MATRIX_MULTIPLY", "EINSUM") and _scope(lay) is None]
+    work.macs_hoisted = None if None in hoisted else sum(m for m in hoisted if m is not None)
+    for loop in info.loops:  # the outermost loops, which run one after another
+        if loop.kind != "loop":
+            continue
+        work.loops += 1
+        inner = [lp for lp in info.walk_loops() if lp is loop or _inside(lp, loop)]
+        work.layers_per_iteration += sum(lp.layers_per_iteration for lp in inner)
+        work.matmuls_per_iteration += sum(lp.matmuls_per_iteration for lp in inner)
+        counted = [lp.macs_per_iteration for lp in inner]
+        loop_macs = None if None in counted else sum(c for c in counted if c is not None)
+        path = [types.get(step, "LOOP") for step in loop.critical_path]
+        kernels = fused_kernels(path)
+        work.path_layers += len(path)
+        work.path_kernels += kernels
+        loop_trips = loop.trip_count if loop.trip_count is not None else trips
+        work.macs_per_iteration = _add(work.macs_per_iteration, loop_macs)
+        work.macs_per_run = _add(work.macs_per_run, None if loop_macs is None or loop_trips is None
+                                 else loop_trips * loop_macs)
+        work.serial_layers = _add(work.serial_layers, None if loop_trips is None else loop_trips * len(path))
+        work.serial_kernels = _add(work.serial_kernels, None if loop_trips is None else loop_trips * kernels)
+    work.macs_per_run = _add(work.macs_per_run, work.macs_hoisted)
+    return work
+
+
+def _add(total: int | None, more: int | None) -> int | None:
+    """A sum that is unknown once any part is."""
+    return None if total is None or more is None else total + more
+
+
+def _inside(inner: Any, outer: Any) -> bool:
+    stack = list(outer.children)
+    while stack:
+        node = stack.pop()
+        if node is inner:
+            return True
+        stack.extend(node.children)
+    return False
+
+
+def measure(case: Case, build: bool) -> Row:
+    import loopc
+    from loopc.errors import LoopcError
+    from loopc.trt.config import build_serialized, builder_config
+    from loopc.trt.onnx_parser import parse_onnx
+
+    row = Row(case.name, limit=case.limit)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "model.onnx"
+        onnx.save(case.model, str(path))
+        for tool in ("loopc", "parser"):
+            try:
+                if tool == "loopc":
+                    compiled = loopc.compile(str(path), max_trips=64)
+                    session, network = compiled.session, compiled.network
+                else:
+                    parsed = parse_onnx(str(path))
+                    session, network = parsed.session, parsed.network
+                work = work_of(network, case.trips)
+                if build:
+                    start = time.process_time()
+                    build_serialized(session, network, builder_config(session))
+                    work.build_seconds = time.process_time() - start
+            except LoopcError as exc:
+                work = Work(error=str(exc).splitlines()[0][:100])
+            setattr(row, tool, work)
+    return row
+
+
+# -- the report ----------------------------------------------------------------------------------
+
+COLUMNS = [("loops", "loops"), ("layers/iter", "layers_per_iteration"), ("matmuls/iter", "matmuls_per_iteration"),
+           ("MACs/iter", "macs_per_iteration"), ("MACs hoisted", "macs_hoisted"), ("MACs/run", "macs_per_run"),
+           ("path layers", "path_layers"),
+           ("path kernels", "path_kernels"), ("serial layers", "serial_layers"),
+           ("serial kernels", "serial_kernels"), ("build s", "build_seconds")]
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def markdown(rows: list[Row]) -> str:
+    lines = ["| model | network | " + " | ".join(c for c, _ in COLUMNS) + " | note |",
+             "|---|---|" + "---:|" * len(COLUMNS) + "---|"]
+    for row in rows:
+        for tool in ("loopc", "parser"):
+            work: Work = getattr(row, tool)
+            cells = [_cell(getattr(work, key)) if not work.error else "" for _, key in COLUMNS]
+            lines.append(f"| {row.name} | {tool} | " + " | ".join(cells) + f" | {work.error} |")
+        if row.limit is not None:
+            limit = row.limit
+            cells = ["", "", "", _cell(limit.macs_per_iteration), "", "", "", _cell(limit.kernels_per_trip), "",
+                     _cell(limit.serial_kernels), ""]
+            lines.append(f"| {row.name} | limit | " + " | ".join(cells) + " |  |")
+    return "\n".join(lines)
+
+
+def ratios(rows: list[Row]) -> list[str]:
+    """loopc against the limit and the parser where both are known, over the recurrent models."""
+    macs, serial_parser = [], []
+    total_ours = total_theirs = 0
+    for row in rows:
+        ours, theirs = row.loopc, row.parser
+        if row.limit is not None and not ours.error and ours.macs_per_iteration is not None:
+            macs.append((ours.macs_per_iteration / row.limit.macs_per_iteration, row.name))
+        if not ours.error and not theirs.error and ours.serial_kernels and theirs.serial_kernels:
+            serial_parser.append((ours.serial_kernels / theirs.serial_kernels, row.name))
+            total_ours += ours.serial_kernels
+            total_theirs += theirs.serial_kernels
+    out = []
+    if macs:
+        worst = max(macs)
+        out.append(f"in-loop MACs per trip / limit: worst {worst[0]:.2f} ({worst[1]}), over {len(macs)} models")
+    if serial_parser:
+        worst = max(serial_parser)
+        out.append(f"serial chain (kernels) / parser's: total {total_ours / total_theirs:.2f}, "
+                   f"worst {worst[0]:.2f} ({worst[1]}), over {len(serial_parser)} models")
+    return out
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", help="only models whose name contains this")
+    parser.add_argument("--build", action="store_true", help="also time TensorRT's build of both networks")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of the Markdown table")
+    args = parser.parse_args()
+    rows = [measure(case, args.build) for case in cases(args.only) if not args.only or args.only in case.name]
+    if args.json:
+        print(json.dumps([asdict(r) for r in rows], indent=2))
+    else:
+        print(markdown(rows))
+        print()
+        print("\n".join(ratios(rows)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""benchmarks/loop_work.py's own arithmetic, against hand-counted values."""
+
+from __future__ import annotations
+
+from benchmarks.loop_work import fused_kernels, recurrent_limit, recurrent_model
+
+
+def test_a_run_of_pointwise_layers_is_one_kernel_and_a_shuffle_none() -> None:
+    path = ["MATRIX_MULTIPLY", "ELEMENTWISE", "ACTIVATION", "SHUFFLE", "ELEMENTWISE", "MATRIX_MULTIPLY",
+            "SLICE", "ACTIVATION"]
+    assert fused_kernels(path) == 4  # GEMM, (add, sigmoid, -, mul), GEMM, (slice, tanh)
+    assert fused_kernels([]) == 0
+    assert fused_kernels(["SHUFFLE", "CONSTANT"]) == 0
+
+
+def test_the_limit_of_stacked_recurrent_layers() -> None:
+    """Per trip, h·Rᵀ only: batch 2 × (4 gates · 4 hidden) × 4 hidden per layer and direction."""
+    lstm = recurrent_limit(recurrent_model("LSTM", 2, "bidirectional", 5, 2, 3, 4))
+    assert lstm is not None
+    limit, seq = lstm
+    assert seq == 5
+    assert limit.macs_per_iteration == 2 * 2 * (2 * 16 * 4)  # layers × directions × (batch × 4H × H)
+    assert (limit.kernels_per_trip, limit.serial_kernels) == (2 * 2, 5 * 2 * 2)
+    gru = recurrent_limit(recurrent_model("GRU", 1, "forward", 7, 1, 3, 4, lbr=0))
+    assert gru is not None
+    assert gru[0].macs_per_iteration == 1 * 12 * 4 and gru[0].kernels_per_trip == 4  # r ⊙ h before the 2nd GEMM
