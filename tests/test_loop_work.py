@@ -24,3 +24,19 @@ def test_the_limit_of_stacked_recurrent_layers() -> None:
     gru = recurrent_limit(recurrent_model("GRU", 1, "forward", 7, 1, 3, 4, lbr=0))
     assert gru is not None
     assert gru[0].macs_per_iteration == 1 * 12 * 4 and gru[0].kernels_per_trip == 4  # r ⊙ h before the 2nd GEMM
+
+
+def test_loopc_multiplies_a_gru_state_by_3h_squared_per_row_without_linear_before_reset(tmp_path) -> None:
+    """h·[Rz|Rr]ᵀ and (r ⊙ h)·Rhᵀ: the limit, not h·Rᵀ (all three gates) and (r ⊙ h)·Rhᵀ again (4H²)."""
+    import loopc
+    import onnx
+
+    from benchmarks.loop_work import work_of
+
+    model = recurrent_model("GRU", 1, "forward", 6, 2, 3, 5, lbr=0)
+    path = tmp_path / "gru.onnx"
+    onnx.save(model, str(path))
+    compiled = loopc.compile(str(path))
+    limit = recurrent_limit(model)
+    assert limit is not None
+    assert work_of(compiled.network, 6).macs_per_iteration == limit[0].macs_per_iteration == 2 * 3 * 5 * 5

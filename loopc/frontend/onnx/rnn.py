@@ -290,6 +290,7 @@ class Weights:
 
     xw: Value  # X·Wᵀ + biases, [seq, batch, G·H] or [batch, seq, G·H]
     rt: Value  # Rᵀ, [H, G·H]
+    rt_gates: int = 0  # how many gates' columns rt holds when not all G (GRU without linear_before_reset: z, r)
     rht: Value | None = None  # GRU without linear_before_reset: Rhᵀ
     rb: Value | None = None  # GRU with linear_before_reset: Rb, added to H·Rᵀ
     peep: list[Value] | None = None  # LSTM: Pi, Po, Pf
@@ -373,12 +374,16 @@ def _weights(em: Emitter, spec: Spec, d: int) -> Weights:
     r = em.op("Gather", [spec.r, index], {"axis": 0}, dtype=dtype)
     xw = em.op("MatMul", [spec.x, _t(em, w)], dtype=dtype)
     weights = Weights(xw=xw, rt=_t(em, r))
-    gru_split = spec.cell is GRU and not spec.linear_before_reset
-    if gru_split:
-        # H·Rᵀ keeps all three gates' columns (the h columns go unused): multiplying by a Concat of
-        # the Rz and Rr slices instead makes TensorRT-RTX's builder fail ("FC inner dimension mismatch").
+    if spec.cell is GRU and not spec.linear_before_reset:
+        # H·Rhᵀ is never used (r ⊙ H is multiplied by Rhᵀ instead): the loop multiplies H by the z and
+        # r rows only, 2H² per row instead of 3H². (A Concat of the Rz and Rr slices made
+        # TensorRT-RTX's builder fail, "FC inner dimension mismatch"; a Slice of the first 2H rows does not.)
         _, _, rh = em.multi("Split", [r], 3, {"axis": 0, "num_outputs": 3}, dtype)
         weights.rht = _t(em, rh)
+        if spec.hidden is not None:
+            zr = em.op("Slice", [r, em.const([0], np.int64), em.const([2 * spec.hidden], np.int64),
+                                 em.const([0], np.int64)], dtype=dtype)
+            weights.rt, weights.rt_gates = _t(em, zr), 2
     if spec.b is not None:
         b = em.op("Gather", [spec.b, index], {"axis": 0}, dtype=dtype)
         wb, rb = em.multi("Split", [b], 2, {"axis": 0, "num_outputs": 2}, dtype)
@@ -442,6 +447,8 @@ def _gru(em: Emitter, spec: Spec, wt: Weights, acts: list[Activation], x_t: Valu
         if wt.rb is not None:
             hr_all = em.op("Add", [hr_all, wt.rb], dtype=dtype)
         hz, hr, hh = em.multi("Split", [hr_all], 3, {"axis": -1, "num_outputs": 3}, dtype)
+    elif wt.rt_gates == 2:
+        hz, hr = em.multi("Split", [hr_all], 2, {"axis": -1, "num_outputs": 2}, dtype)
     else:
         hz, hr, _ = em.multi("Split", [hr_all], 3, {"axis": -1, "num_outputs": 3}, dtype)
     z = _act(em, spec, f, em.op("Add", [xz, hz], dtype=dtype))
