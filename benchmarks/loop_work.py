@@ -179,7 +179,7 @@ def fused_kernels(types: list[str]) -> int:
 
 def work_of(network: Any, trips: int | None) -> Work:
     """The per-trip work of ``network``'s loops, summed (see the module docstring)."""
-    from loopc.fingerprint import _scope, describe_network, macs
+    from loopc.fingerprint import NetworkInfo, _scope, describe_network, macs
     from loopc.sim.network import read_network
 
     net = read_network(network)
@@ -193,7 +193,7 @@ def work_of(network: Any, trips: int | None) -> Work:
         if loop.kind != "loop":
             continue
         work.loops += 1
-        inner = [lp for lp in info.walk_loops() if lp is loop or _inside(lp, loop)]
+        inner = list(NetworkInfo(0, [loop]).walk_loops())  # the loop and the loops nested in it
         work.layers_per_iteration += sum(lp.layers_per_iteration for lp in inner)
         work.matmuls_per_iteration += sum(lp.matmuls_per_iteration for lp in inner)
         counted = [lp.macs_per_iteration for lp in inner]
@@ -215,16 +215,6 @@ def work_of(network: Any, trips: int | None) -> Work:
 def _add(total: int | None, more: int | None) -> int | None:
     """A sum that is unknown once any part is."""
     return None if total is None or more is None else total + more
-
-
-def _inside(inner: Any, outer: Any) -> bool:
-    stack = list(outer.children)
-    while stack:
-        node = stack.pop()
-        if node is inner:
-            return True
-        stack.extend(node.children)
-    return False
 
 
 def measure(case: Case, build: bool) -> Row:
