@@ -1,6 +1,7 @@
 """ONNX ``RNN``, ``GRU`` and ``LSTM`` lowered by loopc itself into IR loops of ordinary ops.
 
-One loop per direction; bidirectional runs two and concatenates them on the num_directions axis.
+Both directions of a bidirectional op run in one loop, their states stacked (one loop per direction
+only when their activations differ); the directions' outputs are concatenated on num_directions.
 Following the operator specs exactly (gate orders ``iofc`` and ``zrh``, default activations,
 ``activation_alpha/beta``, ``clip`` on every activation input, GRU's ``linear_before_reset``,
 LSTM's peepholes and ``input_forget``, ``layout``, ``initial_h/c``). Two rewrites make the loop
@@ -138,9 +139,11 @@ def _translate(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph, c
 
 
 def lower(em: Emitter, spec: Spec, want_y: bool = True) -> list[list[Value | None]]:
-    """One loop per direction of ``spec``; per direction ``[Y, H_last, C_last]`` without the directions
-    axis (Y is None unless ``want_y``; C_last None but for LSTM)."""
-    return [_direction(em, spec, d, reverse, want_y) for d, reverse in enumerate(spec.directions)]
+    """The loop(s) of ``spec``; per direction ``[Y, H_last, C_last]`` without the directions axis (Y is
+    None unless ``want_y``; C_last None but for LSTM)."""
+    if len(spec.directions) == 2 and spec.activations[0] == spec.activations[1]:
+        return _loop(em, spec, [0, 1], want_y)
+    return [_loop(em, spec, [d], want_y)[0] for d in range(len(spec.directions))]
 
 
 def stack_directions(em: Emitter, parts: list[Value | None], axis: int, out: Value | None = None) -> Value:
@@ -296,33 +299,47 @@ class Weights:
     peep: list[Value] | None = None  # LSTM: Pi, Po, Pf
 
 
-def _direction(em: Emitter, spec: Spec, d: int, reverse: bool, want_y: bool) -> list[Value | None]:
-    """One direction's loop; returns (Y for this direction, H_last[, C_last]) without the dirs axis;
-    Y only when the node's Y output is used."""
-    weights = _weights(em, spec, d)
+def _loop(em: Emitter, spec: Spec, dirs: list[int], want_y: bool) -> list[list[Value | None]]:
+    """One loop running directions ``dirs`` side by side; per direction (Y, H_last[, C_last]) without
+    the dirs axis, Y only when the node's Y output is used.
+
+    Two directions share a loop with their states stacked on a leading directions axis ``[2, batch, H]``:
+    one batched product ``h·Rᵀ`` a trip for both, and one pointwise chain, so the serial chain is one
+    direction's. Each direction reads its own iterator (the reverse one backwards)."""
+    stacked = len(dirs) > 1
+    weights = _weights(em, spec, None if stacked else dirs[0])
     dtype = spec.dtype
     lens = None
-    xw = weights.xw
     if spec.lens is not None:
         lens = em.op("Cast", [spec.lens], {"to": onnx.TensorProto.INT64}, dtype=I64)
-        if reverse:  # each item's own first len[b] steps, backwards; then iterate forwards
-            xw = _reverse_sequence(em, spec, xw, lens)
-    h0 = _initial(em, spec, spec.h0, d)
-    c0 = _initial(em, spec, spec.c0, d) if spec.cell is LSTM else None
-
-    body = Graph(em.name(f"dir{d}_body"))
-    bem = em.into(body)
     batch, seq, hidden = _dims(spec)
-    state_shape = (batch, hidden)
     gates = spec.cell.gates * hidden if isinstance(hidden, int) else None
-    x_t = Value(em.name("x_t"), dtype, (batch, gates))
+    reverse = [spec.directions[d] for d in dirs]
+    backwards = [r and lens is None for r in reverse]  # iterated backwards, emitted with kREVERSE
+    iterators, params = [], []
+    for k, d in enumerate(dirs):
+        xw = em.op("Gather", [weights.xw, em.const(k, np.int64)], {"axis": 0}, dtype=dtype) if stacked \
+            else weights.xw
+        if reverse[k] and lens is not None:  # each item's own first len[b] steps, backwards; then forwards
+            xw = _reverse_sequence(em, spec, xw, lens)
+        params.append(Value(em.name(f"x{d}_t"), dtype, (batch, gates)))
+        iterators.append(LoopIterator(params[-1], xw, spec.time_axis, backwards[k]))
+
+    body = Graph(em.name("_".join(f"dir{d}" for d in dirs) + "_body"))
+    bem = em.into(body)
+    state_shape: tuple[Dim, ...] = (len(dirs), batch, hidden) if stacked else (batch, hidden)
+    x_t = bem.op("Concat", [bem.op("Unsqueeze", [x, bem.const([0], np.int64)], dtype=dtype) for x in params],
+                 {"axis": 0}, dtype=dtype) if stacked else params[0]
+    h0 = _initial(em, spec, spec.h0, dirs)
+    c0 = _initial(em, spec, spec.c0, dirs) if spec.cell is LSTM else None
     h = Value(em.name("h"), dtype, state_shape)
     c = Value(em.name("c"), dtype, state_shape) if c0 is not None else None
     counter = Value(em.name("t"), I64, ()) if lens is not None else None
-    h_new, c_new = _cell(bem, spec, weights, spec.activations[d], x_t, h, c)
+    h_new, c_new = _cell(bem, spec, weights, spec.activations[dirs[0]], x_t, h, c)
     y_t = h_new
     if lens is not None and counter is not None:
-        # Past an item's length the state holds and Y is zero (the spec's padding).
+        # Past an item's length the state holds and Y is zero (the spec's padding); [batch, 1]
+        # broadcasts over the directions axis too.
         lens_col = em.op("Unsqueeze", [lens, em.const([1], np.int64)], dtype=I64)
         live = bem.op("Less", [counter, lens_col], dtype=np.dtype(np.bool_))
         h_new = bem.op("Where", [live, h_new, h], dtype=dtype)
@@ -339,21 +356,29 @@ def _direction(em: Emitter, spec: Spec, d: int, reverse: bool, want_y: bool) -> 
         recurrences.append(Recurrence(c, c0, c_new))
         c_last = Value(em.name("c_last"), dtype, state_shape)
         outputs.append(LoopOutput("last", c, c_last))
-    iterate_reverse = reverse and lens is None
-    y = None
+    ys: list[Value | None] = [None] * len(dirs)
     if want_y:
-        y = Value(em.name("y"), dtype, (seq, batch, hidden) if spec.layout == 0 else (batch, seq, hidden))
-        # Iterating backwards and emitting with kREVERSE puts step t's state at position t, as
-        # ONNX's reverse direction does.
-        outputs.append(LoopOutput("reverse" if iterate_reverse else "concat", y_t, y, spec.time_axis))
-    loop = Loop(body, trip_count=em.dim(spec.x, spec.time_axis), counter=counter,
-                iterators=[LoopIterator(x_t, xw, spec.time_axis, iterate_reverse)],
+        for k, d in enumerate(dirs):
+            y_k = bem.op("Gather", [y_t, bem.const(k, np.int64)], {"axis": 0}, dtype=dtype) if stacked else y_t
+            ys[k] = Value(em.name(f"y{d}"), dtype, (seq, batch, hidden) if spec.layout == 0 else (batch, seq, hidden))
+            # Iterating backwards and emitting with kREVERSE puts step t's state at position t, as
+            # ONNX's reverse direction does.
+            outputs.append(LoopOutput("reverse" if backwards[k] else "concat", y_k, ys[k], spec.time_axis))
+    loop = Loop(body, trip_count=em.dim(spec.x, spec.time_axis), counter=counter, iterators=iterators,
                 recurrences=recurrences, loop_outputs=outputs,
-                name=em.name(f"dir{d}"), origin=em.origin)
+                name=em.name("_".join(f"dir{d}" for d in dirs)), origin=em.origin)
     em.graph.add(loop)
-    if y is not None and reverse and lens is not None:
-        y = _reverse_sequence(em, spec, y, lens)
-    return [y, h_last, c_last]
+    results: list[list[Value | None]] = []
+    for k, y in enumerate(ys):
+        if y is not None and reverse[k] and lens is not None:
+            y = _reverse_sequence(em, spec, y, lens)
+        states = [_direction_of(em, s, k) if stacked and s is not None else s for s in (h_last, c_last)]
+        results.append([y, *states])
+    return results
+
+
+def _direction_of(em: Emitter, stacked: Value, k: int) -> Value:
+    return em.op("Gather", [stacked, em.const(k, np.int64)], {"axis": 0}, dtype=stacked.dtype)
 
 
 def _dims(spec: Spec) -> tuple[Dim, Dim, Dim]:
@@ -367,53 +392,73 @@ def _dims(spec: Spec) -> tuple[Dim, Dim, Dim]:
     return batch, seq, hidden
 
 
-def _weights(em: Emitter, spec: Spec, d: int) -> Weights:
+def _weights(em: Emitter, spec: Spec, d: int | None) -> Weights:
+    """Direction ``d``'s operands, or (``d`` None) all directions' stacked on a leading axis and shaped
+    to broadcast against a stacked state ``[dirs, batch, ·]``: ``xw`` is then ``[dirs, ...X's axes, G·H]``."""
     dtype = spec.dtype
-    index = em.const(d, np.int64)
-    w = em.op("Gather", [spec.w, index], {"axis": 0}, dtype=dtype)
-    r = em.op("Gather", [spec.r, index], {"axis": 0}, dtype=dtype)
-    xw = em.op("MatMul", [spec.x, _t(em, w)], dtype=dtype)
-    weights = Weights(xw=xw, rt=_t(em, r))
+    index = em.const(d, np.int64) if d is not None else None
+
+    def pick(value: Value, broadcast: list[int]) -> Value:
+        if index is not None:
+            return em.op("Gather", [value, index], {"axis": 0}, dtype=dtype)
+        return em.op("Unsqueeze", [value, em.const(broadcast, np.int64)], dtype=dtype) if broadcast else value
+
+    gate_axis, rank = (0, 2) if d is not None else (1, 3)
+    w, r = pick(spec.w, []), pick(spec.r, [])
+    x, wt = spec.x, _t(em, w, rank)
+    if d is None:  # [1, ...X] · [dirs, 1, I, G·H]
+        x = em.op("Unsqueeze", [x, em.const([0], np.int64)], dtype=dtype)
+        wt = em.op("Unsqueeze", [wt, em.const([1], np.int64)], dtype=dtype)
+    xw = em.op("MatMul", [x, wt], dtype=dtype)
+    weights = Weights(xw=xw, rt=_t(em, r, rank))
     if spec.cell is GRU and not spec.linear_before_reset:
         # H·Rhᵀ is never used (r ⊙ H is multiplied by Rhᵀ instead): the loop multiplies H by the z and
         # r rows only, 2H² per row instead of 3H². (A Concat of the Rz and Rr slices made
         # TensorRT-RTX's builder fail, "FC inner dimension mismatch"; a Slice of the first 2H rows does not.)
-        _, _, rh = em.multi("Split", [r], 3, {"axis": 0, "num_outputs": 3}, dtype)
-        weights.rht = _t(em, rh)
+        _, _, rh = em.multi("Split", [r], 3, {"axis": gate_axis, "num_outputs": 3}, dtype)
+        weights.rht = _t(em, rh, rank)
         if spec.hidden is not None:
             zr = em.op("Slice", [r, em.const([0], np.int64), em.const([2 * spec.hidden], np.int64),
-                                 em.const([0], np.int64)], dtype=dtype)
-            weights.rt, weights.rt_gates = _t(em, zr), 2
+                                 em.const([gate_axis], np.int64)], dtype=dtype)
+            weights.rt, weights.rt_gates = _t(em, zr, rank), 2
     if spec.b is not None:
-        b = em.op("Gather", [spec.b, index], {"axis": 0}, dtype=dtype)
-        wb, rb = em.multi("Split", [b], 2, {"axis": 0, "num_outputs": 2}, dtype)
+        wb, rb = em.multi("Split", [pick(spec.b, [1])], 2, {"axis": -1, "num_outputs": 2}, dtype)
         if spec.cell is GRU and spec.linear_before_reset:
             # Rbh sits inside r ⊙ (H·Rhᵀ + Rbh): keep Rb with the recurrent product.
             bias, weights.rb = wb, rb
         else:
             bias = em.op("Add", [wb, rb], dtype=dtype)
+        if d is None:  # [dirs, 1, G·H] -> [dirs, 1, 1, G·H], against xw's [dirs, seq, batch, G·H]
+            bias = em.op("Unsqueeze", [bias, em.const([1], np.int64)], dtype=dtype)
         weights.xw = em.op("Add", [xw, bias], dtype=dtype)
     if spec.p is not None:
-        p = em.op("Gather", [spec.p, index], {"axis": 0}, dtype=dtype)
-        weights.peep = em.multi("Split", [p], 3, {"axis": 0, "num_outputs": 3}, dtype)
+        weights.peep = em.multi("Split", [pick(spec.p, [1])], 3, {"axis": -1, "num_outputs": 3}, dtype)
     return weights
 
 
-def _t(em: Emitter, value: Value) -> Value:
-    return em.op("Transpose", [value], {"perm": [1, 0]}, dtype=value.dtype)
+def _t(em: Emitter, value: Value, rank: int = 2) -> Value:
+    """The last two axes swapped (a matrix, or a stack of them)."""
+    perm = [*range(rank - 2), rank - 1, rank - 2]
+    return em.op("Transpose", [value], {"perm": perm}, dtype=value.dtype)
 
 
-def _initial(em: Emitter, spec: Spec, given: Value | None, d: int) -> Value:
-    """Direction ``d``'s initial state, [batch, H]: a slice of initial_h/initial_c, or zeros."""
+def _initial(em: Emitter, spec: Spec, given: Value | None, dirs: list[int]) -> Value:
+    """The initial state of directions ``dirs``: [batch, H] for one, [dirs, batch, H] for both; from
+    initial_h/initial_c, or zeros."""
+    stacked = len(dirs) > 1
     if given is not None:
-        axis = 0 if spec.layout == 0 else 1
-        return em.op("Gather", [given, em.const(d, np.int64)], {"axis": axis}, dtype=spec.dtype)
+        if not stacked:
+            axis = 0 if spec.layout == 0 else 1
+            return em.op("Gather", [given, em.const(dirs[0], np.int64)], {"axis": axis}, dtype=spec.dtype)
+        return given if spec.layout == 0 else em.op("Transpose", [given], {"perm": [1, 0, 2]}, dtype=spec.dtype)
     batch_dim = spec.x.shape[spec.batch_axis] if spec.x.shape is not None and len(spec.x.shape) == 3 else None
     if isinstance(batch_dim, int) and spec.hidden is not None:
-        check_constant((batch_dim, spec.hidden), spec.dtype, f"{em.origin}: the zero initial state")
+        size = (batch_dim, spec.hidden) if not stacked else (len(dirs), batch_dim, spec.hidden)
+        check_constant(size, spec.dtype, f"{em.origin}: the zero initial state")
     batch = em.dim(spec.x, spec.batch_axis, keep_1d=True)
     hidden = em.const([spec.hidden], np.int64) if spec.hidden is not None else em.dim(spec.r, 2, keep_1d=True)
-    shape = em.op("Concat", [batch, hidden], {"axis": 0}, dtype=I64, shape=(2,))
+    dims = [em.const([len(dirs)], np.int64), batch, hidden] if stacked else [batch, hidden]
+    shape = em.op("Concat", dims, {"axis": 0}, dtype=I64, shape=(len(dims),))
     return em.op("ConstantOfShape", [shape], {"value": np.zeros(1, spec.dtype)}, dtype=spec.dtype)
 
 
