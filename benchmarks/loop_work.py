@@ -78,6 +78,7 @@ class Work:
     macs_per_run: int | None = 0  #: hoisted + trips × per trip, over the loops
     path_layers: int = 0
     path_kernels: int = 0
+    shape_layers_per_iteration: int = 0  #: layers in loops computing shapes (SHAPE and integer math on its results)
     serial_layers: int | None = 0
     serial_kernels: int | None = 0
     build_seconds: float | None = None
@@ -140,6 +141,43 @@ def recurrent_limit(model: onnx.ModelProto) -> tuple[Limit, int] | None:
     return Limit(macs, kernels, seq * kernels), seq
 
 
+#: PyTorch loops around a cell, from the corpus (tests/models/torch, made by its make_models.py): the
+#: limit per trip, with B the batch, H the hidden size, D the head size: the recurrent product ``h·Rᵀ``
+#: (LSTM 4H, GRU 3H columns), or a linear-attention state's update and read-out (2·B·heads·D², plus
+#: the normalizer's B·D).
+TORCH_CELLS = {
+    "lstm_cell_loop": lambda b: b * 4 * 128 * 128,
+    "gru_cell_loop": lambda b: b * 3 * 128 * 128,
+    "chunk_lstm_loop": lambda b: b * 4 * 128 * 128,
+    "linear_attention": lambda b: 2 * b * 32 * 32 + b * 32,
+    "retention_decay": lambda b: 2 * b * 2 * 16 * 16,
+}
+#: the corpus models' dynamic axes, pinned to the realistic sizes of the stacked models
+PINNED = {"time": 64, "batch": 4}
+
+
+def torch_case(name: str) -> Case:
+    """A corpus model with its dynamic input axes pinned (so both networks have static shapes to count).
+    Every other named dim is made unknown, to be inferred from the inputs: the exporter's declarations
+    inside loop bodies are from its example run and would contradict the pinned sizes."""
+    model = onnx.load(str(ROOT / "tests" / "models" / "torch" / f"{name}.onnx"))
+    for value in model.graph.input:
+        for dim in value.type.tensor_type.shape.dim:
+            if dim.dim_param in PINNED:
+                dim.dim_value = PINNED[dim.dim_param]
+    graphs = [model.graph]
+    while graphs:
+        graph = graphs.pop()
+        for value in [*graph.output, *graph.value_info, *(graph.input if graph is not model.graph else [])]:
+            for dim in value.type.tensor_type.shape.dim:
+                if dim.HasField("dim_param"):
+                    dim.ClearField("dim_param")
+        graphs.extend(a.g for node in graph.node for a in node.attribute if a.HasField("g"))
+    trips, batch = PINNED["time"], PINNED["batch"]
+    macs = TORCH_CELLS[name](batch)
+    return Case(f"torch/{name} t{trips} b{batch}", model, trips, Limit(macs, 2, trips * 2))
+
+
 def cases(only: str | None) -> Iterator[Case]:
     from loopc.conformance import node_test_cases
 
@@ -151,6 +189,8 @@ def cases(only: str | None) -> Iterator[Case]:
         for direction in ("forward", "bidirectional"):
             label = f"{op}{' lbr=' + str(lbr) if op == 'GRU' else ''} 2x{direction} s64 b4 i128 h256"
             yield _case(label, recurrent_model(op, 2, direction, 64, 4, 128, 256, lbr))
+    for name in TORCH_CELLS:
+        yield torch_case(name)
     for sample in ("greedy_gru_decoder", "growing_cat", "nested_loops", "running_sum", "cumulative"):
         yield Case(f"samples/{sample}", onnx.load(str(ROOT / "samples" / f"{sample}.onnx")), None)
 
@@ -185,6 +225,7 @@ def work_of(network: Any, trips: int | None) -> Work:
     net = read_network(network)
     info = describe_network(net)
     types = {lay.name: lay.type for lay in net.layers}
+    shape_memo: dict[str, bool] = {}
     work = Work()
     hoisted = [macs(lay, [None if t is None else t.shape for t in lay.inputs]) for lay in net.layers
                if lay.type in ("MATRIX_MULTIPLY", "EINSUM") and _scope(lay) is None]
@@ -194,7 +235,10 @@ def work_of(network: Any, trips: int | None) -> Work:
             continue
         work.loops += 1
         inner = list(NetworkInfo(0, [loop]).walk_loops())  # the loop and the loops nested in it
+        inner_names = {lp.name for lp in inner}
         work.layers_per_iteration += sum(lp.layers_per_iteration for lp in inner)
+        work.shape_layers_per_iteration += sum(1 for lay in net.layers if _computes_shape(lay, shape_memo)
+                                                and getattr(_scope(lay), "name", None) in inner_names)
         work.matmuls_per_iteration += sum(lp.matmuls_per_iteration for lp in inner)
         counted = [lp.macs_per_iteration for lp in inner]
         loop_macs = None if None in counted else sum(c for c in counted if c is not None)
@@ -210,6 +254,22 @@ def work_of(network: Any, trips: int | None) -> Work:
         work.serial_kernels = _add(work.serial_kernels, None if loop_trips is None else loop_trips * kernels)
     work.macs_per_run = _add(work.macs_per_run, work.macs_hoisted)
     return work
+
+
+def _computes_shape(layer: Any, memo: dict[str, bool]) -> bool:
+    """A SHAPE layer, or integer math on what one produced."""
+    if layer.type == "SHAPE":
+        return True
+    if not layer.outputs or any(t.dtype.kind not in "iub" for t in layer.outputs):
+        return False
+    return any(_from_shape(t, memo) for t in layer.inputs if t is not None)
+
+
+def _from_shape(tensor: Any, memo: dict[str, bool]) -> bool:
+    if tensor.name not in memo:
+        memo[tensor.name] = False  # a recurrence's cycle is not evidence
+        memo[tensor.name] = tensor.producer is not None and _computes_shape(tensor.producer, memo)
+    return memo[tensor.name]
 
 
 def _add(total: int | None, more: int | None) -> int | None:
@@ -250,7 +310,7 @@ def measure(case: Case, build: bool) -> Row:
 
 COLUMNS = [("loops", "loops"), ("layers/iter", "layers_per_iteration"), ("matmuls/iter", "matmuls_per_iteration"),
            ("MACs/iter", "macs_per_iteration"), ("MACs hoisted", "macs_hoisted"), ("MACs/run", "macs_per_run"),
-           ("path layers", "path_layers"),
+           ("shape layers/iter", "shape_layers_per_iteration"), ("path layers", "path_layers"),
            ("path kernels", "path_kernels"), ("serial layers", "serial_layers"),
            ("serial kernels", "serial_kernels"), ("build s", "build_seconds")]
 
@@ -273,24 +333,32 @@ def markdown(rows: list[Row]) -> str:
             lines.append(f"| {row.name} | {tool} | " + " | ".join(cells) + f" | {work.error} |")
         if row.limit is not None:
             limit = row.limit
-            cells = ["", "", "", _cell(limit.macs_per_iteration), "", "", "", _cell(limit.kernels_per_trip), "",
+            cells = ["", "", "", _cell(limit.macs_per_iteration), "", "", "0", "", _cell(limit.kernels_per_trip), "",
                      _cell(limit.serial_kernels), ""]
             lines.append(f"| {row.name} | limit | " + " | ".join(cells) + " |  |")
     return "\n".join(lines)
 
 
 def ratios(rows: list[Row]) -> list[str]:
-    """loopc against the limit and the parser where both are known, over the recurrent models."""
-    macs, serial_parser = [], []
-    total_ours = total_theirs = 0
+    """loopc against the limit and the parser where both are known, over the recurrent models (a model
+    whose loops loopc removed altogether, a one-trip loop inlined, counts with a serial chain of 0)."""
+    macs, serial_parser, per_run = [], [], []
+    total_ours = total_theirs = shape_layers = 0
     for row in rows:
         ours, theirs = row.loopc, row.parser
-        if row.limit is not None and not ours.error and ours.macs_per_iteration is not None:
+        if ours.error:
+            continue
+        shape_layers += ours.shape_layers_per_iteration
+        if row.limit is not None and ours.macs_per_iteration is not None:
             macs.append((ours.macs_per_iteration / row.limit.macs_per_iteration, row.name))
-        if not ours.error and not theirs.error and ours.serial_kernels and theirs.serial_kernels:
+        if theirs.error:
+            continue
+        if ours.serial_kernels is not None and theirs.serial_kernels:
             serial_parser.append((ours.serial_kernels / theirs.serial_kernels, row.name))
             total_ours += ours.serial_kernels
             total_theirs += theirs.serial_kernels
+        if ours.macs_per_run is not None and theirs.macs_per_run:
+            per_run.append((ours.macs_per_run / theirs.macs_per_run, row.name))
     out = []
     if macs:
         worst = max(macs)
@@ -299,6 +367,10 @@ def ratios(rows: list[Row]) -> list[str]:
         worst = max(serial_parser)
         out.append(f"serial chain (kernels) / parser's: total {total_ours / total_theirs:.2f}, "
                    f"worst {worst[0]:.2f} ({worst[1]}), over {len(serial_parser)} models")
+    if per_run:
+        worst = max(per_run)
+        out.append(f"MACs per run / parser's: worst {worst[0]:.2f} ({worst[1]}), over {len(per_run)} models")
+    out.append(f"shape-arithmetic layers per trip in loopc's loops: {shape_layers} in all")
     return out
 
 

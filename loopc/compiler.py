@@ -12,7 +12,7 @@ import logging
 import os
 import time
 import warnings
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -34,6 +34,8 @@ class BuildReport:
     #: The outermost loops and if-conditionals, read back from the network (see :mod:`loopc.fingerprint`).
     loops: list[Node] = field(default_factory=list)
     passes: dict[str, int] = field(default_factory=dict)
+    #: Each optimization pass, and whether it ran (``--disable``, ``-O0``); what it did is in ``passes``.
+    optimizations: dict[str, bool] = field(default_factory=dict)
     layers: int = 0
     compile_seconds: float = 0.0
     build_seconds: float = 0.0
@@ -68,12 +70,14 @@ def load_ir(model: onnx.ModelProto | str | os.PathLike[str], frontend: str | Non
 
 
 def optimize(
-    model: Model, dump: Callable[[str, Graph], None] | None = None, max_trips: int | None = None
+    model: Model, dump: Callable[[str, Graph], None] | None = None, max_trips: int | None = None,
+    disabled: Collection[str] = (),
 ) -> dict[str, int]:
-    """Run the canonicalization passes (verifying after each); return their statistics."""
+    """Run the canonicalization passes (verifying after each), without the optimizations in
+    ``disabled``; return their statistics."""
     from loopc.passes import PassManager, default_passes
 
-    manager = PassManager(default_passes(max_trips), dump=dump)
+    manager = PassManager(default_passes(max_trips, disabled), dump=dump)
     model.graph = manager.run(model.graph)
     return manager.stats
 
@@ -86,13 +90,16 @@ def compile(  # noqa: A001  (the public name users expect)
     progress: Callable[[str], None] | None = None,
     frontend: str | None = None,
     weights: str | os.PathLike[str] | None = None,
+    disabled: Collection[str] = (),
 ) -> Compiled:
     """Import, canonicalize and convert ``model`` to a TensorRT network (not yet built).
 
     ``max_trips`` bounds while loops with scan outputs (see :func:`loopc.frontend.onnx.import_model`);
-    ``progress`` is told each stage as it starts; ``frontend`` and ``weights`` go to :func:`load_ir`.
+    ``progress`` is told each stage as it starts; ``frontend`` and ``weights`` go to :func:`load_ir`;
+    ``disabled`` names optimization passes not to run (:data:`loopc.passes.OPTIMIZATIONS`).
     """
     from loopc.backend.trt.network import to_network
+    from loopc.passes import OPTIMIZATIONS
 
     say = progress or (lambda stage: None)
     start = time.perf_counter()
@@ -101,10 +108,11 @@ def compile(  # noqa: A001  (the public name users expect)
     if dump_ir:
         dump_ir("frontend", format_graph(ir.graph))
     say("canonicalizing loops")
-    stats = optimize(ir, (lambda name, g: dump_ir(name, format_graph(g))) if dump_ir else None, max_trips)
+    stats = optimize(ir, (lambda name, g: dump_ir(name, format_graph(g))) if dump_ir else None, max_trips, disabled)
     say("converting to a TensorRT network")
     session, network = to_network(ir)
-    report = BuildReport(ir.source, passes=stats, layers=network.num_layers)
+    report = BuildReport(ir.source, passes=stats, layers=network.num_layers,
+                         optimizations={name: name not in disabled for name in OPTIMIZATIONS})
     report.loops = describe_network(network).loops
     report.compile_seconds = time.perf_counter() - start
     return Compiled(ir, session, network, report)
@@ -124,6 +132,7 @@ def build(
     warn: Callable[[str], None] | None = None,
     frontend: str | None = None,
     weights: str | os.PathLike[str] | None = None,
+    disabled: Collection[str] = (),
 ) -> BuildReport:
     """Compile ``model`` and write the serialized engine to ``output`` (checked first; see :class:`OutputFile`).
 
@@ -134,7 +143,7 @@ def build(
     plan_file = output if isinstance(output, OutputFile) else OutputFile(output)
     examples = load_arrays(inputs) if isinstance(inputs, (str, os.PathLike)) else dict(inputs or {})
     compiled = compile(model, max_trips=max_trips, dump_ir=dump_ir, progress=progress, frontend=frontend,
-                       weights=weights)
+                       weights=weights, disabled=disabled)
     return build_compiled(compiled, plan_file, shapes=shapes, inputs=examples, target=target, fp16=fp16,
                           progress=progress, warn=warn)
 

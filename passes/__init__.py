@@ -5,6 +5,8 @@ One module per pass; :func:`default_passes` is the pipeline ``loopc build`` runs
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from loopc.passes.constant_folding import ConstantFolding
 from loopc.passes.counted_loops import CountedLoops
 from loopc.passes.dead_code import DeadCode
@@ -12,8 +14,11 @@ from loopc.passes.float_trip_count import FloatTripCount
 from loopc.passes.gather_to_iterator import GatherToIterator
 from loopc.passes.growing_concat import GrowingConcat
 from loopc.passes.identities import Identities
+from loopc.passes.inline_one_trip import InlineOneTrip
 from loopc.passes.invariants import Invariants
+from loopc.passes.loop_distribution import LoopDistribution
 from loopc.passes.manager import Pass, PassManager, PassResult
+from loopc.passes.scatter_to_concat import ScatterToConcat
 from loopc.passes.sequence_accumulation import SequenceAccumulation
 from loopc.passes.shape_refinement import ShapeRefinement
 from loopc.passes.static_conditionals import StaticConditionals
@@ -21,19 +26,28 @@ from loopc.passes.trip_limits import TripLimits
 from loopc.passes.unroll import Unroll
 from loopc.passes.while_outputs import WhileOutputs
 
-__all__ = ["ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "Invariants", "Pass", "PassManager", "PassResult",
-           "SequenceAccumulation", "ShapeRefinement", "StaticConditionals", "TripLimits", "Unroll", "WhileOutputs", "default_passes"]
+__all__ = ["ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult",
+           "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "StaticConditionals", "TripLimits", "Unroll", "WhileOutputs", "default_passes"]
 
 
-def default_passes(max_trips: int | None = None) -> list[Pass]:
-    """The canonicalization pipeline, in the order that lets each pass feed the next.
+#: Passes that only make loops faster: each can be switched off (``--disable NAME``; ``-O0``: all of them).
+OPTIMIZATIONS = ("inline-one-trip", "scatter-to-concat", "loop-distribution")
+
+
+def default_passes(max_trips: int | None = None, disabled: Collection[str] = ()) -> list[Pass]:
+    """The canonicalization pipeline, in the order that lets each pass feed the next, without the
+    optimizations named in ``disabled`` (see :data:`OPTIMIZATIONS`; the others are needed to build).
 
     ``max_trips`` is the user's bound on while loops' trips (``--max-trips``), never a guess. Dead
     code goes early too: the accumulation passes count a carried value's readers, and unrolling and
     while-outputs refuse what they cannot express, so no dead reader may be left for them to see.
     """
-    return [
-        ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), Invariants(), CountedLoops(), TripLimits(), DeadCode(),
-        SequenceAccumulation(), GrowingConcat(), Unroll(), GatherToIterator(), FloatTripCount(max_trips),
+    unknown = sorted(set(disabled) - set(OPTIMIZATIONS))
+    if unknown:
+        raise ValueError(f"cannot disable {', '.join(unknown)}: the optimizations are {', '.join(OPTIMIZATIONS)}")
+    passes: list[Pass] = [
+        ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
+        SequenceAccumulation(), GrowingConcat(), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), FloatTripCount(max_trips),
         WhileOutputs(max_trips), DeadCode(),
     ]
+    return [p for p in passes if p.name not in disabled]

@@ -25,7 +25,7 @@ class Unroll:
         unrolled = 0
         for g, node in graph.structured():
             if isinstance(node, Loop) and self._wanted(node):
-                self._unroll(g, node)
+                unroll(g, node)
                 unrolled += 1
         return PassResult(graph, unrolled > 0, {"loops": unrolled} if unrolled else {})
 
@@ -34,7 +34,7 @@ class Unroll:
         changing = [r for r in loop.recurrences if _grows(r) or _shape_changes(r.init, r.next)]
         if not changing:
             return False
-        reason = _cannot_unroll(loop)
+        reason = cannot_unroll(loop)
         if reason is None:
             return True
         growing = next((r for r in changing if _grows(r)), None)
@@ -46,52 +46,54 @@ class Unroll:
                             f"when {reason}")
         return False
 
-    def _unroll(self, outer: Graph, loop: Loop) -> None:
-        trips = int(np.asarray(constant_value(loop.trip_count)).reshape(-1)[0])
-        emitted: list[Node] = []
-        states = [r.init for r in loop.recurrences]
-        collected: list[list[Value]] = [[] for _ in loop.loop_outputs]
-        for i in range(trips):
-            mapping: dict[int, Value] = {id(r.state): s for r, s in zip(loop.recurrences, states)}
-            index = _const(emitted, f"{loop.name}_t{i}", np.array(i, np.int64))
-            if loop.counter is not None:
-                mapping[id(loop.counter)] = index
-            for it in loop.iterators:
-                at = index if not it.reverse else _const(emitted, f"{loop.name}_r{i}", np.array(-1 - i, np.int64))
-                element = Value(f"{it.param.name}_t{i}", it.param.dtype, it.param.shape)
-                emitted.append(Node("Gather", [it.source, at], [element], {"axis": it.axis}))
-                mapping[id(it.param)] = element
-            for node in loop.body.nodes:
-                outputs = [Value(f"{v.name}_t{i}", v.dtype, v.shape) for v in node.outputs]
-                inputs = [None if v is None else mapping.get(id(v), v) for v in node.inputs]
-                emitted.append(Node(node.op, inputs, outputs, dict(node.attrs), origin=node.origin))
-                mapping.update({id(old): new for old, new in zip(node.outputs, outputs)})
-            for values, out in zip(collected, loop.loop_outputs):
-                values.append(mapping.get(id(out.value), out.value))
-            states = [mapping.get(id(r.next), r.next) for r in loop.recurrences]
-        finals = {id(r.state): s for r, s in zip(loop.recurrences, states)}
-        results: list[tuple[Value, Value]] = []
+
+def unroll(outer: Graph, loop: Loop) -> None:
+    """Replace ``loop`` (constant trip count, no condition, no nested graphs) by its trips' bodies in ``outer``."""
+    trips = int(np.asarray(constant_value(loop.trip_count)).reshape(-1)[0])
+    emitted: list[Node] = []
+    states = [r.init for r in loop.recurrences]
+    collected: list[list[Value]] = [[] for _ in loop.loop_outputs]
+    for i in range(trips):
+        mapping: dict[int, Value] = {id(r.state): s for r, s in zip(loop.recurrences, states)}
+        index = _const(emitted, f"{loop.name}_t{i}", np.array(i, np.int64))
+        if loop.counter is not None:
+            mapping[id(loop.counter)] = index
+        for it in loop.iterators:
+            at = index if not it.reverse else _const(emitted, f"{loop.name}_r{i}", np.array(-1 - i, np.int64))
+            element = Value(f"{it.param.name}_t{i}", it.param.dtype, it.param.shape)
+            emitted.append(Node("Gather", [it.source, at], [element], {"axis": it.axis}))
+            mapping[id(it.param)] = element
+        for node in loop.body.nodes:
+            outputs = [Value(f"{v.name}_t{i}", v.dtype, v.shape) for v in node.outputs]
+            inputs = [None if v is None else mapping.get(id(v), v) for v in node.inputs]
+            emitted.append(Node(node.op, inputs, outputs, dict(node.attrs), origin=node.origin))
+            mapping.update({id(old): new for old, new in zip(node.outputs, outputs)})
         for values, out in zip(collected, loop.loop_outputs):
-            if out.kind == "last":
-                results.append((out.result, finals[id(out.value)]))
-                continue
-            ordered = values[::-1] if out.kind == "reverse" else values
-            axes = _const(emitted, f"{out.result.name}_axes", np.array([out.axis], np.int64))
-            pieces = []
-            for k, v in enumerate(ordered):
-                piece = Value(f"{out.result.name}_{k}", v.dtype, None)
-                emitted.append(Node("Unsqueeze", [v, axes], [piece]))
-                pieces.append(piece)
-            joined = Value(f"{out.result.name}_unrolled", out.result.dtype, out.result.shape)
-            emitted.append(Node("Concat", pieces, [joined], {"axis": out.axis}))
-            results.append((out.result, joined))
-        outer.insert_before(loop, emitted)
-        for old, new in results:
-            old.replace_all_uses_with(new)
-        outer.remove(loop)
+            values.append(mapping.get(id(out.value), out.value))
+        states = [mapping.get(id(r.next), r.next) for r in loop.recurrences]
+    finals = {id(r.state): s for r, s in zip(loop.recurrences, states)}
+    results: list[tuple[Value, Value]] = []
+    for values, out in zip(collected, loop.loop_outputs):
+        if out.kind == "last":
+            results.append((out.result, finals[id(out.value)]))
+            continue
+        ordered = values[::-1] if out.kind == "reverse" else values
+        axes = _const(emitted, f"{out.result.name}_axes", np.array([out.axis], np.int64))
+        pieces = []
+        for k, v in enumerate(ordered):
+            piece = Value(f"{out.result.name}_{k}", v.dtype, None)
+            emitted.append(Node("Unsqueeze", [v, axes], [piece]))
+            pieces.append(piece)
+        joined = Value(f"{out.result.name}_unrolled", out.result.dtype, out.result.shape)
+        emitted.append(Node("Concat", pieces, [joined], {"axis": out.axis}))
+        results.append((out.result, joined))
+    outer.insert_before(loop, emitted)
+    for old, new in results:
+        old.replace_all_uses_with(new)
+    outer.remove(loop)
 
 
-def _cannot_unroll(loop: Loop) -> str | None:
+def cannot_unroll(loop: Loop) -> str | None:
     """Why ``loop`` cannot be unrolled here, or None."""
     count = constant_value(loop.trip_count)
     if count is None or loop.condition is not None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pathlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -29,6 +29,26 @@ def frontend_options(command: F) -> F:
     """``--frontend`` and ``--weights``, shared by the commands that import a model with loopc."""
     command = click.option("--weights", type=click.Path(dir_okay=False), help=WEIGHTS_HELP)(command)
     return click.option("--frontend", type=click.Choice(FRONTENDS), help=FRONTEND_HELP)(command)
+
+
+def _disabled(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """-O0 and --disable, folded into one tuple of optimization passes not to run."""
+    from loopc.passes import OPTIMIZATIONS
+
+    level, names = ctx.params.pop("opt_level", 1), tuple(value or ())
+    return tuple(OPTIMIZATIONS) if level == 0 else names
+
+
+def optimization_options(command: F) -> F:
+    """``-O0`` and ``--disable PASS``: the optimization passes to leave out (the report lists which ran)."""
+    from loopc.passes import OPTIMIZATIONS
+
+    command = click.option(
+        "--disable", "disabled", multiple=True, type=click.Choice(OPTIMIZATIONS), callback=_disabled,
+        help="Leave out this optimization pass (repeatable).")(command)
+    return click.option("-O", "opt_level", type=click.IntRange(0, 1), default=1, show_default=True, is_eager=True,
+                        expose_value=False, callback=lambda ctx, param, value: ctx.params.update(opt_level=value),
+                        help="Optimization level: -O0 runs only the passes a build needs.")(command)
 
 
 def _tensor_limit(ctx: click.Context, param: click.Parameter, text: str | None) -> None:
@@ -81,13 +101,14 @@ def _dump_ir(stage: str, text: str) -> None:
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write a JSON build report here.")
 @click.option("--dump-ir", is_flag=True, help="Print the IR after the frontend and after each pass that changes it.")
+@optimization_options
 @frontend_options
 @limit_option
 @verbose_option
 def build(
     model: str, output: str, shapes: str | None, min_shapes: str | None, opt_shapes: str | None,
     max_shapes: str | None, inputs_path: str | None, target: str | None, fp16: bool, max_trips: int | None,
-    report_path: str | None, dump_ir: bool, frontend: str | None, weights: str | None,
+    report_path: str | None, dump_ir: bool, disabled: tuple[str, ...], frontend: str | None, weights: str | None,
 ) -> None:
     """Compile MODEL into a TensorRT engine whose loops are TensorRT loops.
 
@@ -106,7 +127,7 @@ def build(
                           max_trips=max_trips, dump_ir=_dump_ir if dump_ir else None,
                           progress=lambda stage: click.echo(f"loopc: {stage} ...", err=True),
                           warn=lambda message: click.echo(f"loopc: warning: {message}", err=True),
-                          frontend=frontend, weights=weights)
+                          frontend=frontend, weights=weights, disabled=disabled)
     say = _teller(plan_file, report_file)
     for loop in report.all_loops():
         say(
@@ -130,11 +151,12 @@ def build(
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 @click.option("--dump-ir", is_flag=True, help="Also print the IR after the frontend and after each pass.")
+@optimization_options
 @frontend_options
 @limit_option
 @verbose_option
-def inspect(model: str, fmt: str, output: str | None, max_trips: int | None, dump_ir: bool, frontend: str | None,
-            weights: str | None) -> None:
+def inspect(model: str, fmt: str, output: str | None, max_trips: int | None, dump_ir: bool, disabled: tuple[str, ...],
+            frontend: str | None, weights: str | None) -> None:
     """Show MODEL's loops: as loopc sees them after canonicalization, and as the TensorRT network holds
     them (trip limits, iterators, recurrences, outputs, work per iteration, critical path)."""
     from loopc.compiler import compile as compile_model
@@ -145,7 +167,7 @@ def inspect(model: str, fmt: str, output: str | None, max_trips: int | None, dum
     if out_file:
         _outputs(out_file, reads=(model, weights))
     compiled = compile_model(model, max_trips=max_trips, dump_ir=_dump_ir if dump_ir else None, frontend=frontend,
-                             weights=weights)
+                             weights=weights, disabled=disabled)
     info = NetworkInfo(compiled.report.layers, compiled.report.loops)
     name = pathlib.Path(model).name
     if fmt == "text":

@@ -22,14 +22,15 @@ HEADER = '<ir_version: 8, opset_import: ["" : 17]>'
 X = np.random.default_rng(0).standard_normal((12, 3)).astype(np.float32)
 
 
-def check(text: str, feeds: dict[str, np.ndarray], limits: list[str], max_trips: int | None = None) -> None:
-    """Build with the real builder, simulate, compare with onnxruntime; check the loop's trip limits."""
+def check(text: str, feeds: dict[str, np.ndarray], limits: list[str] | None, max_trips: int | None = None) -> None:
+    """Build with the real builder, simulate, compare with onnxruntime; check the loop's trip limits
+    (None: a loop of one trip, inlined)."""
     model = onnx.parser.parse_model(text)
     onnx.checker.check_model(model)
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     expected = dict(zip([o.name for o in session.get_outputs()], session.run(None, feeds)))
     compiled = compile(model, max_trips=max_trips)
-    assert [loop.trip_limits for loop in compiled.report.loops] == [limits]
+    assert [loop.trip_limits for loop in compiled.report.loops] == ([limits] if limits is not None else [])
     cfg = builder_config(compiled.session)
     pin_profile(compiled.session, compiled.network, cfg, feeds)
     assert build_serialized(compiled.session, compiled.network, cfg)
@@ -69,7 +70,8 @@ def tf_while(compare: str = "Less", start: int = 0, step: int = 1, bound: str = 
     ids=["lt", "lt-fraction", "le-step2", "le-step2-exact", "gt-down", "ge-down", "already-past"],
 )
 def test_tf2onnx_float_compare_of_a_carried_counter_is_a_count(compare: str, start: int, step: int, bound: str) -> None:
-    check(tf_while(compare, start, step, bound), {"x": X, "go": np.array(True)}, ["kCOUNT"])
+    one_trip = start == 20  # the count is 1 (the body runs before the test): the loop is inlined
+    check(tf_while(compare, start, step, bound), {"x": X, "go": np.array(True)}, None if one_trip else ["kCOUNT"])
 
 
 def test_a_false_initial_condition_still_runs_no_trip() -> None:

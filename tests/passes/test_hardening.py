@@ -155,7 +155,9 @@ def test_forty_nested_loops_compile_and_match_the_loop_semantics():
 def test_deep_nesting_keeps_the_nesting_and_drops_the_dead_carries():
     graph = PassManager(default_passes()).run(nested_ir(40))
     loops = [node for _, node in graph.walk() if isinstance(node, Loop)]
-    assert len(loops) == 40
+    # the innermost levels run one trip each and are inlined, one level out per round, up to the
+    # deepest level that runs twice
+    assert len(loops) == 1 + max(level for level in range(40) if trips_at(level) > 1)
     assert all(len(loop.recurrences) == 1 for loop in loops)  # the dead value is gone at every level
     assert all(not any(n.op == "Constant" for n in loop.body.nodes) for loop in loops)  # hoisted all the way
 

@@ -360,10 +360,11 @@ def _loop(em: Emitter, spec: Spec, dirs: list[int], want_y: bool) -> list[list[V
     if want_y:
         for k, d in enumerate(dirs):
             y_k = bem.op("Gather", [y_t, bem.const(k, np.int64)], {"axis": 0}, dtype=dtype) if stacked else y_t
-            ys[k] = Value(em.name(f"y{d}"), dtype, (seq, batch, hidden) if spec.layout == 0 else (batch, seq, hidden))
+            stacked_y = Value(em.name(f"y{d}"), dtype, (seq, batch, hidden) if spec.layout == 0 else (batch, seq, hidden))
             # Iterating backwards and emitting with kREVERSE puts step t's state at position t, as
             # ONNX's reverse direction does.
-            outputs.append(LoopOutput("reverse" if backwards[k] else "concat", y_k, ys[k], spec.time_axis))
+            outputs.append(LoopOutput("reverse" if backwards[k] else "concat", y_k, stacked_y, spec.time_axis))
+            ys[k] = stacked_y
     loop = Loop(body, trip_count=em.dim(spec.x, spec.time_axis), counter=counter, iterators=iterators,
                 recurrences=recurrences, loop_outputs=outputs,
                 name=em.name("_".join(f"dir{d}" for d in dirs)), origin=em.origin)

@@ -1,0 +1,215 @@
+"""A loop body's node rewritten to run all trips at once, on values with a new leading trip axis.
+
+Loop distribution moves iteration-parallel work out of a loop: a node that ran once per trip on
+per-trip values runs once on their stack (``[trips, ...]``). Each op needs its own rule, since its
+axes move by one and operands that do not carry the trip axis must still broadcast as they did:
+
+* elementwise ops: a stacked operand of lower rank than the result is unsqueezed after the trip
+  axis, so the result's own axes line up as they did on one trip;
+* MatMul and Gemm: the stacked operand keeps its matrix axes last; Gemm becomes MatMul (plus alpha,
+  beta and C), since a Gemm takes only matrices;
+* ops with axes (Transpose, Unsqueeze, Squeeze, Concat, Split, Softmax, Gather, Slice, reductions):
+  a non-negative axis moves up by one; a negative one counts from the end and stays;
+* Reshape gets a leading 0 (copy the trip dim): its other zeros still copy the dims they did;
+  Expand a leading 1, its operand padded as an elementwise one.
+
+An op without a rule, or one whose rule needs what is unknown (a rank, axes that are not constants,
+the trip axis itself reduced or reshaped away), is refused: ``batch_node`` returns None.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from loopc.ir import Node, Value, constant_value
+from loopc.ir.core import Dim
+from loopc.passes._util import constant
+
+ELEMENTWISE = frozenset({
+    "Abs", "Acos", "Asin", "Atan", "Cast", "Ceil", "Celu", "Cos", "Cosh", "Elu", "Erf", "Exp", "Floor", "Gelu",
+    "HardSigmoid", "HardSwish", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Log", "Mish", "Neg", "Not",
+    "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt",
+    "Tan", "Tanh", "ThresholdedRelu",
+    "Add", "And", "Div", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Max", "Mean", "Min", "Mod",
+    "Mul", "Or", "Pow", "PRelu", "Sub", "Sum", "Where", "Xor",
+})
+#: ops with one ``axis`` attribute (default 0 unless listed) on their first input
+_AXIS_ATTR = {"Concat": 0, "Split": 0, "Softmax": -1, "LogSoftmax": -1, "Gather": 0, "ArgMax": 0, "ArgMin": 0}
+_REDUCE = frozenset({"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
+                     "ReduceLogSumExp", "ReduceSumSquare"})
+#: operands that must stay per-loop (not stacked): shapes, axes, bounds and split sizes
+_FIXED_OPERANDS = {"Clip": (1, 2), "Reshape": (1,), "Expand": (1,), "Unsqueeze": (1,), "Squeeze": (1,), "Split": (1,),
+                   "Slice": (1, 2, 3, 4), "Gather": (1,), **{op: (1,) for op in _REDUCE}}
+#: ops whose results are heavy enough to be worth moving a loop's work for
+MATRIX_OPS = frozenset({"MatMul", "Gemm", "Einsum", "Conv", "ConvTranspose"})
+
+
+def batchable(node: Node) -> bool:
+    """Whether ``node``'s op has a rule here (its operands may still refuse)."""
+    return node.op in ELEMENTWISE or node.op in _AXIS_ATTR or node.op in _REDUCE or node.op in (
+        "MatMul", "Gemm", "Transpose", "Unsqueeze", "Squeeze", "Reshape", "Expand", "Slice", "Clip")
+
+
+def batch_node(node: Node, inputs: list[Value | None], stacked: list[bool], trips: Dim) -> tuple[list[Node], list[Value]] | None:
+    """Nodes computing ``node``'s results for all trips from ``inputs`` (``stacked[k]``: input k has the
+    trip axis in front; the others are read as they were), and those results, or None when ``node``
+    cannot be stacked. ``trips`` is the trip axis's length as far as known (for the results' types)."""
+    ranks = [_rank(v) for v in node.inputs]
+    out_ranks = [_rank(v) for v in node.outputs]
+    if not any(stacked) or any(r is None for r, s in zip(ranks, stacked) if s) or None in out_ranks:
+        return None
+    if any(stacked[k] for k in _FIXED_OPERANDS.get(node.op, ()) if k < len(stacked)):
+        return None
+    nodes: list[Node] = []
+    outputs = [Value(f"{v.name}_all", v.dtype, None if v.shape is None else (trips, *v.shape)) for v in node.outputs]
+    attrs = dict(node.attrs)
+    operands = list(inputs)
+    op = node.op
+    if op in ELEMENTWISE or op == "Clip":
+        rank = out_ranks[0]
+        assert rank is not None
+        operands = [_pad(nodes, v, ranks[k], rank) if stacked[k] and v is not None else v
+                    for k, v in enumerate(operands)]
+    elif op == "MatMul":
+        matmul = _matmul(nodes, operands, stacked, ranks, out_ranks[0])
+        if matmul is None:
+            return None
+        operands = matmul
+    elif op == "Gemm":
+        return _gemm(node, nodes, operands, stacked, outputs[0])
+    elif op == "Transpose":
+        rank = ranks[0]
+        assert rank is not None
+        perm = attrs.get("perm", list(range(rank))[::-1])
+        attrs["perm"] = [0] + [int(p) % rank + 1 for p in perm]
+    elif op in ("Unsqueeze", "Squeeze") or op in _REDUCE:
+        axes_at = 1 if len(node.inputs) > 1 else None
+        axes = constant_value(node.inputs[1]) if axes_at else attrs.get("axes")
+        if axes is None:  # all axes (Squeeze of every 1, a full reduction): the trip axis would go too
+            return None
+        shifted = [_shift(int(a)) for a in np.asarray(axes).reshape(-1)]
+        if axes_at:
+            operands[1] = constant(nodes, f"{node.outputs[0].name}_axes_all", np.array(shifted, np.int64))
+        else:
+            attrs["axes"] = shifted
+    elif op in _AXIS_ATTR:
+        if op == "Gather" and stacked[0] is False:
+            return None
+        attrs["axis"] = _shift(int(attrs.get("axis", _AXIS_ATTR[op])))
+    elif op == "Slice":
+        if not _slice(node, nodes, operands):
+            return None
+    elif op == "Reshape":
+        if int(attrs.get("allowzero", 0)) or operands[1] is None:
+            return None
+        operands[1] = _lead(nodes, operands[1], 0, f"{node.outputs[0].name}_shape_all")
+    elif op == "Expand":
+        rank = out_ranks[0]
+        if operands[1] is None or stacked[1] or rank is None:
+            return None
+        operands[0] = _pad(nodes, operands[0], ranks[0], rank) if operands[0] is not None else None
+        operands[1] = _lead(nodes, operands[1], 1, f"{node.outputs[0].name}_shape_all")
+    else:
+        return None
+    nodes.append(Node(op, operands, outputs, attrs, name=f"{node.name}_all", origin=node.origin))
+    return nodes, outputs
+
+
+def _lead(nodes: list[Node], shape: Value, dim: int, name: str) -> Value:
+    """A shape operand with ``dim`` in front (Reshape's 0 copies the trip dim, Expand's 1 keeps it)."""
+    known = constant_value(shape)
+    if known is not None:
+        return constant(nodes, name, np.concatenate([[dim], np.asarray(known, np.int64).reshape(-1)]).astype(np.int64))
+    led = Value(name, shape.dtype, None)
+    nodes.append(Node("Concat", [constant(nodes, f"{name}_lead", np.array([dim], np.int64)), shape], [led], {"axis": 0}))
+    return led
+
+
+def _rank(value: Value | None) -> int | None:
+    return len(value.shape) if value is not None and value.shape is not None else None
+
+
+def _shift(axis: int) -> int:
+    """A per-trip axis on the stacked value: counted from the front it moves past the trip axis."""
+    return axis + 1 if axis >= 0 else axis
+
+
+def _pad(nodes: list[Node], value: Value, rank: int | None, to: int | None) -> Value:
+    """A stacked ``value`` of per-trip ``rank`` with 1s after the trip axis up to per-trip rank ``to``, so
+    that it broadcasts against the others as it did on one trip."""
+    assert rank is not None and to is not None
+    if rank >= to:
+        return value
+    axes = constant(nodes, f"{value.name}_pad_axes", np.arange(1, to - rank + 1, dtype=np.int64))
+    padded = Value(f"{value.name}_padded", value.dtype,
+                   None if value.shape is None else (value.shape[0], *([1] * (to - rank)), *value.shape[1:]))
+    nodes.append(Node("Unsqueeze", [value, axes], [padded]))
+    return padded
+
+
+def _matmul(nodes: list[Node], operands: list[Value | None], stacked: list[bool], ranks: list[int | None],
+            out_rank: int | None) -> list[Value | None] | None:
+    """MatMul's operands stacked so their matrix axes stay last. A stacked vector (per-trip rank 1) is a
+    matrix of trips only against a plain matrix: [trips, K]·[K, N] is each trip's [K]·[K, N]."""
+    a, b = operands
+    ra, rb = ranks
+    if a is None or b is None or ra is None or rb is None or out_rank is None:
+        return None
+    if stacked[0] and ra == 1:
+        return [a, b] if not stacked[1] and rb == 2 else None
+    if stacked[1] and rb == 1:
+        return None
+    to = max(out_rank, 2)
+    return [_pad(nodes, a, ra, to) if stacked[0] else a, _pad(nodes, b, rb, to) if stacked[1] else b]
+
+
+def _gemm(node: Node, nodes: list[Node], operands: list[Value | None], stacked: list[bool],
+          result: Value) -> tuple[list[Node], list[Value]] | None:
+    """``alpha·A'·B' + beta·C`` as MatMul, Mul and Add: a Gemm takes matrices, not stacks of them."""
+    a, b = operands[0], operands[1]
+    c = operands[2] if len(operands) > 2 else None
+    if a is None or b is None or (c is not None and stacked[2]):
+        return None
+    name = node.outputs[0].name
+    dtype = node.outputs[0].dtype
+
+    def transposed(value: Value, is_stacked: bool, tag: str) -> Value:
+        out = Value(f"{name}_{tag}_t", value.dtype, None)
+        nodes.append(Node("Transpose", [value], [out], {"perm": [0, 2, 1] if is_stacked else [1, 0]}))
+        return out
+
+    if int(node.attrs.get("transA", 0)):
+        a = transposed(a, stacked[0], "a")
+    if int(node.attrs.get("transB", 0)):
+        b = transposed(b, stacked[1], "b")
+    alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
+    product = result if c is None and alpha == 1.0 else Value(f"{name}_product", dtype, None)
+    nodes.append(Node("MatMul", [a, b], [product], name=f"{node.name}_all", origin=node.origin))
+    if alpha != 1.0:
+        scaled = result if c is None else Value(f"{name}_scaled", dtype, None)
+        nodes.append(Node("Mul", [product, constant(nodes, f"{name}_alpha", np.array(alpha, dtype))], [scaled]))
+        product = scaled
+    if c is not None:
+        if beta != 1.0:
+            c_scaled = Value(f"{name}_c_scaled", dtype, None)
+            nodes.append(Node("Mul", [c, constant(nodes, f"{name}_beta", np.array(beta, dtype))], [c_scaled]))
+            c = c_scaled
+        nodes.append(Node("Add", [product, c], [result]))
+    return nodes, [result]
+
+
+def _slice(node: Node, nodes: list[Node], operands: list[Value | None]) -> bool:
+    """Slice's axes (explicit, or 0.. for as many as starts) moved past the trip axis."""
+    starts = constant_value(node.inputs[1])
+    axes: Any = constant_value(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] is not None else None
+    if axes is None:
+        if len(node.inputs) > 3 and node.inputs[3] is not None or starts is None:
+            return False  # axes given but not constant, or too little known to list the default ones
+        axes = np.arange(np.asarray(starts).size)
+    shifted = np.array([_shift(int(a)) for a in np.asarray(axes).reshape(-1)], np.int64)
+    while len(operands) < 4:
+        operands.append(None)
+    operands[3] = constant(nodes, f"{node.outputs[0].name}_axes_all", shifted)
+    return True

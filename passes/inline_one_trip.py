@@ -1,0 +1,32 @@
+"""Inline a loop that runs exactly one trip: its body, run once, in place of the loop.
+
+``nn.LSTMCell`` exports as an ONNX LSTM of sequence length 1, which loopc lowers to a loop; in a
+user's time loop that is a nested loop launched every step. Inlined, it costs no loop, and its work
+joins the enclosing trip, where the other passes (loop distribution above all) can see it. The
+loop must have a constant trip count of 1, no condition and no nested graphs (as unrolling needs).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loopc.ir import Graph, Loop, constant_value
+from loopc.passes.manager import PassResult
+from loopc.passes.unroll import cannot_unroll, unroll
+
+
+class InlineOneTrip:
+    name = "inline-one-trip"
+
+    def __call__(self, graph: Graph) -> PassResult:
+        inlined = 0
+        for outer, node in graph.structured():
+            if isinstance(node, Loop) and _one_trip(node) and cannot_unroll(node) is None:
+                unroll(outer, node)
+                inlined += 1
+        return PassResult(graph, inlined > 0, {"loops": inlined} if inlined else {})
+
+
+def _one_trip(loop: Loop) -> bool:
+    count = constant_value(loop.trip_count)
+    return count is not None and np.asarray(count).size == 1 and int(np.asarray(count).reshape(-1)[0]) == 1

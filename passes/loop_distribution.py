@@ -1,0 +1,269 @@
+"""Loop distribution: a loop's iteration-parallel work runs once, batched over all trips, outside it.
+
+A loop is as fast as its serial chain, so work that does not depend on the carried state should not
+be in it. The body splits into three parts:
+
+* **before**: nodes that read only iterators and invariants (``x[t]·Wᵀ``, a projection, a feature
+  map of the input). They run once before the loop on the iterators' whole sources — the trip axis
+  in front — and the loop iterates over their results. Invariant-only nodes move out as they are.
+* **core**: what the recurrences, the condition and the trip count depend on. It stays.
+* **after**: nodes whose results feed only concatenated outputs (a per-step output head). The loop
+  emits their per-trip operands instead, and they run once after it on the stacked values.
+
+Legal under early exit: the before part computes every element of its sources, also for trips a
+while loop never runs, so it holds only ops that cannot fail or trap (:mod:`loopc.passes._batching`'s
+pure tensor ops); the after part sees exactly the stacked trips that ran. Iterators read backwards
+stay backwards over the batched values, and a before node may combine only iterators of one
+direction whose lengths are provably equal.
+
+The cost model: a part moves only if it holds a matrix product (what it saves), and nothing is
+batched whose stacked size is known to pass :data:`MAX_BATCHED_BYTES`. Only loops at the top level
+are distributed: a batched value feeding a nested loop's iterator would sit in the enclosing body,
+which TensorRT's builder handles poorly (see :mod:`loopc.passes.gather_to_iterator`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Value, constant_value
+from loopc.ir.core import Dim
+from loopc.passes._batching import MATRIX_OPS, batch_node, batchable
+from loopc.passes.manager import PassResult
+
+#: Largest stack of one value the pass creates, when its size is known.
+MAX_BATCHED_BYTES = 256 * 2**20
+
+
+@dataclass(frozen=True)
+class _Space:
+    """Where a stacked value's trip axis comes from: an iterator's source length and direction."""
+
+    length: Dim | object
+    reverse: bool
+
+
+class LoopDistribution:
+    name = "loop-distribution"
+
+    def __call__(self, graph: Graph) -> PassResult:
+        stats = {"hoisted": 0, "before": 0, "after": 0}
+        for outer, node in list(graph.structured()):
+            if isinstance(node, Loop) and outer is graph:
+                hoisted, before, after = _Distribution(outer, node).run()
+                stats["hoisted"] += hoisted
+                stats["before"] += before
+                stats["after"] += after
+        stats = {k: v for k, v in stats.items() if v}
+        return PassResult(graph, bool(stats), stats)
+
+
+class _Distribution:
+    def __init__(self, outer: Graph, loop: Loop) -> None:
+        self.outer = outer
+        self.loop = loop
+        self.inner = {id(v) for v in loop.body.inputs}
+        for _, n in loop.body.walk():
+            self.inner.update(id(v) for v in n.outputs)
+
+    def run(self) -> tuple[int, int, int]:
+        return self._hoist_invariants(), self._before(), self._after()
+
+    # ------------------------------------------------------------------------------ invariants
+
+    def _hoist_invariants(self) -> int:
+        """Nodes that read only outer values run once, before the loop (Constants are Invariants'), if
+        they cannot fail: a loop may run no trip."""
+        moving = []
+        for node in self.loop.body.nodes:
+            if node.op == "Constant" or self.loop.condition in node.outputs or not _cannot_fail(node):
+                continue
+            if all(v is None or id(v) not in self.inner for v in node.inputs):
+                moving.append(node)
+                self.inner.difference_update(id(v) for v in node.outputs)
+        if moving:
+            self.outer.insert_before(self.loop, moving)
+        return len(moving)
+
+    # --------------------------------------------------------------------------------- before
+
+    def _before(self) -> int:
+        loop = self.loop
+        spaces: dict[int, _Space] = {}
+        for it in loop.iterators:
+            spaces[id(it.param)] = _Space(_length(it), it.reverse)
+        part: list[Node] = []
+        for node in loop.body.nodes:
+            if node.subgraphs() or not batchable(node) or loop.condition in node.outputs or not _cannot_fail(node):
+                continue
+            reads = [spaces.get(id(v)) for v in node.inputs if v is not None and id(v) in self.inner
+                     and not _constant(v)]
+            if not reads or any(s is None for s in reads) or len(set(reads)) != 1:
+                continue  # reads the core, or nothing stacked, or iterators that do not line up
+            part.append(node)
+            spaces.update((id(v), reads[0]) for v in node.outputs)  # type: ignore[misc]
+        if not any(n.op in MATRIX_OPS for n in part):
+            return 0
+        emitted: list[Node] = []
+        stacked = {id(it.param): _trips_first(emitted, it) for it in loop.iterators}
+        for node in part:
+            made = self._batched(node, stacked, spaces[id(node.outputs[0])].length)
+            if made is None:
+                return 0  # a rule refused: leave the loop as it is (nothing was inserted yet)
+            emitted.extend(made[0])
+            stacked.update((id(old), new) for old, new in zip(node.outputs, made[1]))
+        if not all(_fits(stacked[id(v)]) for n in part for v in n.outputs):
+            return 0
+        self.outer.insert_before(loop, emitted)
+        in_part = {id(n) for n in part}
+        for node in part:
+            for value in node.outputs:
+                if all(id(u.user) in in_part for u in value.uses()):
+                    continue
+                param = Value(f"{value.name}_iter", value.dtype, value.shape)
+                self.inner.add(id(param))
+                value.replace_all_uses_with(param)
+                loop.iterators.append(LoopIterator(param, stacked[id(value)], 0, spaces[id(value)].reverse))
+        for node in reversed(part):
+            loop.body.remove(node)
+        return len(part)
+
+    def _batched(self, node: Node, stacked: dict[int, Value], trips: object) -> tuple[list[Node], list[Value]] | None:
+        """``node`` on stacked operands (a body Constant it reads is copied out with it)."""
+        copies: list[Node] = []
+        inputs = [stacked.get(id(v), v) if v is not None else None for v in node.inputs]
+        inputs = [_outside(copies, v) if v is not None and _constant(v) else v for v in inputs]
+        flags = [v is not None and id(v) in stacked for v in node.inputs]
+        made = batch_node(node, inputs, flags, trips if isinstance(trips, (int, str)) else None)
+        return None if made is None else (copies + made[0], made[1])
+
+    # ---------------------------------------------------------------------------------- after
+
+    def _after(self) -> int:
+        loop = self.loop
+        part: list[Node] = []
+        in_part: set[int] = set()
+        for node in reversed(loop.body.nodes):
+            if node.subgraphs() or not batchable(node):
+                continue
+            if all(value.uses() and all(self._feeds_after(u.user, in_part, value) for u in value.uses())
+                   for value in node.outputs):
+                part.append(node)
+                in_part.add(id(node))
+        part.reverse()
+        if not any(n.op in MATRIX_OPS for n in part):
+            return 0
+        results = {id(v) for n in part for v in n.outputs}
+        kinds = {o.kind for o in loop.loop_outputs if id(o.value) in results}
+        if len(kinds) != 1:
+            return 0
+        kind = kinds.pop()
+        # each per-trip operand the part reads from the loop: emitted stacked by the loop
+        stacked: dict[int, Value] = {}
+        new_outputs: list[LoopOutput] = []
+        for node in part:
+            for v in node.inputs:
+                if v is not None and id(v) in self.inner and id(v) not in results and id(v) not in stacked:
+                    rows = Value(f"{v.name}_rows", v.dtype, None if v.shape is None else (None, *v.shape))
+                    new_outputs.append(LoopOutput(kind, v, rows, 0))
+                    stacked[id(v)] = rows
+        emitted: list[Node] = []
+        for node in part:
+            made = self._batched(node, stacked, None)
+            if made is None:
+                return 0
+            emitted.extend(made[0])
+            stacked.update((id(old), new) for old, new in zip(node.outputs, made[1]))
+        replaced: list[tuple[LoopOutput, Value]] = []
+        for out in loop.loop_outputs:
+            if id(out.value) in results:
+                whole = stacked[id(out.value)]
+                if out.axis != 0:
+                    whole = _trips_to(emitted, whole, out.axis, out.result)
+                replaced.append((out, whole))
+        loop.loop_outputs.extend(new_outputs)
+        self.outer.insert_after(loop, emitted)
+        for out, whole in replaced:
+            loop.loop_outputs.remove(out)
+            out.result.replace_all_uses_with(whole)
+        for node in reversed(part):
+            loop.body.remove(node)
+        return len(part)
+
+    def _feeds_after(self, user: object, in_part: set[int], value: Value) -> bool:
+        """A use that keeps ``value`` in the after part: a node of the part, or concatenated outputs only."""
+        if isinstance(user, Node):
+            return id(user) in in_part
+        loop = self.loop
+        return user is loop.body and value is not loop.condition and all(r.next is not value for r in loop.recurrences) \
+            and all(o.kind != "last" for o in loop.loop_outputs if o.value is value)
+
+
+def _constant(value: Value) -> bool:
+    return value.producer is not None and value.producer.op == "Constant"
+
+
+def _outside(nodes: list[Node], value: Value) -> Value:
+    """A copy of a body Constant, appended to ``nodes``, for the batched nodes outside the loop."""
+    assert value.producer is not None
+    copy = Value(f"{value.name}_out", value.dtype, value.shape)
+    nodes.append(Node("Constant", [], [copy], dict(value.producer.attrs)))
+    return copy
+
+
+def _length(it: LoopIterator) -> object:
+    """The iterator's length, as far as its source's type knows it; two unknown lengths are equal only
+    when they are the same source's same axis."""
+    shape = it.source.shape
+    dim = shape[it.axis] if shape is not None and it.axis < len(shape) else None
+    return dim if dim is not None else (id(it.source), it.axis)
+
+
+def _trips_first(nodes: list[Node], it: LoopIterator) -> Value:
+    """The iterator's source with its iterated axis first (a Transpose appended to ``nodes`` when it is not)."""
+    if it.axis == 0:
+        return it.source
+    shape = it.source.shape
+    assert shape is not None  # the part's nodes needed the param's rank
+    rank = len(shape)
+    perm = [it.axis] + [a for a in range(rank) if a != it.axis]
+    moved = Value(f"{it.source.name}_trips_first", it.source.dtype, tuple(shape[a] for a in perm))
+    nodes.append(Node("Transpose", [it.source], [moved], {"perm": perm}))
+    return moved
+
+
+def _trips_to(nodes: list[Node], value: Value, axis: int, like: Value) -> Value:
+    """A stacked value with its trip axis moved from the front to ``axis`` (a concat output's axis)."""
+    rank = len(value.shape) if value.shape is not None else (len(like.shape) if like.shape is not None else None)
+    assert rank is not None
+    perm = list(range(1, rank))
+    perm.insert(axis, 0)
+    moved = Value(f"{like.name}_placed", value.dtype, like.shape)
+    nodes.append(Node("Transpose", [value], [moved], {"perm": perm}))
+    return moved
+
+
+#: ops that cannot fail on operands that already type-check (Gather is checked on its indices)
+_SAFE_EXTRA = frozenset({"Shape", "Size"})
+
+
+def _cannot_fail(node: Node) -> bool:
+    """Whether ``node`` may run for trips that never run (or in a loop that runs none)."""
+    if node.subgraphs() or not (batchable(node) or node.op in _SAFE_EXTRA):
+        return False
+    if node.op != "Gather":
+        return True
+    data, indices = node.inputs[0], constant_value(node.inputs[1])
+    if data is None or data.shape is None or indices is None:
+        return False
+    length = data.shape[int(node.attrs.get("axis", 0)) % len(data.shape)]
+    return isinstance(length, int) and bool(np.all((-length <= indices) & (indices < length)))
+
+
+def _fits(value: Value) -> bool:
+    dims = [d for d in value.shape or () if isinstance(d, int)]
+    if value.shape is None or value.dtype is None or len(dims) != len(value.shape):
+        return True  # unknown sizes come from the model's inputs, as the iterated source's do
+    return int(np.prod(dims, dtype=np.int64)) * value.dtype.itemsize <= MAX_BATCHED_BYTES

@@ -1,0 +1,137 @@
+"""``out[t] = y`` on a carried buffer becomes a concatenated output.
+
+PyTorch exports ``out = torch.zeros(T, ...); for t in ...: out[t] = y`` as a carried buffer whose next
+value is ``ScatterND(out, [[t]], y)``, with the counter ``t`` as the index. As a recurrence, the
+whole buffer is rewritten every trip and everything that feeds ``y`` stays on the loop's path; as
+a concatenated output of ``y`` the loop only emits rows, and loop distribution can move ``y``'s
+producers after the loop.
+
+Exact when the buffer is written at the trip's own counter and read only for its shape (which a
+ScatterND keeps): after ``n`` trips its rows ``0..n-1`` are the trips' rows and the rest are still
+the initial buffer's, so the result is ``Concat(rows, init[n:])``. The exporter's shape reads
+(``Shape(out)``, ``Shape(out[t])``) become reads of the initial buffer's shape, before the loop.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
+from loopc.passes._util import I64, constant
+from loopc.passes.manager import PassResult
+
+_END = np.iinfo(np.int64).max
+
+
+class ScatterToConcat:
+    name = "scatter-to-concat"
+
+    def __call__(self, graph: Graph) -> PassResult:
+        rewritten = 0
+        for outer, node in graph.structured():
+            if isinstance(node, Loop) and node.counter is not None:
+                for rec in list(node.recurrences):
+                    reads = _buffer_reads(node, rec)
+                    if reads is not None:
+                        _rewrite(outer, node, rec, *reads)
+                        rewritten += 1
+        return PassResult(graph, rewritten > 0, {"buffers": rewritten} if rewritten else {})
+
+
+def _buffer_reads(loop: Loop, rec: Recurrence) -> tuple[Node, list[Node], list[Node]] | None:
+    """(the ScatterND, Shape(buffer) nodes, Gather(buffer, t) nodes read only by Shape) when ``rec`` is a
+    buffer written at the counter and otherwise read for its shape only; else None."""
+    scatter = rec.next.producer
+    if scatter is None or scatter.op != "ScatterND" or scatter.graph is not loop.body or scatter.inputs[0] is not rec.state:
+        return None
+    if scatter.attrs.get("reduction", "none") not in ("none", b"none") or len(rec.next.uses()) != 1:
+        return None
+    if rec.init.shape is None or not rec.init.shape or not _is_counter(scatter.inputs[1], loop.counter):
+        return None
+    update = scatter.inputs[2]
+    if update is None or update.shape is None or len(update.shape) != len(rec.init.shape) or update.shape[0] != 1:
+        return None
+    shapes, rows = [], []
+    for use in rec.state.uses():
+        user = use.user
+        if user is scatter and use.slot == 0:
+            continue
+        if user is loop.body:  # the loop's "last" output of the buffer, and nothing else of the body's
+            if rec.state is loop.condition or any(r.next is rec.state for r in loop.recurrences) \
+                    or any(o.value is rec.state and o.kind != "last" for o in loop.loop_outputs):
+                return None
+            continue
+        if isinstance(user, Node) and user.op == "Shape" and not user.attrs:
+            shapes.append(user)
+        elif isinstance(user, Node) and user.op == "Gather" and user.inputs[1] is loop.counter \
+                and int(user.attrs.get("axis", 0)) == 0 \
+                and all(isinstance(u.user, Node) and u.user.op == "Shape" and not u.user.attrs
+                        for u in user.outputs[0].uses()):
+            rows.append(user)
+        else:
+            return None
+    return scatter, shapes, rows
+
+
+def _is_counter(index: Value | None, counter: Value | None) -> bool:
+    """``index`` is ``[[counter]]``: the counter through Unsqueezes, Reshapes and Casts, shaped [1, 1]."""
+    if index is None or index.shape != (1, 1):
+        return False
+    value: Value | None = index
+    while value is not None and value is not counter:
+        node = value.producer
+        if node is None or node.op not in ("Unsqueeze", "Reshape", "Cast"):
+            return False
+        value = node.inputs[0]
+    return value is counter
+
+
+def _rewrite(outer: Graph, loop: Loop, rec: Recurrence, scatter: Node, shapes: list[Node], rows: list[Node]) -> None:
+    name = rec.state.name
+    before: list[Node] = []
+    whole_shape = Value(f"{name}_shape", I64, (len(rec.init.shape or ()),))
+    before.append(Node("Shape", [rec.init], [whole_shape]))
+    row_shape = Value(f"{name}_row_shape", I64, None)
+    before.append(Node("Slice", [whole_shape, constant(before, f"{name}_one", np.array([1], np.int64)),
+                                 constant(before, f"{name}_end", np.array([_END], np.int64))], [row_shape]))
+    outer.insert_before(loop, before)
+    for node in shapes:
+        node.outputs[0].replace_all_uses_with(whole_shape)
+    for gather in rows:
+        for use in list(gather.outputs[0].uses()):
+            assert isinstance(use.user, Node)
+            use.user.outputs[0].replace_all_uses_with(row_shape)
+    # the row each trip writes: the update without its leading 1
+    update = scatter.inputs[2]
+    assert update is not None and update.shape is not None
+    row = Value(f"{name}_row", update.dtype, update.shape[1:])
+    squeeze: list[Node] = []
+    squeeze.append(Node("Squeeze", [update, constant(squeeze, f"{name}_axis0", np.array([0], np.int64))], [row]))
+    loop.body.insert_before(scatter, squeeze)
+    stacked = Value(f"{name}_rows", update.dtype, None)
+    finals = [o for o in loop.loop_outputs if o.value is rec.state and o.kind == "last"]
+    for out in finals:
+        loop.loop_outputs.remove(out)
+    loop.loop_outputs.append(LoopOutput("concat", row, stacked, 0))
+    readers = [u.user for g in rows for u in list(g.outputs[0].uses()) if isinstance(u.user, Node)]
+    for node in [*shapes, *readers, *rows]:
+        if node.graph is not None:
+            node.graph.remove(node)
+    init = rec.init
+    loop.recurrences.remove(rec)
+    loop.body.remove(scatter)
+    # after n trips: rows 0..n-1 written, the rest as initialized
+    after: list[Node] = []
+    count = Value(f"{name}_count", I64, (1,))
+    stacked_shape = Value(f"{name}_rows_shape", I64, None)
+    after.append(Node("Shape", [stacked], [stacked_shape]))
+    after.append(Node("Slice", [stacked_shape, constant(after, f"{name}_zero", np.array([0], np.int64)),
+                                constant(after, f"{name}_first", np.array([1], np.int64))], [count]))
+    rest = Value(f"{name}_rest", init.dtype, None)
+    after.append(Node("Slice", [init, count, constant(after, f"{name}_rest_end", np.array([_END], np.int64)),
+                                constant(after, f"{name}_rest_axis", np.array([0], np.int64))], [rest]))
+    result = Value(f"{name}_written", init.dtype, init.shape)
+    after.append(Node("Concat", [stacked, rest], [result], {"axis": 0}))
+    outer.insert_after(loop, after)
+    for out in finals:
+        out.result.replace_all_uses_with(result)
