@@ -22,7 +22,10 @@ after another, both directions of a layer in one loop.
 
 Models: the ONNX node tests of LSTM, GRU and RNN; realistic sizes (2 stacked layers, sequence 64,
 batch 4, input 128, hidden 256; forward and bidirectional; LSTM, GRU with linear_before_reset 0 and
-1, RNN); the sample decoders. ``--build`` also times TensorRT's build of both networks, side by side.
+1, RNN); PyTorch time loops around a cell and linear-attention recurrences from the torch corpus
+(their time and batch axes pinned to 64 and 4); the sample decoders. ``--build`` also times
+TensorRT's build of both networks, side by side. The summary also gives MACs per run against the
+parser's and the shape-arithmetic layers left in loopc's loops.
 """
 
 from __future__ import annotations
