@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
+from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value, constant_value
 
 I64 = np.dtype(np.int64)
 
@@ -28,6 +28,12 @@ def replace_all(replacements: dict[Value, Value]) -> int:
             new, seen = replacements[new], seen + 1
         moved += old.replace_all_uses_with(new)
     return moved
+
+
+def constant_trips(loop: Loop) -> int | None:
+    """``loop``'s trip count when it is a constant (as written: not yet saturated), else None."""
+    value = constant_value(loop.trip_count)
+    return None if value is None else int(np.asarray(value).reshape(-1)[0])
 
 
 def constant(nodes: list[Node] | Graph, name: str, array: Any) -> Value:

@@ -8,9 +8,8 @@ loop must have a constant trip count of 1, no condition and no nested graphs (as
 
 from __future__ import annotations
 
-import numpy as np
-
-from loopc.ir import Graph, Loop, constant_value
+from loopc.ir import Graph, Loop
+from loopc.passes._util import constant_trips
 from loopc.passes.manager import PassResult
 from loopc.passes.unroll import cannot_unroll, unroll
 
@@ -21,12 +20,8 @@ class InlineOneTrip:
     def __call__(self, graph: Graph) -> PassResult:
         inlined = 0
         for outer, node in graph.structured():
-            if isinstance(node, Loop) and _one_trip(node) and cannot_unroll(node) is None:
+            if isinstance(node, Loop) and constant_trips(node) == 1 and cannot_unroll(node) is None:
                 unroll(outer, node)
                 inlined += 1
         return PassResult(graph, inlined > 0, {"loops": inlined} if inlined else {})
 
-
-def _one_trip(loop: Loop) -> bool:
-    count = constant_value(loop.trip_count)
-    return count is not None and np.asarray(count).size == 1 and int(np.asarray(count).reshape(-1)[0]) == 1

@@ -12,6 +12,7 @@ import numpy as np
 from loopc.errors import PassError
 from loopc.ir import MAX_TRIPS, Graph, Loop, Node, Value
 from loopc.ir import constant_value
+from loopc.passes._util import constant_trips
 from loopc.passes.manager import PassResult, broken
 
 
@@ -30,8 +31,8 @@ class TripLimits:
     def ensures(self, graph: Graph) -> None:
         """Every constant trip count is one TensorRT takes: 0 … MAX_TRIPS."""
         for _, node in graph.structured():
-            count = constant_value(node.trip_count) if isinstance(node, Loop) else None
-            if count is not None and not 0 <= int(np.asarray(count).reshape(-1)[0]) <= MAX_TRIPS:
+            count = constant_trips(node) if isinstance(node, Loop) else None
+            if count is not None and not 0 <= count <= MAX_TRIPS:
                 raise broken(self, node, f"trip count {count} is left out of range")
 
     def _condition(self, loop: Loop, stats: dict[str, int]) -> None:
@@ -43,10 +44,9 @@ class TripLimits:
         stats["conditions_dropped"] += 1
 
     def _count(self, graph: Graph, loop: Loop, stats: dict[str, int]) -> None:
-        value = constant_value(loop.trip_count)
-        if value is None:
+        count = constant_trips(loop)
+        if count is None:
             return
-        count = int(np.asarray(value).reshape(-1)[0])
         if count > MAX_TRIPS:
             raise PassError(f"{loop.describe()}: trip count {count} exceeds TensorRT's INT32 limit")
         if count < 0 and loop.trip_count is not None:

@@ -12,7 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.errors import PassError
-from loopc.ir import Graph, Loop, Node, Recurrence, Value, constant_value
+from loopc.ir import Graph, Loop, Node, Recurrence, Value
+from loopc.passes._util import constant, constant_trips
 from loopc.passes.manager import PassResult
 
 MAX_TRIPS = 64
@@ -49,17 +50,18 @@ class Unroll:
 
 def unroll(outer: Graph, loop: Loop) -> None:
     """Replace ``loop`` (constant trip count, no condition, no nested graphs) by its trips' bodies in ``outer``."""
-    trips = int(np.asarray(constant_value(loop.trip_count)).reshape(-1)[0])
+    trips = constant_trips(loop)
+    assert trips is not None  # cannot_unroll(loop) is None
     emitted: list[Node] = []
     states = [r.init for r in loop.recurrences]
     collected: list[list[Value]] = [[] for _ in loop.loop_outputs]
     for i in range(trips):
         mapping: dict[int, Value] = {id(r.state): s for r, s in zip(loop.recurrences, states)}
-        index = _const(emitted, f"{loop.name}_t{i}", np.array(i, np.int64))
+        index = constant(emitted, f"{loop.name}_t{i}", np.array(i, np.int64))
         if loop.counter is not None:
             mapping[id(loop.counter)] = index
         for it in loop.iterators:
-            at = index if not it.reverse else _const(emitted, f"{loop.name}_r{i}", np.array(-1 - i, np.int64))
+            at = index if not it.reverse else constant(emitted, f"{loop.name}_r{i}", np.array(-1 - i, np.int64))
             element = Value(f"{it.param.name}_t{i}", it.param.dtype, it.param.shape)
             emitted.append(Node("Gather", [it.source, at], [element], {"axis": it.axis}))
             mapping[id(it.param)] = element
@@ -78,7 +80,7 @@ def unroll(outer: Graph, loop: Loop) -> None:
             results.append((out.result, finals[id(out.value)]))
             continue
         ordered = values[::-1] if out.kind == "reverse" else values
-        axes = _const(emitted, f"{out.result.name}_axes", np.array([out.axis], np.int64))
+        axes = constant(emitted, f"{out.result.name}_axes", np.array([out.axis], np.int64))
         pieces = []
         for k, v in enumerate(ordered):
             piece = Value(f"{out.result.name}_{k}", v.dtype, None)
@@ -95,10 +97,10 @@ def unroll(outer: Graph, loop: Loop) -> None:
 
 def cannot_unroll(loop: Loop) -> str | None:
     """Why ``loop`` cannot be unrolled here, or None."""
-    count = constant_value(loop.trip_count)
+    count = constant_trips(loop)
     if count is None or loop.condition is not None:
         return "its trip count is a constant and it cannot stop early"
-    if not 1 <= int(np.asarray(count).reshape(-1)[0]) <= MAX_TRIPS:
+    if not 1 <= count <= MAX_TRIPS:
         return f"it runs at most {MAX_TRIPS} trips"
     if any(node.subgraphs() for node in loop.body.nodes):
         return "its body holds no nested loops or conditionals"  # cloning them is not done here
@@ -139,8 +141,3 @@ def _shape_changes(init: Value, nxt: Value) -> bool:
         return True
     return any(a != b for a, b in zip(init.shape, nxt.shape) if a is not None and b is not None)
 
-
-def _const(nodes: list[Node], name: str, array: np.ndarray) -> Value:
-    value = Value(name, array.dtype, tuple(array.shape))
-    nodes.append(Node("Constant", [], [value], {"value": array}))
-    return value
