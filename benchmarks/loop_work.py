@@ -1,6 +1,6 @@
 """The work a loop does per trip, in loopc's network, in TensorRT's parser's network, and at the limit.
 
-    python benchmarks/loop_work.py [--only SUBSTRING] [--build] [--json]
+    python benchmarks/loop_work.py [--only SUBSTRING] [--build] [--json] [--disable OPTIMIZATION ...]
 
 A loop on a GPU is as fast as its serial chain: trips × the dependent work of one trip. Both
 networks are read back (:mod:`loopc.fingerprint`) and, per model, summed over its loops:
@@ -18,7 +18,15 @@ The limit, for the recurrent ops (analytic): a trip's only necessary product is 
 (batch × gates·H × H per layer and direction; ``X·W`` runs for all trips before the loop), and its
 critical path is one GEMM for all gates and one fused pointwise chain: 2 kernels (GRU with
 ``linear_before_reset=0`` needs ``r ⊙ h`` before its second product: 4). Stacked layers run one
-after another, both directions of a layer in one loop.
+after another, both directions of a layer in one loop. loopc's wavefront schedule
+(:mod:`loopc.passes.wavefront`) is not that schedule: a forward stack of L layers runs as one loop of
+about T + L − 1 trips, below the limit's serial chain, with the upper layers' ``x·Wᵀ`` back in the
+loop, above its MACs per trip (``--disable wavefront`` shows the layer-after-layer schedule). The
+serial chain counts loops only: the few trips the wavefront runs outside its loop (where a layer
+idles) are not in it.
+
+A network whose declared output shapes contradict the model's (TensorRT's parser on RNNs with
+``layout=1``) computes something else: it is reported as an error, not compared.
 
 Models: the ONNX node tests of LSTM, GRU and RNN; realistic sizes (2 stacked layers, sequence 64,
 batch 4, input 128, hidden 256; forward and bidirectional; LSTM, GRU with linear_before_reset 0 and
@@ -280,8 +288,9 @@ def _add(total: int | None, more: int | None) -> int | None:
     return None if total is None or more is None else total + more
 
 
-def measure(case: Case, build: bool) -> Row:
+def measure(case: Case, build: bool, disabled: tuple[str, ...] = ()) -> Row:
     import loopc
+    from loopc.conformance import declared_shape_mismatch
     from loopc.errors import LoopcError
     from loopc.trt.config import build_serialized, builder_config
     from loopc.trt.onnx_parser import parse_onnx
@@ -293,13 +302,14 @@ def measure(case: Case, build: bool) -> Row:
         for tool in ("loopc", "parser"):
             try:
                 if tool == "loopc":
-                    compiled = loopc.compile(str(path), max_trips=64)
+                    compiled = loopc.compile(str(path), max_trips=64, disabled=disabled)
                     session, network = compiled.session, compiled.network
                 else:
                     parsed = parse_onnx(str(path))
                     session, network = parsed.session, parsed.network
-                work = work_of(network, case.trips)
-                if build:
+                wrong = declared_shape_mismatch(network, declared_outputs(case.model))
+                work = Work(error=f"wrong network: {wrong}") if wrong else work_of(network, case.trips)
+                if build and not wrong:
                     start = time.process_time()
                     build_serialized(session, network, builder_config(session))
                     work.build_seconds = time.process_time() - start
@@ -307,6 +317,12 @@ def measure(case: Case, build: bool) -> Row:
                 work = Work(error=str(exc).splitlines()[0][:100])
             setattr(row, tool, work)
     return row
+
+
+def declared_outputs(model: onnx.ModelProto) -> dict[str, tuple[int, ...]]:
+    """The model's output shapes as it declares them (-1: not a fixed length)."""
+    return {o.name: tuple(d.dim_value if d.HasField("dim_value") else -1 for d in o.type.tensor_type.shape.dim)
+            for o in model.graph.output if o.type.tensor_type.HasField("shape")}
 
 
 # -- the report ----------------------------------------------------------------------------------
@@ -382,8 +398,11 @@ def main() -> int:
     parser.add_argument("--only", help="only models whose name contains this")
     parser.add_argument("--build", action="store_true", help="also time TensorRT's build of both networks")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the Markdown table")
+    parser.add_argument("--disable", action="append", default=[], metavar="OPTIMIZATION",
+                        help="leave this loopc optimization out (repeatable), as `loopc build --disable` does")
     args = parser.parse_args()
-    rows = [measure(case, args.build) for case in cases(args.only) if not args.only or args.only in case.name]
+    rows = [measure(case, args.build, tuple(args.disable)) for case in cases(args.only)
+            if not args.only or args.only in case.name]
     if args.json:
         print(json.dumps([asdict(r) for r in rows], indent=2))
     else:

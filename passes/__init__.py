@@ -24,14 +24,15 @@ from loopc.passes.shape_refinement import ShapeRefinement
 from loopc.passes.static_conditionals import StaticConditionals
 from loopc.passes.trip_limits import TripLimits
 from loopc.passes.unroll import Unroll
+from loopc.passes.wavefront import Wavefront
 from loopc.passes.while_outputs import WhileOutputs
 
 __all__ = ["ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult",
-           "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "StaticConditionals", "TripLimits", "Unroll", "WhileOutputs", "default_passes"]
+           "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "StaticConditionals", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
 #: Passes that only make loops faster: each can be switched off (``--disable NAME``; ``-O0``: all of them).
-OPTIMIZATIONS = ("inline-one-trip", "scatter-to-concat", "loop-distribution")
+OPTIMIZATIONS = ("inline-one-trip", "scatter-to-concat", "loop-distribution", "wavefront")
 
 
 def default_passes(max_trips: int | None = None, disabled: Collection[str] = ()) -> list[Pass]:
@@ -47,7 +48,7 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = ())
         raise ValueError(f"cannot disable {', '.join(unknown)}: the optimizations are {', '.join(OPTIMIZATIONS)}")
     passes: list[Pass] = [
         ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
-        SequenceAccumulation(), GrowingConcat(), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), FloatTripCount(max_trips),
+        SequenceAccumulation(), GrowingConcat(), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
         WhileOutputs(max_trips), DeadCode(),
     ]
     return [p for p in passes if p.name not in disabled]

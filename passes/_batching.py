@@ -213,3 +213,53 @@ def _slice(node: Node, nodes: list[Node], operands: list[Value | None]) -> bool:
         operands.append(None)
     operands[3] = constant(nodes, f"{node.outputs[0].name}_axes_all", shifted)
     return True
+
+
+def row_wise(node: Node, stacked: list[bool]) -> bool:
+    """Whether ``node``, run on operands whose axis 0 is a trip axis where ``stacked`` says so, computes each
+    row of its results from the same row of those operands alone: the same node then runs one trip's
+    rows (axis 0 of length 1). The inverse question to :func:`batch_node`'s."""
+    ranks = [_rank(v) for v in node.inputs]
+    out_rank = _rank(node.outputs[0]) if node.outputs else None
+    if not any(stacked) or out_rank is None or any(r is None for r, s in zip(ranks, stacked) if s):
+        return False
+    if any(stacked[k] for k in _FIXED_OPERANDS.get(node.op, ()) if k < len(stacked)):
+        return False
+    op, attrs = node.op, node.attrs
+    if op in ELEMENTWISE or op == "Clip":  # the others broadcast along the rows, never across them
+        return all(r == out_rank if s else v is None or (r is not None and (r < out_rank or _one_row(v)))
+                   for v, r, s in zip(node.inputs, ranks, stacked))
+    if op == "MatMul":
+        rb = ranks[1]
+        return stacked == [True, False] and ranks[0] is not None and ranks[0] >= 2 and rb is not None \
+            and (rb == 2 or rb < ranks[0])
+    if op == "Gemm":
+        c = node.inputs[2] if len(node.inputs) > 2 else None
+        return stacked[:2] == [True, False] and not int(attrs.get("transA", 0)) \
+            and (c is None or (not stacked[2] and (_rank(c) or 0) <= 1 or _one_row(c)))
+    if op == "Transpose":
+        return "perm" in attrs and int(attrs["perm"][0]) == 0
+    if op == "Reshape":
+        shape = constant_value(node.inputs[1])
+        return not int(attrs.get("allowzero", 0)) and shape is not None and np.asarray(shape).size > 0 \
+            and int(np.asarray(shape).reshape(-1)[0]) == 0
+    if op == "Concat":
+        return all(stacked) and int(attrs.get("axis", 0)) % out_rank != 0
+    if op in ("Unsqueeze", "Squeeze", "Slice") or op in _REDUCE:
+        at = {"Unsqueeze": 1, "Squeeze": 1, "Slice": 3}.get(op, 1)
+        given = node.inputs[at] if len(node.inputs) > at else None
+        axes = constant_value(given) if given is not None else attrs.get("axes")
+        rank = out_rank if op == "Unsqueeze" else ranks[0]
+        assert rank is not None
+        return axes is not None and np.asarray(axes).size > 0 \
+            and all(int(a) % rank != 0 for a in np.asarray(axes).reshape(-1))
+    if op in _AXIS_ATTR and op != "Gather":
+        rank = ranks[0]
+        assert rank is not None
+        return int(attrs.get("axis", _AXIS_ATTR[op])) % rank != 0 and all(stacked[: len(node.inputs)][:1])
+    return False
+
+
+def _one_row(value: Value) -> bool:
+    """A value whose axis 0 broadcasts (length 1), so it reads the same for every row."""
+    return value.shape is not None and len(value.shape) > 0 and value.shape[0] == 1

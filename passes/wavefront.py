@@ -1,0 +1,494 @@
+"""Wavefront schedule: a stacked recurrent layer runs in the loop of the layer below it, one trip behind.
+
+Two loops that run one after another, the second iterating over the rows the first stacks (the
+layers of an RNN stack), have a serial chain of 2·T trips. Fused with a skew — trip ``s`` runs the
+producer's step ``s`` and the consumer's step ``s − 1``, on the row the producer made the trip
+before — the two halves of a trip are independent and the chain is T + 1 trips; L stacked layers
+take T + L − 1 instead of L·T. The price: the consumer's work on the producer's rows (its ``x·Wᵀ``,
+which loop distribution had batched before it) is back in the loop, one row a trip: more MACs per
+trip, the same per run.
+
+Exact by construction:
+
+* The fused loop runs one trip more than the producer. The producer's iterators get a copy of an
+  edge row to read on it, its stacked outputs are cut back to the trips it ran, and each final state
+  it yields is the one carried into the extra trip (a recurrence delays it by one trip).
+* The consumer reads producer row ``j + k`` at its step ``k`` (``j``: the first row its iterators
+  see), so its steps run from trip ``j + 1`` on. It reads the row through the producer's state that
+  holds it (or a new recurrence), and the nodes between the loops that made its iterated values are
+  cloned into the loop to run on that one row. Until its first step its states keep their initial
+  values (a Where on the counter); its stacked outputs are cut to the trips it ran.
+* Then the edge trips, where some layer idles, are peeled: each runs once outside the loop with
+  the counter a constant, so the Where picks its side and the idle layer's work is left unread (dead
+  code removes it). A run does exactly the products the layer-after-layer schedule does.
+
+When: both loops at the top level, with constant trip counts and no early exit, iterating forwards
+over sources of known length; the consumer's iterators that depend on the producer read its
+stacked rows ``[j, j + T)`` (T: the consumer's count, ``j + T`` the producer's) through row-wise
+nodes (:func:`loopc.passes._batching.row_wise`); and nothing else the consumer reads depends on the
+producer. The producer is the closest loop before the consumer, so a stack fuses bottom up.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value, constant_value
+from loopc.passes._batching import row_wise
+from loopc.passes._util import I64, constant, constant_trips
+from loopc.passes.manager import PassResult
+
+_END = np.iinfo(np.int64).max
+
+
+class Wavefront:
+    name = "wavefront"
+
+    def __call__(self, graph: Graph) -> PassResult:
+        skews: dict[Loop, int] = {}  # fused loop -> trips at each end where some layer idles
+        while (plan := _next_plan(graph)) is not None:
+            plan.fuse()
+            skews[plan.producer] = skews.pop(plan.producer, 0) + 1
+        peeled = 0
+        for loop, skew in skews.items():
+            trips = constant_trips(loop)
+            if trips is not None and trips > 2 * skew and not any(o.kind == "reverse" for o in loop.loop_outputs) \
+                    and not any(node.subgraphs() for node in loop.body.nodes):
+                for _ in range(skew):
+                    _peel_first(graph, loop)
+                    _peel_last(graph, loop)
+                peeled += 2 * skew
+        stats = {"fused": sum(skews.values()), "peeled": peeled}
+        return PassResult(graph, bool(skews), {k: v for k, v in stats.items() if v})
+
+
+def _next_plan(graph: Graph) -> _Plan | None:
+    """The first pair of top-level loops, one right after the other (other nodes between), that can fuse."""
+    previous: Loop | None = None
+    since: list[Node] = []
+    for node in graph.nodes:
+        if isinstance(node, Loop):
+            plan = _plan(graph, previous, node, since) if previous is not None else None
+            if plan is not None:
+                return plan
+            previous, since = node, []
+        else:
+            since.append(node)
+    return None
+
+
+@dataclass
+class _Plan:
+    """How ``consumer`` joins ``producer``: see the module docstring."""
+
+    graph: Graph
+    producer: Loop
+    consumer: Loop
+    trips: int  #: the producer's count; the fused loop runs one more
+    first_row: int  #: j: the producer row the consumer's first step reads
+    between: list[Node]  #: the nodes between the two loops that depend on the producer, in order
+    chain: list[Node]  #: those of them the consumer's iterated values are made by
+    shifts: set[int]  #: (ids of) the chain's Slices that drop first rows: a skew in the loop, not a node
+    rows: dict[int, Value]  #: producer result (id) -> the body value stacked into it
+    fed: list[LoopIterator]  #: the consumer's iterators over the producer's rows
+    before: list[Node] = field(default_factory=list)  #: nodes to run before the fused loop
+    after: list[Node] = field(default_factory=list)  #: nodes to run after it
+
+    def fuse(self) -> None:
+        producer, consumer = self.producer, self.consumer
+        if producer.counter is None:
+            producer.counter = Value(f"{producer.name}_trip", I64, ())
+        inside = self._rows_in_loop()
+        self._extend_producer()
+        self._take_consumer(inside)
+        self.graph.insert_before(consumer, [*self.before, producer, *self.after, *self.between])
+        self.graph.remove(consumer)
+
+    # -- the producer: one trip more ---------------------------------------------------------------
+
+    def _extend_producer(self) -> None:
+        loop = self.producer
+        count = loop.trip_count
+        assert count is not None and count.dtype is not None
+        loop.trip_count = constant(self.before, f"{loop.name}_trips_wave", np.array(self.trips + 1, count.dtype))
+        for it in loop.iterators:
+            it.source = _edge_row_added(self.before, it.source, it.axis, at_end=not it.reverse)
+        for out in list(loop.loop_outputs):
+            if out.kind == "last":
+                rec = next((r for r in loop.recurrences if r.state is out.value), None)
+                if rec is not None:  # the state carried into the extra trip is the one after the last real one
+                    delayed = Value(f"{rec.state.name}_delayed", rec.state.dtype, rec.state.shape)
+                    loop.recurrences.append(Recurrence(delayed, rec.init, rec.state))
+                    out.value = delayed
+            else:
+                first = 0 if out.kind == "concat" else 1
+                self._cut(out, first, first + self.trips)
+
+    def _cut(self, out: LoopOutput, start: int, stop: int) -> None:
+        """``out``'s stacked result becomes rows ``[start, stop)`` of the fused loop's (along its axis)."""
+        kept = out.result
+        out.result = Value(f"{kept.name}_wave", kept.dtype, None if kept.shape is None else tuple(
+            self.trips + 1 if k == out.axis else d for k, d in enumerate(kept.shape)))
+        _rows(self.after, out.result, out.axis, (start, stop), into=kept)
+
+    # -- the consumer: its steps one trip behind, in the producer's body ------------------------------
+
+    def _rows_in_loop(self) -> list[Node]:
+        """The chain's nodes cloned to run on one trip's row (axis 0 of length 1), the fed iterators'
+        params made from their results; returns the new body nodes."""
+        inside: list[Node] = []
+        row: dict[int, Value] = {}
+        axis0 = constant(inside, f"{self.consumer.name}_row_axis", np.array([0], np.int64))
+        for result_id, value in self.rows.items():
+            carried = self._carried(value)
+            one = Value(f"{value.name}_row", value.dtype, None if value.shape is None else (1, *value.shape))
+            inside.append(Node("Unsqueeze", [carried, axis0], [one]))
+            row[result_id] = one
+        for node in self.chain:
+            if id(node) in self.shifts:
+                row[id(node.outputs[0])] = row[id(node.inputs[0])]
+                continue
+            outputs = [Value(f"{v.name}_row", v.dtype, None if v.shape is None else (1, *v.shape[1:]))
+                       for v in node.outputs]
+            inputs = [row.get(id(v), v) if v is not None else None for v in node.inputs]
+            inside.append(Node(node.op, inputs, outputs, dict(node.attrs), origin=node.origin))
+            row.update((id(old), new) for old, new in zip(node.outputs, outputs))
+        for it in self.fed:
+            inside.append(Node("Squeeze", [row[id(it.source)], axis0], [it.param]))
+        return inside
+
+    def _carried(self, value: Value) -> Value:
+        """A body value that holds, on each trip, ``value`` as the trip before computed it."""
+        loop = self.producer
+        for rec in loop.recurrences:
+            if rec.next is value or _held(loop, rec, value, self.first_row):
+                return rec.state
+        assert value.shape is not None and value.dtype is not None  # checked by the plan
+        init = constant(self.before, f"{value.name}_before", np.zeros(value.shape, value.dtype))
+        state = Value(f"{value.name}_previous", value.dtype, value.shape)
+        loop.recurrences.append(Recurrence(state, init, value))
+        return state
+
+    def _take_consumer(self, inside: list[Node]) -> None:
+        producer, consumer = self.producer, self.consumer
+        delay = self.first_row + 1
+        counter = producer.counter
+        assert counter is not None
+        iterators = list(consumer.iterators)
+        recurrences = list(consumer.recurrences)
+        outputs = list(consumer.loop_outputs)
+        own_counter = consumer.counter
+        consumer.iterators = []
+        consumer.recurrences = []
+        consumer.loop_outputs = []
+        consumer.counter = None
+        if own_counter is not None and own_counter.is_used():
+            inside.append(Node("Sub", [counter, constant(inside, f"{consumer.name}_delay", np.array(delay, np.int64))],
+                               [own_counter]))
+        active = Value(f"{consumer.name}_started", np.dtype(bool), ())
+        inside.append(Node("Greater", [counter, constant(inside, f"{consumer.name}_first_row",
+                                                          np.array(self.first_row, np.int64))], [active]))
+        holds = []
+        for rec in recurrences:
+            held = Value(f"{rec.next.name}_held", rec.next.dtype, rec.next.shape)
+            holds.append(Node("Where", [active, rec.next, rec.state], [held]))
+            rec.next = held
+        body = producer.body
+        body.insert_after(list(body.nodes)[-1], [*inside, *consumer.body.nodes, *holds])
+        producer.recurrences.extend(recurrences)
+        fed = {id(it) for it in self.fed}
+        for it in iterators:
+            if id(it) not in fed:
+                it.source = _edge_row_added(self.before, it.source, it.axis, at_end=False, count=delay)
+                producer.iterators.append(it)
+        for out in outputs:
+            producer.loop_outputs.append(out)
+            if out.kind != "last":  # the trips it ran: from its delay on (reversed: the first rows)
+                start = delay if out.kind == "concat" else 0
+                self._cut(out, start, start + self.trips + 1 - delay)
+
+
+def _held(loop: Loop, rec: Recurrence, value: Value, first_row: int) -> bool:
+    """``rec`` is a fused layer's masked state ``Where(counter > k, value, state)`` with k < ``first_row``:
+    it holds ``value`` of the trip before on every trip the new consumer reads it."""
+    where = rec.next.producer
+    if where is None or where.op != "Where" or where.inputs[1] is not value or where.inputs[2] is not rec.state:
+        return False
+    test = where.inputs[0].producer if where.inputs[0] is not None else None
+    if test is None or test.op != "Greater" or test.inputs[0] is not loop.counter:
+        return False
+    bound = constant_value(test.inputs[1])
+    return bound is not None and int(bound) < first_row
+
+
+def _edge_row_added(nodes: list[Node], source: Value, axis: int, at_end: bool, count: int = 1) -> Value:
+    """``source`` with ``count`` copies of its last (``at_end``) or first row added on that side along ``axis``."""
+    edge = _rows(nodes, source, axis, (-1, _END) if at_end else (0, 1))
+    shape = source.shape
+    grown = Value(f"{source.name}_grown", source.dtype, None if shape is None else tuple(
+        d + count if k == axis and isinstance(d, int) else d for k, d in enumerate(shape)))
+    nodes.append(Node("Concat", [source, *[edge] * count] if at_end else [*[edge] * count, source], [grown],
+                      {"axis": axis}))
+    return grown
+
+
+# -- the edges: trips where a layer idles run outside the loop, without the idle layer's work ---------
+
+def _peel_first(outer: Graph, loop: Loop) -> None:
+    """Run ``loop``'s first trip before it; the loop starts at its second."""
+    trips = constant_trips(loop)
+    assert trips is not None and loop.trip_count is not None
+    before: list[Node] = []
+    row = _trip_copy(loop, 0, [r.init for r in loop.recurrences], before)
+    for it in loop.iterators:
+        it.source = _rows(before, it.source, it.axis, (0, -1) if it.reverse else (1, _END))
+    for rec in loop.recurrences:
+        rec.init = row(rec.next)
+    if loop.counter is not None and loop.counter.is_used():
+        readers = loop.counter.uses()
+        shifted = Value(f"{loop.counter.name}_from_1", I64, ())
+        step: list[Node] = []
+        step.append(Node("Add", [loop.counter, constant(step, f"{loop.name}_one", np.array(1, np.int64))], [shifted]))
+        loop.body.insert_before(list(loop.body.nodes)[0], step)
+        for user, slot in readers:
+            user.set_input(slot, shifted) if isinstance(user, Node) else user.set_output(slot, shifted)
+    loop.trip_count = constant(before, f"{loop.name}_trips_peeled", np.array(trips - 1, loop.trip_count.dtype))
+    outer.insert_before(loop, before)
+    after: list[Node] = []
+    for out in list(loop.loop_outputs):
+        if out.kind == "concat":
+            _add_row(out, row(out.value), after, first=True)
+    outer.insert_after(loop, after)
+
+
+def _peel_last(outer: Graph, loop: Loop) -> None:
+    """Run ``loop``'s last trip after it; the loop stops one trip earlier."""
+    trips = constant_trips(loop)
+    assert trips is not None and loop.trip_count is not None
+    finals = []
+    for rec in loop.recurrences:
+        final = Value(f"{rec.state.name}_before_last", rec.state.dtype, rec.state.shape)
+        loop.loop_outputs.append(LoopOutput("last", rec.state, final))
+        finals.append(final)
+    after: list[Node] = []
+    row = _trip_copy(loop, trips - 1, finals, after)
+    before: list[Node] = []
+    for it in loop.iterators:
+        it.source = _rows(before, it.source, it.axis, (1, _END) if it.reverse else (0, -1))
+    loop.trip_count = constant(before, f"{loop.name}_trips_peeled", np.array(trips - 1, loop.trip_count.dtype))
+    outer.insert_before(loop, before)
+    nexts = {id(r.state): row(r.next) for r in loop.recurrences}
+    for out in list(loop.loop_outputs):
+        if out.kind == "last" and all(out.result is not f for f in finals):
+            out.result.replace_all_uses_with(nexts[id(out.value)])
+            loop.loop_outputs.remove(out)
+        elif out.kind == "concat":
+            _add_row(out, row(out.value), after, first=False)
+    outer.insert_after(loop, after)
+
+
+def _trip_copy(loop: Loop, index: int, states: list[Value], nodes: list[Node]) -> Callable[[Value], Value]:
+    """Append to ``nodes`` a copy of trip ``index`` of ``loop``'s body on ``states``; returns what a body
+    value is on that trip. The counter is a constant there, so the skew's tests fold: a Where on one
+    picks its side, and the idle layer's work is left unread (dead code removes it)."""
+    mapping: dict[int, Value] = {id(r.state): s for r, s in zip(loop.recurrences, states)}
+    name = f"{loop.name}_t{index}"
+    if loop.counter is not None:
+        mapping[id(loop.counter)] = constant(nodes, f"{name}_counter", np.array(index, np.int64))
+    for it in loop.iterators:
+        length = it.source.shape[it.axis] if it.source.shape is not None else None
+        assert isinstance(length, int)  # the plan checked the sources' lengths
+        at = constant(nodes, f"{it.param.name}_{name}_at", np.array(length - 1 - index if it.reverse else index, np.int64))
+        element = Value(f"{it.param.name}_{name}", it.param.dtype, it.param.shape)
+        nodes.append(Node("Gather", [it.source, at], [element], {"axis": it.axis}))
+        mapping[id(it.param)] = element
+    for node in loop.body.nodes:
+        inputs = [None if v is None else mapping.get(id(v), v) for v in node.inputs]
+        known = [constant_value(v) for v in inputs]
+        if node.op == "Where" and known[0] is not None and np.asarray(known[0]).size == 1:
+            chosen = inputs[1] if bool(np.asarray(known[0]).reshape(-1)[0]) else inputs[2]
+            assert chosen is not None
+            mapping[id(node.outputs[0])] = chosen
+        elif node.op in _FOLDED and all(k is not None for k in known):
+            folded = _FOLDED[node.op](*known)
+            mapping[id(node.outputs[0])] = constant(nodes, f"{node.outputs[0].name}_{name}", folded)
+        else:
+            outputs = [Value(f"{v.name}_{name}", v.dtype, v.shape) for v in node.outputs]
+            nodes.append(Node(node.op, inputs, outputs, dict(node.attrs), origin=node.origin))
+            mapping.update((id(old), new) for old, new in zip(node.outputs, outputs))
+    return lambda value: mapping.get(id(value), value)
+
+
+#: the counter arithmetic a peeled trip folds (the skew's tests, and a counter shifted by an earlier peel)
+_FOLDED: dict[str, Callable[..., np.ndarray]] = {"Add": np.add, "Sub": np.subtract, "Greater": np.greater}
+
+
+def _rows(nodes: list[Node], source: Value, axis: int, bounds: tuple[int, int], into: Value | None = None) -> Value:
+    """Rows ``[start, stop)`` of ``source`` along ``axis`` (a negative bound counts from the end), as
+    ``into`` when given."""
+    shape = source.shape
+    length = shape[axis] if shape is not None else None
+    kept = None
+    if isinstance(length, int):
+        start, stop = (b + length if b < 0 else min(b, length) for b in bounds)
+        kept = stop - start
+    result = into or Value(f"{source.name}_rows", source.dtype, None if shape is None else
+                           tuple(kept if k == axis else d for k, d in enumerate(shape)))
+    ends = [constant(nodes, f"{result.name}_{t}", np.array([b], np.int64)) for t, b in zip(("start", "stop"), bounds)]
+    nodes.append(Node("Slice", [source, *ends, constant(nodes, f"{result.name}_axis", np.array([axis], np.int64))],
+                      [result]))
+    return result
+
+
+def _add_row(out: LoopOutput, value: Value, nodes: list[Node], first: bool) -> None:
+    """Put a peeled trip's ``value`` back as the first (or last) row of ``out``'s stack, unless every
+    reader is a Slice that drops that row anyway (an idle layer's row): then only the Slices shift."""
+    stacked = out.result
+    rows = stacked.shape[out.axis] if stacked.shape is not None else None
+    bounds = [_row_bounds(u.user, out.axis) if isinstance(u.user, Node) and u.slot == 0 else None
+              for u in stacked.uses()]
+    shape = None if stacked.shape is None or not isinstance(rows, int) else tuple(
+        rows - 1 if k == out.axis else d for k, d in enumerate(stacked.shape))
+    inner = Value(f"{stacked.name}_loop", stacked.dtype, shape)
+    out.result = inner
+    if isinstance(rows, int) and all(b is not None and (b[0] >= 1 if first else b[1] <= rows - 1) for b in bounds):
+        for use, bound in zip(stacked.uses(), bounds):
+            assert isinstance(use.user, Node) and bound is not None
+            if first:
+                use.user.set_input(1, constant(nodes, f"{stacked.name}_start", np.array([bound[0] - 1], np.int64)))
+                use.user.set_input(2, constant(nodes, f"{stacked.name}_stop", np.array([bound[1] - 1], np.int64)))
+        stacked.replace_all_uses_with(inner)
+        return
+    axes = constant(nodes, f"{stacked.name}_row_axis", np.array([out.axis], np.int64))
+    piece = Value(f"{stacked.name}_peeled_row", value.dtype, None)
+    nodes.append(Node("Unsqueeze", [value, axes], [piece]))
+    nodes.append(Node("Concat", [piece, inner] if first else [inner, piece], [stacked], {"axis": out.axis}))
+
+
+def _row_bounds(node: Node, axis: int) -> tuple[int, int] | None:
+    """``(start, stop)`` of a Slice with non-negative constant bounds along ``axis`` alone, else None."""
+    if node.op != "Slice" or len(node.inputs) != 4:
+        return None
+    known = [constant_value(v) for v in node.inputs[1:]]
+    if any(k is None or np.asarray(k).size != 1 for k in known):
+        return None
+    start, stop, at = (int(np.asarray(k).reshape(-1)[0]) for k in known)
+    return (start, stop) if at == axis and 0 <= start <= stop else None
+
+
+# -- the plan --------------------------------------------------------------------------------------
+
+def _plan(graph: Graph, producer: Loop, consumer: Loop, nodes_between: list[Node]) -> _Plan | None:
+    trips, count = constant_trips(producer), constant_trips(consumer)
+    if trips is None or count is None or not _plain(producer, trips) or not _plain(consumer, count):
+        return None
+    if not producer.recurrences or not consumer.recurrences or any(it.reverse for it in consumer.iterators):
+        return None
+    # what depends on the producer, between the two loops; each such value's first producer row
+    between: list[Node] = []
+    first: dict[int, int | None] = {}  # value id -> first producer row in its row 0 (None: not rows)
+    rows: dict[int, Value] = {}
+    for out in producer.loop_outputs:
+        stacked = out.kind == "concat" and out.axis == 0
+        first[id(out.result)] = 0 if stacked else None
+        if stacked:
+            rows[id(out.result)] = out.value
+    shifts: set[int] = set()
+    for node in nodes_between:
+        reads = [first.get(id(v), -1) if v is not None else -1 for v in node.inputs]
+        if any(r != -1 for r in reads) or any(_reads_from(sub, first) for sub in node.subgraphs()):
+            between.append(node)
+            row = _row_of(node, reads)
+            if node.op == "Slice" and row is not None and row != reads[0]:
+                shifts.add(id(node))
+            first.update((id(v), row) for v in node.outputs)
+    # the consumer: its fed iterators read rows [j, j + count) of the producer's; nothing else depends on it
+    fed, starts = [], set()
+    for it in consumer.iterators:
+        if id(it.source) in first:
+            fed.append(it)
+            starts.add(first[id(it.source)])
+    if not fed or len(starts) != 1 or None in starts or any(it.axis != 0 for it in fed):
+        return None
+    first_row = starts.pop()
+    assert first_row is not None
+    if first_row + count != trips:
+        return None
+    fed_sources = {id(it.source) for it in fed}
+    if any(id(v) in first and id(v) not in fed_sources for v in consumer.inputs if v is not None) \
+            or _reads_from(consumer.body, first) or any(id(v) in first for v in consumer.body.outputs):
+        return None
+    chain = _chain(between, [it.source for it in fed])
+    needed = {id(v) for n in chain for v in n.inputs if v is not None} | fed_sources
+    rows = {k: v for k, v in rows.items() if k in needed}
+    if not all(_can_carry(producer, v, first_row) for v in rows.values()):
+        return None
+    return _Plan(graph, producer, consumer, trips, first_row, between, chain, shifts, rows, fed)
+
+
+def _plain(loop: Loop, count: int) -> bool:
+    """A counted loop without early exit, iterating over sources exactly ``count`` long."""
+    if count < 1 or loop.condition is not None or loop.max_trips is not None or loop.padded:
+        return False
+    return all(it.source.shape is not None and it.axis < len(it.source.shape) and it.source.shape[it.axis] == count
+               for it in loop.iterators)
+
+
+def _row_of(node: Node, reads: list[int | None]) -> int | None:
+    """The first producer row in row 0 of ``node``'s results, from its operands' (-1: not from the
+    producer, None: not rows of it), or None when they are not rows of it."""
+    from_producer = [r for r in reads if r != -1]
+    if None in from_producer or len(set(from_producer)) != 1:
+        return None
+    start = from_producer[0]
+    assert start is not None
+    if node.op == "Slice" and reads[0] == start and all(r == -1 for r in reads[1:]):
+        shifted = _sliced_start(node, start)
+        if shifted is not None:
+            return shifted
+    return start if row_wise(node, [r != -1 for r in reads]) else None
+
+
+def _sliced_start(node: Node, start: int) -> int | None:
+    """A Slice of rows that keeps every row from some on (axis 0, step 1, to the end): its new first row."""
+    begin, end = constant_value(node.inputs[1]), constant_value(node.inputs[2])
+    axes = constant_value(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] is not None else [0]
+    steps = constant_value(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else [1]
+    data = node.inputs[0]
+    if begin is None or end is None or axes is None or steps is None or data is None or data.shape is None:
+        return None
+    begin, end, axes, steps = (np.asarray(a).reshape(-1) for a in (begin, end, axes, steps))
+    length = data.shape[0]
+    if begin.size != 1 or int(axes[0]) % len(data.shape) != 0 or int(steps[0]) != 1 or not isinstance(length, int):
+        return None
+    b, e = int(begin[0]), int(end[0])
+    b = b + length if b < 0 else b
+    if not 0 <= b < length or e < length:
+        return None
+    return start + b
+
+
+def _reads_from(graph: Graph, first: dict[int, int | None]) -> bool:
+    """Whether ``graph`` (a body, at any depth) reads a value listed in ``first``."""
+    return any(id(v) in first for _, n in graph.walk() for v in n.inputs if v is not None)
+
+
+def _chain(between: list[Node], sources: list[Value]) -> list[Node]:
+    """The nodes of ``between`` that ``sources`` are computed by, in order."""
+    wanted = {id(v) for v in sources}
+    chain = []
+    for node in reversed(between):
+        if any(id(v) in wanted for v in node.outputs):
+            chain.append(node)
+            wanted.update(id(v) for v in node.inputs if v is not None)
+    return chain[::-1]
+
+
+def _can_carry(loop: Loop, value: Value, first_row: int) -> bool:
+    """Whether the trip before's ``value`` is at hand: a state holds it, or one can (its type is known)."""
+    if any(r.next is value or _held(loop, r, value, first_row) for r in loop.recurrences):
+        return True
+    return value.shape is not None and value.dtype is not None and all(isinstance(d, int) for d in value.shape)
