@@ -236,7 +236,7 @@ def row_wise(node: Node, stacked: list[bool]) -> bool:
     if op == "Gemm":
         c = node.inputs[2] if len(node.inputs) > 2 else None
         return stacked[:2] == [True, False] and not int(attrs.get("transA", 0)) \
-            and (c is None or (not stacked[2] and (_rank(c) or 0) <= 1 or _one_row(c)))
+            and (c is None or (not stacked[2] and ((_rank(c) or 0) <= 1 or _one_row(c))))
     if op == "Transpose":
         return "perm" in attrs and int(attrs["perm"][0]) == 0
     if op == "Reshape":
@@ -255,8 +255,7 @@ def row_wise(node: Node, stacked: list[bool]) -> bool:
             and all(int(a) % rank != 0 for a in np.asarray(axes).reshape(-1))
     if op in _AXIS_ATTR and op != "Gather":
         rank = ranks[0]
-        assert rank is not None
-        return int(attrs.get("axis", _AXIS_ATTR[op])) % rank != 0 and all(stacked[: len(node.inputs)][:1])
+        return stacked[0] and rank is not None and int(attrs.get("axis", _AXIS_ATTR[op])) % rank != 0
     return False
 
 

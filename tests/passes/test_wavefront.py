@@ -13,7 +13,8 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from loopc.compiler import compile
-from loopc.ir import Loop
+from loopc.ir import Loop, Node, Value
+from loopc.passes._batching import row_wise
 from loopc.sim import simulate
 
 SEQ, BATCH, INPUT, HIDDEN = 7, 2, 3, 5
@@ -112,3 +113,40 @@ def test_sequence_lens_and_the_counter(tmp_path: Any) -> None:
 def test_stacks_that_cannot_be_skewed_are_left_alone(kwargs: dict[str, Any], loops: int, tmp_path: Any) -> None:
     found, _ = run(stack("GRU", 2, **kwargs), tmp_path)
     assert len(found) == loops
+
+
+def _node(op: str, shapes: list[tuple[int, ...] | None], out: tuple[int, ...], consts: dict[int, Any] | None = None,
+          **attrs: Any) -> Node:
+    """``op`` on values of ``shapes`` (``consts``: operands that are Constants, by position)."""
+    inputs = []
+    for k, shape in enumerate(shapes):
+        value = Value(f"in{k}", np.dtype(np.float32), shape)
+        if consts and k in consts:
+            array = np.asarray(consts[k])
+            value = Value(f"in{k}", array.dtype, array.shape)
+            Node("Constant", [], [value], {"value": array})
+        inputs.append(value)
+    return Node(op, inputs, [Value("out", np.dtype(np.float32), out)], attrs)
+
+
+@pytest.mark.parametrize(("node", "stacked", "expected"), [
+    # elementwise: an operand without the trip axis broadcasts along the rows
+    (_node("Add", [(7, 2, 4), (4,)], (7, 2, 4)), [True, False], True),
+    (_node("Add", [(7, 2, 4), (1, 2, 4)], (7, 2, 4)), [True, False], True),
+    (_node("Add", [(7, 2, 4), (7, 2, 4)], (7, 2, 4)), [True, False], False),  # row k meets the other's row k
+    # MatMul by a matrix, not by a stack of them
+    (_node("MatMul", [(7, 2, 4), (4, 5)], (7, 2, 5)), [True, False], True),
+    (_node("MatMul", [(7, 4), (4, 5)], (7, 5)), [True, False], True),
+    (_node("MatMul", [(3, 7), (7, 4)], (3, 4)), [False, True], False),  # sums over the rows
+    (_node("Transpose", [(7, 2, 4)], (7, 4, 2), perm=[0, 2, 1]), [True], True),
+    (_node("Transpose", [(7, 2, 4)], (2, 7, 4), perm=[1, 0, 2]), [True], False),
+    (_node("Reshape", [(7, 2, 4), None], (7, 8), consts={1: np.array([0, -1], np.int64)}), [True, False], True),
+    (_node("Reshape", [(7, 2, 4), None], (14, 4), consts={1: np.array([-1, 4], np.int64)}), [True, False], False),
+    (_node("ReduceSum", [(7, 2, 4), None], (7, 2, 1), consts={1: np.array([2], np.int64)}), [True, False], True),
+    (_node("ReduceSum", [(7, 2, 4), None], (1, 2, 4), consts={1: np.array([0], np.int64)}), [True, False], False),
+    (_node("Softmax", [(7, 2, 4)], (7, 2, 4), axis=-1), [True], True),
+    (_node("Softmax", [(7, 2, 4)], (7, 2, 4), axis=0), [True], False),
+    (_node("Gather", [(7, 2, 4), None], (7, 2, 4), consts={1: np.arange(7)[::-1].copy()}, axis=0), [True, False], False),
+])
+def test_row_wise(node: Node, stacked: list[bool], expected: bool) -> None:
+    assert row_wise(node, stacked) is expected
