@@ -9,10 +9,12 @@ outputs are the trips' values unsqueezed and concatenated in order (reversed for
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from loopc.errors import PassError
-from loopc.ir import Graph, Loop, Node, Recurrence, Value
+from loopc.ir import Graph, Loop, Node, Recurrence, Value, constant_value
 from loopc.passes._util import constant, constant_trips
 from loopc.passes.manager import PassResult
 
@@ -56,23 +58,10 @@ def unroll(outer: Graph, loop: Loop) -> None:
     states = [r.init for r in loop.recurrences]
     collected: list[list[Value]] = [[] for _ in loop.loop_outputs]
     for i in range(trips):
-        mapping: dict[int, Value] = {id(r.state): s for r, s in zip(loop.recurrences, states)}
-        index = constant(emitted, f"{loop.name}_t{i}", np.array(i, np.int64))
-        if loop.counter is not None:
-            mapping[id(loop.counter)] = index
-        for it in loop.iterators:
-            at = index if not it.reverse else constant(emitted, f"{loop.name}_r{i}", np.array(-1 - i, np.int64))
-            element = Value(f"{it.param.name}_t{i}", it.param.dtype, it.param.shape)
-            emitted.append(Node("Gather", [it.source, at], [element], {"axis": it.axis}))
-            mapping[id(it.param)] = element
-        for node in loop.body.nodes:
-            outputs = [Value(f"{v.name}_t{i}", v.dtype, v.shape) for v in node.outputs]
-            inputs = [None if v is None else mapping.get(id(v), v) for v in node.inputs]
-            emitted.append(Node(node.op, inputs, outputs, dict(node.attrs), origin=node.origin))
-            mapping.update({id(old): new for old, new in zip(node.outputs, outputs)})
+        value_on_trip = trip_copy(loop, i, states, emitted)
         for values, out in zip(collected, loop.loop_outputs):
-            values.append(mapping.get(id(out.value), out.value))
-        states = [mapping.get(id(r.next), r.next) for r in loop.recurrences]
+            values.append(value_on_trip(out.value))
+        states = [value_on_trip(r.next) for r in loop.recurrences]
     finals = {id(r.state): s for r, s in zip(loop.recurrences, states)}
     results: list[tuple[Value, Value]] = []
     for values, out in zip(collected, loop.loop_outputs):
@@ -93,6 +82,43 @@ def unroll(outer: Graph, loop: Loop) -> None:
     for old, new in results:
         old.replace_all_uses_with(new)
     outer.remove(loop)
+
+
+def trip_copy(loop: Loop, index: int, states: list[Value], nodes: list[Node]) -> Callable[[Value], Value]:
+    """Append to ``nodes`` a copy of trip ``index`` of ``loop``'s body on ``states`` (one per recurrence);
+    returns what a body value is on that trip (an outer value is itself).
+
+    The counter is a constant there, so counter arithmetic folds and a Where on a folded test picks
+    its side: a peeled trip of a skewed loop (:mod:`loopc.passes.wavefront`) leaves its idle layer's
+    work unread, for dead code to remove."""
+    mapping: dict[int, Value] = {id(r.state): s for r, s in zip(loop.recurrences, states)}
+    name = f"{loop.name}_t{index}"
+    if loop.counter is not None:
+        mapping[id(loop.counter)] = constant(nodes, f"{name}_counter", np.array(index, np.int64))
+    for it in loop.iterators:
+        at = constant(nodes, f"{it.param.name}_{name}_at", np.array(-1 - index if it.reverse else index, np.int64))
+        element = Value(f"{it.param.name}_{name}", it.param.dtype, it.param.shape)
+        nodes.append(Node("Gather", [it.source, at], [element], {"axis": it.axis}))
+        mapping[id(it.param)] = element
+    for node in loop.body.nodes:
+        inputs = [None if v is None else mapping.get(id(v), v) for v in node.inputs]
+        known = [constant_value(v) for v in inputs]
+        if node.op == "Where" and known[0] is not None and np.asarray(known[0]).size == 1:
+            chosen = inputs[1] if bool(np.asarray(known[0]).reshape(-1)[0]) else inputs[2]
+            assert chosen is not None
+            mapping[id(node.outputs[0])] = chosen
+        elif node.op in _FOLDED and inputs and all(k is not None for k in known):
+            folded = _FOLDED[node.op](*known)
+            mapping[id(node.outputs[0])] = constant(nodes, f"{node.outputs[0].name}_{name}", folded)
+        else:
+            outputs = [Value(f"{v.name}_{name}", v.dtype, v.shape) for v in node.outputs]
+            nodes.append(Node(node.op, inputs, outputs, dict(node.attrs), origin=node.origin))
+            mapping.update((id(old), new) for old, new in zip(node.outputs, outputs))
+    return lambda value: mapping.get(id(value), value)
+
+
+#: counter arithmetic a trip's copy folds (the counter, or a counter shifted by a peel, against constants)
+_FOLDED: dict[str, Callable[..., np.ndarray]] = {"Add": np.add, "Sub": np.subtract, "Greater": np.greater}
 
 
 def cannot_unroll(loop: Loop) -> str | None:

@@ -31,7 +31,6 @@ producer. The producer is the closest loop before the consumer, so a stack fuses
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -39,6 +38,7 @@ import numpy as np
 from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value, constant_value
 from loopc.passes._batching import row_wise
 from loopc.passes._util import I64, constant, constant_trips
+from loopc.passes.unroll import trip_copy
 from loopc.passes.manager import PassResult
 
 _END = np.iinfo(np.int64).max
@@ -242,7 +242,7 @@ def _peel_first(outer: Graph, loop: Loop) -> None:
     trips = constant_trips(loop)
     assert trips is not None and loop.trip_count is not None
     before: list[Node] = []
-    row = _trip_copy(loop, 0, [r.init for r in loop.recurrences], before)
+    row = trip_copy(loop, 0, [r.init for r in loop.recurrences], before)
     for it in loop.iterators:
         it.source = _rows(before, it.source, it.axis, (0, -1) if it.reverse else (1, _END))
     for rec in loop.recurrences:
@@ -274,7 +274,7 @@ def _peel_last(outer: Graph, loop: Loop) -> None:
         loop.loop_outputs.append(LoopOutput("last", rec.state, final))
         finals.append(final)
     after: list[Node] = []
-    row = _trip_copy(loop, trips - 1, finals, after)
+    row = trip_copy(loop, trips - 1, finals, after)
     before: list[Node] = []
     for it in loop.iterators:
         it.source = _rows(before, it.source, it.axis, (1, _END) if it.reverse else (0, -1))
@@ -288,42 +288,6 @@ def _peel_last(outer: Graph, loop: Loop) -> None:
         elif out.kind == "concat":
             _add_row(out, row(out.value), after, first=False)
     outer.insert_after(loop, after)
-
-
-def _trip_copy(loop: Loop, index: int, states: list[Value], nodes: list[Node]) -> Callable[[Value], Value]:
-    """Append to ``nodes`` a copy of trip ``index`` of ``loop``'s body on ``states``; returns what a body
-    value is on that trip. The counter is a constant there, so the skew's tests fold: a Where on one
-    picks its side, and the idle layer's work is left unread (dead code removes it)."""
-    mapping: dict[int, Value] = {id(r.state): s for r, s in zip(loop.recurrences, states)}
-    name = f"{loop.name}_t{index}"
-    if loop.counter is not None:
-        mapping[id(loop.counter)] = constant(nodes, f"{name}_counter", np.array(index, np.int64))
-    for it in loop.iterators:
-        length = it.source.shape[it.axis] if it.source.shape is not None else None
-        assert isinstance(length, int)  # the plan checked the sources' lengths
-        at = constant(nodes, f"{it.param.name}_{name}_at", np.array(length - 1 - index if it.reverse else index, np.int64))
-        element = Value(f"{it.param.name}_{name}", it.param.dtype, it.param.shape)
-        nodes.append(Node("Gather", [it.source, at], [element], {"axis": it.axis}))
-        mapping[id(it.param)] = element
-    for node in loop.body.nodes:
-        inputs = [None if v is None else mapping.get(id(v), v) for v in node.inputs]
-        known = [constant_value(v) for v in inputs]
-        if node.op == "Where" and known[0] is not None and np.asarray(known[0]).size == 1:
-            chosen = inputs[1] if bool(np.asarray(known[0]).reshape(-1)[0]) else inputs[2]
-            assert chosen is not None
-            mapping[id(node.outputs[0])] = chosen
-        elif node.op in _FOLDED and all(k is not None for k in known):
-            folded = _FOLDED[node.op](*known)
-            mapping[id(node.outputs[0])] = constant(nodes, f"{node.outputs[0].name}_{name}", folded)
-        else:
-            outputs = [Value(f"{v.name}_{name}", v.dtype, v.shape) for v in node.outputs]
-            nodes.append(Node(node.op, inputs, outputs, dict(node.attrs), origin=node.origin))
-            mapping.update((id(old), new) for old, new in zip(node.outputs, outputs))
-    return lambda value: mapping.get(id(value), value)
-
-
-#: the counter arithmetic a peeled trip folds (the skew's tests, and a counter shifted by an earlier peel)
-_FOLDED: dict[str, Callable[..., np.ndarray]] = {"Add": np.add, "Sub": np.subtract, "Greater": np.greater}
 
 
 def _rows(nodes: list[Node], source: Value, axis: int, bounds: tuple[int, int], into: Value | None = None) -> Value:
