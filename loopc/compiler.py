@@ -62,11 +62,12 @@ class Compiled:
 
 
 def load_ir(model: onnx.ModelProto | str | os.PathLike[str], frontend: str | None = None,
-            weights: str | os.PathLike[str] | None = None) -> Model:
-    """Import a model with loopc's own frontends (ONNX or OpenVINO IR, picked from the file unless given)."""
+            weights: str | os.PathLike[str] | None = None, disabled: Collection[str] = ()) -> Model:
+    """Import a model with loopc's own frontends (ONNX or OpenVINO IR, picked from the file unless given),
+    without the lowering optimizations in ``disabled`` (``stack-directions``)."""
     from loopc.frontend import load
 
-    return load(model, frontend, weights)
+    return load(model, frontend, weights, stack_directions="stack-directions" not in disabled)
 
 
 def optimize(
@@ -104,7 +105,7 @@ def compile(  # noqa: A001  (the public name users expect)
     say = progress or (lambda stage: None)
     start = time.perf_counter()
     say("importing")
-    ir = load_ir(model, frontend, weights)
+    ir = load_ir(model, frontend, weights, disabled)
     if dump_ir:
         dump_ir("frontend", format_graph(ir.graph))
     say("canonicalizing loops")

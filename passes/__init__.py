@@ -17,6 +17,7 @@ from loopc.passes.identities import Identities
 from loopc.passes.inline_one_trip import InlineOneTrip
 from loopc.passes.invariants import Invariants
 from loopc.passes.loop_distribution import LoopDistribution
+from loopc.passes.narrow_products import NarrowProducts
 from loopc.passes.manager import Pass, PassManager, PassResult
 from loopc.passes.scatter_to_concat import ScatterToConcat
 from loopc.passes.sequence_accumulation import SequenceAccumulation
@@ -27,12 +28,15 @@ from loopc.passes.unroll import Unroll
 from loopc.passes.wavefront import Wavefront
 from loopc.passes.while_outputs import WhileOutputs
 
-__all__ = ["ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult",
+__all__ = ["ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult",
            "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "StaticConditionals", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
-#: Passes that only make loops faster: each can be switched off (``--disable NAME``; ``-O0``: all of them).
-OPTIMIZATIONS = ("inline-one-trip", "scatter-to-concat", "loop-distribution", "wavefront")
+#: What only makes loops faster: each can be switched off (``--disable NAME``; ``-O0``: all of them).
+#: All are passes but ``stack-directions``, the recurrent ops' lowering running both directions of a
+#: bidirectional op in one loop (the frontends make it; see :func:`loopc.frontend.load`).
+OPTIMIZATIONS = ("stack-directions", "narrow-products", "inline-one-trip", "scatter-to-concat", "loop-distribution",
+                 "wavefront")
 
 
 def default_passes(max_trips: int | None = None, disabled: Collection[str] = ()) -> list[Pass]:
@@ -47,7 +51,7 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = ())
     if unknown:
         raise ValueError(f"cannot disable {', '.join(unknown)}: the optimizations are {', '.join(OPTIMIZATIONS)}")
     passes: list[Pass] = [
-        ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
+        ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
         SequenceAccumulation(), GrowingConcat(), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
         WhileOutputs(max_trips), DeadCode(),
     ]

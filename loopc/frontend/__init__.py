@@ -27,10 +27,12 @@ def detect(path: str) -> str:
 
 
 @gc_paused()
-def load(model: Any, frontend: str | None = None, weights: str | os.PathLike[str] | None = None) -> Model:
+def load(model: Any, frontend: str | None = None, weights: str | os.PathLike[str] | None = None, *,
+         stack_directions: bool = True) -> Model:
     """Import ``model`` (a path, or an ``onnx.ModelProto``) with ``frontend`` (default: detected).
 
-    ``weights`` is an OpenVINO IR's ``.bin`` when it is not beside the ``.xml``.
+    ``weights`` is an OpenVINO IR's ``.bin`` when it is not beside the ``.xml``; ``stack_directions``
+    runs both directions of a bidirectional recurrent op in one loop (else one loop each).
     """
     if frontend is not None and frontend not in FRONTENDS:
         raise FrontendError(f"unknown frontend {frontend!r}; choose one of {', '.join(FRONTENDS)}")
@@ -41,9 +43,9 @@ def load(model: Any, frontend: str | None = None, weights: str | os.PathLike[str
             raise FrontendError("the OpenVINO frontend reads an IR from its .xml path")
         from loopc.frontend.openvino import import_ir
 
-        return import_ir(model, weights)
+        return import_ir(model, weights, stack_directions=stack_directions)
     if weights is not None:
         raise FrontendError("--weights is for OpenVINO IR; an ONNX model keeps its external data beside it")
     from loopc.frontend.onnx import import_model
 
-    return import_model(model)
+    return import_model(model, stack_directions=stack_directions)

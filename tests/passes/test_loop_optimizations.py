@@ -1,7 +1,8 @@
 """The loop optimizations (inline-one-trip, scatter-to-concat, loop-distribution), on the models they are
 for, with and without them: PyTorch time loops around a cell and linear-attention recurrences from the
-corpus (tests/models/torch). Each network is simulated against the outputs of the eager PyTorch
-module (the corpus's expected values), and the optimized loop is checked for what was taken out of it.
+corpus (tests/models/torch). Each network is simulated against onnxruntime on the same model, and
+against the eager PyTorch module (the corpus's expected values); the optimized loop is checked for
+what was taken out of it.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 import pathlib
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 
 from loopc.compiler import compile
@@ -31,11 +33,16 @@ def outputs(name: str, disabled: tuple[str, ...]) -> tuple[Loop, dict[str, np.nd
 
 @pytest.mark.parametrize("name", MODELS)
 @pytest.mark.parametrize("disabled", [(), tuple(OPTIMIZATIONS)], ids=["optimized", "O0"])
-def test_matches_pytorch_with_and_without(name: str, disabled: tuple[str, ...]) -> None:
+def test_matches_onnxruntime_and_pytorch_with_and_without(name: str, disabled: tuple[str, ...]) -> None:
     _, got = outputs(name, disabled)
-    expected = load_arrays(str(TORCH / f"{name}.expected.npz"))
-    for key, want in expected.items():
-        np.testing.assert_allclose(got[key], want, rtol=1e-4, atol=1e-5, err_msg=key)
+    session = ort.InferenceSession(str(TORCH / f"{name}.onnx"), providers=["CPUExecutionProvider"])
+    runtime = dict(zip([o.name for o in session.get_outputs()],
+                       session.run(None, load_arrays(str(TORCH / f"{name}.inputs.npz")))))
+    pytorch = load_arrays(str(TORCH / f"{name}.expected.npz"))
+    assert set(runtime) == set(pytorch) == set(got)
+    for key in runtime:
+        np.testing.assert_allclose(got[key], runtime[key], rtol=1e-4, atol=1e-5, err_msg=f"{key} vs onnxruntime")
+        np.testing.assert_allclose(got[key], pytorch[key], rtol=1e-4, atol=1e-5, err_msg=f"{key} vs PyTorch")
 
 
 def _matmuls(loop: Loop) -> int:

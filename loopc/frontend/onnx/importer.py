@@ -37,6 +37,8 @@ class Context:
     opset: int
     value_info: dict[str, onnx.TypeProto] = field(default_factory=dict)
     counter: int = 0
+    #: Lower a bidirectional RNN/GRU/LSTM as one loop running both directions (``stack-directions``).
+    stack_directions: bool = True
 
     def fresh(self, base: str) -> str:
         self.counter += 1
@@ -75,8 +77,9 @@ class Scope:
         return None
 
 
-def import_model(model: onnx.ModelProto | str | os.PathLike[str]) -> Model:
-    """Translate ``model`` (a ModelProto or a path) into an IR :class:`Model`.
+def import_model(model: onnx.ModelProto | str | os.PathLike[str], *, stack_directions: bool = True) -> Model:
+    """Translate ``model`` (a ModelProto or a path) into an IR :class:`Model`; ``stack_directions``
+    as :class:`Context` says.
 
     The model is validated first (:mod:`loopc.frontend.onnx.validate`): nothing is translated
     from a model that breaks the ONNX spec.
@@ -88,7 +91,7 @@ def import_model(model: onnx.ModelProto | str | os.PathLike[str]) -> Model:
     _check_tensor_io(proto.graph, source, opset)
     types, inferred, refusal = infer_types(proto, source, opset)
     validate.validate_types(inferred, opset)
-    ctx = Context(opset, types)
+    ctx = Context(opset, types, stack_directions=stack_directions)
     if refusal is not None:
         _refuse(ctx, proto.graph, refusal)
     graph = translate_graph(ctx, proto.graph, Scope(), proto.graph.name or "main")

@@ -1,7 +1,8 @@
 """ONNX ``RNN``, ``GRU`` and ``LSTM`` lowered by loopc itself into IR loops of ordinary ops.
 
 Both directions of a bidirectional op run in one loop, their states stacked (one loop per direction
-only when their activations differ); the directions' outputs are concatenated on num_directions.
+when their activations differ, or ``stack-directions`` is disabled); the directions' outputs are
+concatenated on num_directions.
 Following the operator specs exactly (gate orders ``iofc`` and ``zrh``, default activations,
 ``activation_alpha/beta``, ``clip`` on every activation input, GRU's ``linear_before_reset``,
 LSTM's peepholes and ``input_forget``, ``layout``, ``initial_h/c``). Two rewrites make the loop
@@ -126,7 +127,7 @@ def _translate(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph, c
     spec = _parse(ctx, node, scope, cell)
     em = emitter(ctx, node, graph)
     names = list(node.output) + [""] * (1 + cell.state_outputs - len(node.output))
-    per_dir = lower(em, spec, want_y=bool(names[0]))
+    per_dir = lower(em, spec, want_y=bool(names[0]), stack_directions=ctx.stack_directions)
     # Y is [seq, dirs, batch, H] (layout 0) or [batch, seq, dirs, H]; Y_h/Y_c [dirs, batch, H] or [batch, dirs, H].
     y_axis = 1 if spec.layout == 0 else 2
     state_axis = 0 if spec.layout == 0 else 1
@@ -138,10 +139,11 @@ def _translate(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph, c
         scope.bind(name, out)
 
 
-def lower(em: Emitter, spec: Spec, want_y: bool = True) -> list[list[Value | None]]:
+def lower(em: Emitter, spec: Spec, want_y: bool = True, stack_directions: bool = True) -> list[list[Value | None]]:
     """The loop(s) of ``spec``; per direction ``[Y, H_last, C_last]`` without the directions axis (Y is
-    None unless ``want_y``; C_last None but for LSTM)."""
-    if len(spec.directions) == 2 and spec.activations[0] == spec.activations[1]:
+    None unless ``want_y``; C_last None but for LSTM). Both directions share one loop if
+    ``stack_directions`` and their activations agree."""
+    if stack_directions and len(spec.directions) == 2 and spec.activations[0] == spec.activations[1]:
         return _loop(em, spec, [0, 1], want_y)
     return [_loop(em, spec, [d], want_y)[0] for d in range(len(spec.directions))]
 
@@ -293,7 +295,6 @@ class Weights:
 
     xw: Value  # X·Wᵀ + biases, [seq, batch, G·H] or [batch, seq, G·H]
     rt: Value  # Rᵀ, [H, G·H]
-    rt_gates: int = 0  # how many gates' columns rt holds when not all G (GRU without linear_before_reset: z, r)
     rht: Value | None = None  # GRU without linear_before_reset: Rhᵀ
     rb: Value | None = None  # GRU with linear_before_reset: Rb, added to H·Rᵀ
     peep: list[Value] | None = None  # LSTM: Pi, Po, Pf
@@ -413,15 +414,10 @@ def _weights(em: Emitter, spec: Spec, d: int | None) -> Weights:
     xw = em.op("MatMul", [x, wt], dtype=dtype)
     weights = Weights(xw=xw, rt=_t(em, r, rank))
     if spec.cell is GRU and not spec.linear_before_reset:
-        # H·Rhᵀ is never used (r ⊙ H is multiplied by Rhᵀ instead): the loop multiplies H by the z and
-        # r rows only, 2H² per row instead of 3H². (A Concat of the Rz and Rr slices made
-        # TensorRT-RTX's builder fail, "FC inner dimension mismatch"; a Slice of the first 2H rows does not.)
+        # r ⊙ H is multiplied by Rhᵀ. H·Rᵀ's h columns are then never read; the narrow-products
+        # pass drops them from the product (2H² per row instead of 3H²).
         _, _, rh = em.multi("Split", [r], 3, {"axis": gate_axis, "num_outputs": 3}, dtype)
         weights.rht = _t(em, rh, rank)
-        if spec.hidden is not None:
-            zr = em.op("Slice", [r, em.const([0], np.int64), em.const([2 * spec.hidden], np.int64),
-                                 em.const([gate_axis], np.int64)], dtype=dtype)
-            weights.rt, weights.rt_gates = _t(em, zr, rank), 2
     if spec.b is not None:
         wb, rb = em.multi("Split", [pick(spec.b, [1])], 2, {"axis": -1, "num_outputs": 2}, dtype)
         if spec.cell is GRU and spec.linear_before_reset:
@@ -493,8 +489,6 @@ def _gru(em: Emitter, spec: Spec, wt: Weights, acts: list[Activation], x_t: Valu
         if wt.rb is not None:
             hr_all = em.op("Add", [hr_all, wt.rb], dtype=dtype)
         hz, hr, hh = em.multi("Split", [hr_all], 3, {"axis": -1, "num_outputs": 3}, dtype)
-    elif wt.rt_gates == 2:
-        hz, hr = em.multi("Split", [hr_all], 2, {"axis": -1, "num_outputs": 2}, dtype)
     else:
         hz, hr, _ = em.multi("Split", [hr_all], 3, {"axis": -1, "num_outputs": 3}, dtype)
     z = _act(em, spec, f, em.op("Add", [xz, hz], dtype=dtype))

@@ -41,6 +41,8 @@ class Context:
     weights: Weights
     names: set[str] = field(default_factory=set)
     counter: int = 0
+    #: Lower a bidirectional *Sequence op as one loop running both directions (``stack-directions``).
+    stack_directions: bool = True
 
     def fresh(self, base: str) -> str:
         self.counter += 1
@@ -56,14 +58,16 @@ class Context:
         return self.fresh(name or "value")
 
 
-def import_ir(xml: str | os.PathLike[str], weights: str | os.PathLike[str] | None = None) -> Model:
-    """Translate the IR at ``xml`` (weights from ``weights``, default: the ``.bin`` beside it)."""
+def import_ir(xml: str | os.PathLike[str], weights: str | os.PathLike[str] | None = None, *,
+              stack_directions: bool = True) -> Model:
+    """Translate the IR at ``xml`` (weights from ``weights``, default: the ``.bin`` beside it);
+    ``stack_directions`` as :class:`Context` says."""
     path = os.fspath(xml)
     if weights is not None:
         check_readable(weights, "--weights")
     bin_path = os.fspath(weights) if weights is not None else os.path.splitext(path)[0] + ".bin"
     ir = read_ir(path)
-    ctx = Context(path, Weights(bin_path))
+    ctx = Context(path, Weights(bin_path), stack_directions=stack_directions)
     graph = Graph(ir.net.name or "main")
     names: list[str] = []
     for result, value in translate_net(ctx, ir.net, graph):

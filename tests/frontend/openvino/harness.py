@@ -19,10 +19,11 @@ def save(model: ov.Model, path: Path, compress: bool = False) -> Path:
 
 
 def check(model: ov.Model | Path, inputs: Mapping[str, Any], tmp_path: Path, *, rtol: float = 1e-4,
-          atol: float = 1e-5, max_trips: int | None = None, compress: bool = False) -> dict[str, np.ndarray]:
+          atol: float = 1e-5, max_trips: int | None = None, compress: bool = False,
+          stack_directions: bool = True) -> dict[str, np.ndarray]:
     """Assert loopc's outputs match OpenVINO's on the same IR; return loopc's."""
     xml = model if isinstance(model, Path) else save(model, tmp_path / "model.xml", compress)
     feeds = {name: np.asarray(value) for name, value in inputs.items()}
-    got = run_loopc(xml, feeds, max_trips)
+    got = run_loopc(xml, feeds, max_trips, stack_directions)
     compare(got, run_openvino(xml, feeds), rtol, atol)
     return got

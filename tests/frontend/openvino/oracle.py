@@ -17,9 +17,10 @@ from loopc.corpus import openvino_outputs as run_openvino
 from loopc.frontend.openvino import import_ir
 from tests.backend.trt.oracle import build_and_simulate
 
-def run_loopc(xml: Path, inputs: Mapping[str, np.ndarray], max_trips: int | None = None) -> dict[str, np.ndarray]:
+def run_loopc(xml: Path, inputs: Mapping[str, np.ndarray], max_trips: int | None = None,
+              stack_directions: bool = True) -> dict[str, np.ndarray]:
     """loopc's outputs keyed by network output name, in the network's output order."""
-    model = import_ir(xml)
+    model = import_ir(xml, stack_directions=stack_directions)
     optimize(model, max_trips=max_trips)
     network, outputs = build_and_simulate(model, dict(inputs))
     order = [network.get_output(i).name for i in range(network.num_outputs)]

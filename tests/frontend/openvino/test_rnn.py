@@ -72,6 +72,12 @@ def test_sequence_ragged_lengths(kind: str, direction: str, tmp_path: Path) -> N
     check(*sequence(kind, direction), tmp_path)
 
 
+@pytest.mark.parametrize("kind", list(GATES))
+def test_bidirectional_sequence_with_a_loop_per_direction(kind: str, tmp_path: Path) -> None:
+    """``--disable stack-directions``: each direction in its own loop, ragged lengths included."""
+    check(*sequence(kind, "bidirectional"), tmp_path, stack_directions=False)
+
+
 @pytest.mark.parametrize("lens", [[T, T], [3, 1]])
 def test_sequence_constant_lengths(lens: list[int], tmp_path: Path) -> None:
     """A constant full-length sequence_lengths (as converters write it) and a constant ragged one."""

@@ -100,7 +100,7 @@ def _sequence(op: Op, cell: Cell) -> list[Value]:
         raise op.error(f"input {lens_index} (sequence_lengths) must be an integer tensor, not {lens.dtype}")
     spec = replace(_spec(op, cell, x, w, r, b, _hidden(op), len(directions)), h0=h0, c0=c0,
                    lens=_needed_lengths(op, x, lens_index), directions=directions, layout=1)
-    per_dir = lower(op.em, spec)
+    per_dir = lower(op.em, spec, stack_directions=op.ctx.stack_directions)
     # Y [batch, dirs, seq, H]; Ho and Co [batch, dirs, H]: the directions axis is 1 for all of them.
     return [stack_directions(op.em, [outs[k] for outs in per_dir], 1) for k in range(1 + cell.state_outputs)]
 

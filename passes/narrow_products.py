@@ -1,0 +1,91 @@
+"""Narrow products: a matrix product whose result is only partly read multiplies by the columns read.
+
+``a·B`` whose only reader is a Split of the last axis, with pieces at either end never read, computes
+those columns for nothing. The product takes B's read columns instead (a Slice of B, or a narrower
+constant when B is one) and the Split keeps the pieces in between. ONNX's GRU with
+``linear_before_reset=0`` is the case in point: ``H·Rᵀ``'s h columns are never read (the step
+multiplies ``r ⊙ H`` by Rhᵀ instead), so its product costs 2H² per row instead of 3H².
+
+The kept columns are one contiguous range, even when an unread piece sits between read ones: a
+Concat of B's pieces made TensorRT-RTX's builder fail ("FC inner dimension mismatch"), a Slice does
+not.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loopc.ir import Graph, Node, Value, constant_value
+from loopc.ir.core import Dim
+from loopc.passes._util import I64
+from loopc.passes.manager import PassResult
+
+
+class NarrowProducts:
+    name = "narrow-products"
+
+    def __call__(self, graph: Graph) -> PassResult:
+        narrowed = sum(_narrow(g, node) for g, node in list(graph.walk()) if node.op == "MatMul")
+        return PassResult(graph, narrowed > 0, {"products": narrowed} if narrowed else {})
+
+
+def _narrow(graph: Graph, matmul: Node) -> bool:
+    product, b = matmul.outputs[0], matmul.inputs[1]
+    uses = product.uses()
+    if b is None or b.shape is None or len(b.shape) < 2 or product.shape is None or len(uses) != 1:
+        return False  # a 1-D B is contracted, not a matrix of columns
+    split = uses[0].user
+    if not isinstance(split, Node) or split.op != "Split" or uses[0].slot != 0 \
+            or split.attrs.get("axis", 0) not in (-1, len(product.shape) - 1):
+        return False
+    sizes = _piece_sizes(split, b.shape[-1])
+    read = [k for k, piece in enumerate(split.outputs) if piece.is_used()]
+    if sizes is None or not read or (read[0], read[-1]) == (0, len(sizes) - 1):
+        return False
+    first, last = read[0], read[-1] + 1
+    start, end = sum(sizes[:first]), sum(sizes[:last])
+    made: list[Node] = []
+    matmul.set_input(1, _columns(made, b, start, end, f"{product.name}_read"))
+    graph.insert_before(matmul, made)
+    product.shape = (*product.shape[:-1], end - start)
+    kept = split.outputs[first:last]
+    if len(kept) == 1:
+        kept[0].replace_all_uses_with(product)
+        split.graph.remove(split)  # type: ignore[union-attr]
+        return True
+    pieces = Value(f"{product.name}_pieces", I64, (len(kept),))
+    graph.insert_before(split, [Node("Constant", [], [pieces], {"value": np.array(sizes[first:last], np.int64)})])
+    split.outputs = kept
+    split.inputs = [product, pieces]
+    split.attrs.pop("num_outputs", None)
+    return True
+
+
+def _piece_sizes(split: Node, columns: Dim) -> list[int] | None:
+    """The Split's piece sizes along the columns, when they are known."""
+    if "split" in split.attrs:
+        return None  # the frontends give sizes as an input (opset 13's form); an attribute is not ours
+    given = constant_value(split.inputs[1]) if len(split.inputs) > 1 and split.inputs[1] is not None else None
+    if given is not None:
+        sizes = [int(s) for s in np.asarray(given).reshape(-1)]
+        return sizes if sum(sizes) == columns and len(sizes) == len(split.outputs) else None
+    count = len(split.outputs)
+    if not isinstance(columns, int) or columns % count:
+        return None  # uneven pieces (opset 18's last-piece rule) are left alone
+    return [columns // count] * count
+
+
+def _columns(made: list[Node], b: Value, start: int, end: int, name: str) -> Value:
+    """B's columns [start, end): a narrower constant when B is one, else a Slice of it."""
+    shape = (*b.shape[:-1], end - start) if b.shape is not None else None
+    array = constant_value(b)
+    narrowed = Value(name, b.dtype, shape)
+    if array is not None:
+        made.append(Node("Constant", [], [narrowed], {"value": np.ascontiguousarray(np.asarray(array)[..., start:end])}))
+        return narrowed
+    bounds = []
+    for k, number in enumerate((start, end, -1)):
+        bounds.append(Value(f"{name}_{('start', 'end', 'axis')[k]}", I64, (1,)))
+        made.append(Node("Constant", [], [bounds[-1]], {"value": np.array([number], np.int64)}))
+    made.append(Node("Slice", [b, *bounds], [narrowed]))
+    return narrowed
