@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from benchmarks.loop_work import fused_kernels, recurrent_limit, recurrent_model
+from benchmarks.loop_work import fused_kernels, recurrent_limit, recurrent_model, wavefront_limit
 
 
 def test_a_run_of_pointwise_layers_is_one_kernel_and_a_shuffle_none() -> None:
@@ -20,7 +20,7 @@ def test_the_limit_of_stacked_recurrent_layers() -> None:
     limit, seq = lstm
     assert seq == 5
     assert limit.macs_per_iteration == 2 * 2 * (2 * 16 * 4)  # layers × directions × (batch × 4H × H)
-    assert (limit.kernels_per_trip, limit.serial_kernels) == (2 * 2, 5 * 2 * 2)
+    assert (limit.kernels_per_trip, limit.serial_kernels, limit.loops) == (2 * 2, 5 * 2 * 2, 2)
     gru = recurrent_limit(recurrent_model("GRU", 1, "forward", 7, 1, 3, 4, lbr=0))
     assert gru is not None
     assert gru[0].macs_per_iteration == 1 * 12 * 4 and gru[0].kernels_per_trip == 4  # r ⊙ h before the 2nd GEMM
@@ -40,3 +40,17 @@ def test_loopc_multiplies_a_gru_state_by_3h_squared_per_row_without_linear_befor
     limit = recurrent_limit(model)
     assert limit is not None
     assert work_of(compiled.network, 6).macs_per_iteration == limit[0].macs_per_iteration == 2 * 3 * 5 * 5
+
+
+def test_the_wavefront_limit_of_a_forward_stack() -> None:
+    """One loop for 2 layers: per trip both layers' h·Rᵀ and the upper layer's x·Wᵀ (x is the lower
+    layer's state, H wide): batch 2 × 4H × (H + H + H) with H = 4; 5 + 2 − 1 steps of 2 kernels."""
+    model = recurrent_model("LSTM", 2, "forward", 5, 2, 3, 4)
+    limit = wavefront_limit(model)
+    assert limit is not None
+    assert limit.macs_per_iteration == 2 * 16 * (4 + 4 + 4)
+    assert (limit.kernels_per_trip, limit.serial_kernels, limit.loops) == (2, 6 * 2, 1)
+    gru = wavefront_limit(recurrent_model("GRU", 3, "forward", 5, 1, 3, 4, lbr=0))
+    assert gru is not None and (gru.kernels_per_trip, gru.serial_kernels) == (4, 7 * 4)
+    assert wavefront_limit(recurrent_model("LSTM", 2, "bidirectional", 5, 2, 3, 4)) is None
+    assert wavefront_limit(recurrent_model("LSTM", 1, "forward", 5, 2, 3, 4)) is None
