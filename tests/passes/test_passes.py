@@ -269,6 +269,42 @@ def test_identities_are_read_through() -> None:
     assert result.stats == {"nodes": 2}
 
 
+def test_an_added_axis_taken_back_is_read_through() -> None:
+    """Squeeze of the axis an Unsqueeze added, and Gather of index 0 (or -1) on it, compute their input;
+    a 1-D index keeps the axis and another axis is other data, so those stay."""
+    result = check(Identities(), """
+        graph main(%x: f32[4,3]) -> (%a, %b, %c, %d, %e) {
+          %zero: i64[] = Constant() value=i64[]:[0]
+          %last: i64[] = Constant() value=i64[]:[-1]
+          %first: i64[1] = Constant() value=i64[1]:[0]
+          %minus3: i64[1] = Constant() value=i64[1]:[-3]
+          %u: f32[1,4,3] = Unsqueeze(%x, %first)
+          %g: f32[4,3] = Gather(%u, %zero) axis=0
+          %a: f32[4,3] = Relu(%g)
+          %s: f32[4,3] = Squeeze(%u, %minus3)
+          %b: f32[4,3] = Neg(%s)
+          %c: f32[1,4,3] = Gather(%u, %first) axis=0
+          %e: f32[1,3] = Gather(%u, %zero) axis=1
+          %h: f32[4,3] = Gather(%u, %last) axis=-3
+          %d: f32[4,3] = Abs(%h)
+        }
+    """, """
+        graph main(%x: f32[4,3]) -> (%a, %b, %c, %d, %e) {
+          %zero: i64[] = Constant() value=i64[]:[0]
+          %last: i64[] = Constant() value=i64[]:[-1]
+          %first: i64[1] = Constant() value=i64[1]:[0]
+          %minus3: i64[1] = Constant() value=i64[1]:[-3]
+          %u: f32[1,4,3] = Unsqueeze(%x, %first)
+          %a: f32[4,3] = Relu(%x)
+          %b: f32[4,3] = Neg(%x)
+          %c: f32[1,4,3] = Gather(%u, %first) axis=0
+          %e: f32[1,3] = Gather(%u, %zero) axis=1
+          %d: f32[4,3] = Abs(%x)
+        }
+    """, {"x": X - 5}, [np.maximum(X - 5, 0), 5 - X, (X - 5)[None], np.abs(X - 5), (X - 5)[None, 0]])
+    assert result.stats == {"nodes": 3}
+
+
 def test_constant_folding_computes_a_shape_chain() -> None:
     """Reshape's target from Shape → Gather → Concat on static dims: folded to the constant [4, 3] → [3, 4]."""
     check(ConstantFolding(), """
