@@ -48,13 +48,14 @@ def _narrow(graph: Graph, matmul: Node) -> bool:
     matmul.set_input(1, _columns(made, b, start, end, f"{product.name}_read"))
     graph.insert_before(matmul, made)
     product.shape = (*product.shape[:-1], end - start)
-    kept = split.outputs[first:last]
+    kept, home = split.outputs[first:last], split.graph  # the Split may sit in a loop body below
+    assert home is not None
     if len(kept) == 1:
         kept[0].replace_all_uses_with(product)
-        split.graph.remove(split)  # type: ignore[union-attr]
+        home.remove(split)
         return True
     pieces = Value(f"{product.name}_pieces", I64, (len(kept),))
-    graph.insert_before(split, [Node("Constant", [], [pieces], {"value": np.array(sizes[first:last], np.int64)})])
+    home.insert_before(split, [Node("Constant", [], [pieces], {"value": np.array(sizes[first:last], np.int64)})])
     split.outputs = kept
     split.inputs = [product, pieces]
     split.attrs.pop("num_outputs", None)

@@ -78,3 +78,43 @@ def test_products_read_to_both_ends_or_split_unevenly_are_left_alone() -> None:
         }}"""
         result = check(NarrowProducts(), graph, graph, {"a": A}, [expected])
         assert result.stats == {}
+
+
+def test_a_split_in_a_loop_body_below_the_product() -> None:
+    """The product is outside the loop, its Split inside (reading an outer value): the pieces' sizes
+    go where the Split is. Two trips add the product's last 4 columns to zeros twice."""
+    check(NarrowProducts(), f"""
+        graph main(%a: f32[2,2]) -> (%t, %u) {{
+          %w: f32[2,6] = Constant() value={W_TEXT}
+          %m: f32[2,6] = MatMul(%a, %w)
+          %n: i64[] = Constant() value=i64[]:[2]
+          %zeros: f32[2,2] = Constant() value=f32[2,2]:[0,0,0,0]
+          %t: f32[2,2], %u: f32[2,2] = loop count=%n {{
+            recurrence %s: f32[2,2] = %zeros -> %s_next
+            recurrence %v: f32[2,2] = %zeros -> %v_next
+            %p: f32[2,2], %q: f32[2,2], %r: f32[2,2] = Split(%m) axis=-1 num_outputs=3
+            %s_next: f32[2,2] = Add(%s, %q)
+            %v_next: f32[2,2] = Add(%v, %r)
+            last %t = %s
+            last %u = %v
+          }}
+        }}
+    """, f"""
+        graph main(%a: f32[2,2]) -> (%t, %u) {{
+          %w: f32[2,6] = Constant() value={W_TEXT}
+          %m_read: f32[2,4] = Constant() value=f32[2,4]:[2,3,4,5,8,9,10,11]
+          %m: f32[2,4] = MatMul(%a, %m_read)
+          %n: i64[] = Constant() value=i64[]:[2]
+          %zeros: f32[2,2] = Constant() value=f32[2,2]:[0,0,0,0]
+          %t: f32[2,2], %u: f32[2,2] = loop count=%n {{
+            recurrence %s: f32[2,2] = %zeros -> %s_next
+            recurrence %v: f32[2,2] = %zeros -> %v_next
+            %m_pieces: i64[2] = Constant() value=i64[2]:[2,2]
+            %q: f32[2,2], %r: f32[2,2] = Split(%m, %m_pieces) axis=-1 @p
+            %s_next: f32[2,2] = Add(%s, %q)
+            %v_next: f32[2,2] = Add(%v, %r)
+            last %t = %s
+            last %u = %v
+          }}
+        }}
+    """, {"a": A}, [2 * PRODUCT[:, 2:4], 2 * PRODUCT[:, 4:6]])
