@@ -149,8 +149,17 @@ def recurrent_model(op: str, layers: int, direction: str, seq: int, batch: int, 
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
 
 
-def recurrent_limit(model: onnx.ModelProto) -> tuple[Limit, int] | None:
-    """The limit of a model whose loops are its LSTM/GRU/RNN nodes, and their sequence length."""
+@dataclass
+class Stack:
+    """A model's LSTM/GRU/RNN nodes, with the static shapes of their operands and X's sequence and batch."""
+
+    ops: list[onnx.NodeProto]
+    shapes: dict[str, list[int]]
+    seq: int
+    batch: int
+
+
+def recurrent_stack(model: onnx.ModelProto) -> Stack | None:
     ops = [n for n in model.graph.node if n.op_type in GATES]
     if not ops:
         return None
@@ -158,12 +167,17 @@ def recurrent_limit(model: onnx.ModelProto) -> tuple[Limit, int] | None:
     shapes.update({vi.name: [d.dim_value for d in vi.type.tensor_type.shape.dim] for vi in model.graph.input})
     layout = next((a.i for a in ops[0].attribute if a.name == "layout"), 0)
     seq, batch = shapes[ops[0].input[0]][:2][::-1] if layout else shapes[ops[0].input[0]][:2]
-    macs = kernels = 0
-    for node in ops:
-        dirs, gh, hidden = shapes[node.input[2]]
-        macs += dirs * batch * gh * hidden
-        kernels += _step_kernels(node)
-    return Limit(macs, kernels, seq * kernels, len(ops)), seq
+    return Stack(ops, shapes, seq, batch)
+
+
+def recurrent_limit(model: onnx.ModelProto) -> tuple[Limit, int] | None:
+    """The limit of a model whose loops are its LSTM/GRU/RNN nodes, and their sequence length."""
+    stack = recurrent_stack(model)
+    if stack is None:
+        return None
+    macs = _recurrent_macs(stack)
+    kernels = sum(_step_kernels(n) for n in stack.ops)
+    return Limit(macs, kernels, stack.seq * kernels, len(stack.ops)), stack.seq
 
 
 def wavefront_limit(model: onnx.ModelProto) -> Limit | None:
@@ -171,17 +185,19 @@ def wavefront_limit(model: onnx.ModelProto) -> Limit | None:
     every layer's ``h·Rᵀ`` and, above the first, its ``x·Wᵀ`` (x is the layer below's state of the
     trip before, so it is recurrent work of that loop); the layers' steps run side by side, and the
     stack takes T + L − 1 of them."""
-    found = recurrent_limit(model)
-    ops = [n for n in model.graph.node if n.op_type in GATES]
-    directions = [next((a.s.decode() for a in n.attribute if a.name == "direction"), "forward") for n in ops]
-    if found is None or len(ops) < 2 or set(directions) != {"forward"}:
+    stack = recurrent_stack(model)
+    if stack is None or len(stack.ops) < 2 or any(
+            a.name == "direction" and a.s != b"forward" for n in stack.ops for a in n.attribute):
         return None
-    limit, seq = found
-    shapes = {t.name: list(t.dims) for t in model.graph.initializer}
-    batch = limit.macs_per_iteration // sum(shapes[n.input[2]][1] * shapes[n.input[2]][2] for n in ops)
-    inputs = sum(batch * shapes[n.input[1]][1] * shapes[n.input[1]][2] for n in ops[1:])
-    kernels = max(_step_kernels(n) for n in ops)
-    return Limit(limit.macs_per_iteration + inputs, kernels, (seq + len(ops) - 1) * kernels, 1)
+    _, gh, width = zip(*(stack.shapes[n.input[1]] for n in stack.ops[1:]))
+    inputs = stack.batch * sum(g * w for g, w in zip(gh, width))
+    kernels = max(_step_kernels(n) for n in stack.ops)
+    return Limit(_recurrent_macs(stack) + inputs, kernels, (stack.seq + len(stack.ops) - 1) * kernels, 1)
+
+
+def _recurrent_macs(stack: Stack) -> int:
+    """``h·Rᵀ`` of one trip: batch × gates·H × H per layer and direction."""
+    return sum(dirs * stack.batch * gh * hidden for dirs, gh, hidden in (stack.shapes[n.input[2]] for n in stack.ops))
 
 
 def _step_kernels(node: onnx.NodeProto) -> int:
