@@ -15,6 +15,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from loopc.backend.trt.registry import converter_for, node_error
@@ -37,7 +38,7 @@ class Settings:
 #: NumPy dtype name → TensorRT DataType member name.
 _TRT_TYPES = {
     "float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16", "int8": "INT8", "uint8": "UINT8",
-    "int32": "INT32", "int64": "INT64", "bool": "BOOL",
+    "int32": "INT32", "int64": "INT64", "bool": "BOOL", "float8_e4m3fn": "FP8", "int4": "INT4",
 }
 #: How TensorRT names a layer (and its outputs) that nobody named: never a name of ours.
 _TRT_DEFAULT_NAME = "(Unnamed Layer* "
@@ -66,7 +67,9 @@ def np_dtype(dtype: Any) -> np.dtype[Any]:
     """The NumPy dtype of a TensorRT DataType."""
     for name, member in _TRT_TYPES.items():
         if dtype == getattr(trt().DataType, member):
-            return np.dtype(name) if name != "bfloat16" else np.dtype(np.float32)
+            if name == "bfloat16":
+                return np.dtype(np.float32)
+            return np.dtype(getattr(ml_dtypes, name)) if name in ("float8_e4m3fn", "int4") else np.dtype(name)
     raise BackendError(f"no NumPy dtype for TensorRT type {dtype}")
 
 
@@ -287,7 +290,12 @@ class ConversionContext:
             # the values, exact in float32, are a float32 constant cast to BF16
             wide = self.constant(a.astype(np.float32), node, suffix)
             return self.cast(wide, trt().bfloat16, node, f"{suffix}_bf16" if suffix else "bf16")
+        if a.dtype == np.uint8:  # TensorRT takes no uint8 weights and has uint8 only at the network's edges
+            a = a.astype(np.int32)
         self._keep.append(a)
+        if a.dtype.name == "float8_e4m3fn":  # TensorRT's Python API takes no float8 array, but takes its bytes
+            weights = trt().Weights(trt().fp8, a.ctypes.data, a.size)
+            return self.out(self.network.add_constant(a.shape, weights), node, suffix)
         return self.out(self.network.add_constant(a.shape, a), node, suffix)
 
     def scalar(self, value: Any, like: Any, node: Node | str, suffix: str = "scalar", rank: int | None = None) -> Any:

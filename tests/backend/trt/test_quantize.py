@@ -1,0 +1,101 @@
+"""QuantizeLinear and DequantizeLinear against onnxruntime: TensorRT's Q/DQ layers where the node is
+symmetric int8 or float8, elementwise arithmetic for zero points and uint8, refusals for the rest."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx.parser
+import pytest
+
+from loopc.backend.trt import to_network
+from loopc.errors import UnsupportedConversionError
+from loopc.frontend.onnx import import_model
+from tests.backend.trt.oracle import check_onnx
+
+HEADER = '<ir_version: 10, opset_import: ["" : 21]>'
+RNG = np.random.default_rng(7)
+X = (RNG.standard_normal((2, 3, 4)) * 60).astype(np.float32)
+X.flat[:4] = [1.0, 3.0, -5.0, 2.5]  # exact halves after scaling: rounding half to even shows
+
+
+def test_uint8_with_zero_point_per_tensor():
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (uint8[2,3,4] y) {{
+            s = Constant <value = float {{2.0}}> ()
+            z = Constant <value = uint8 {{128}}> ()
+            y = QuantizeLinear (x, s, z)
+        }}""", {"x": X})
+
+
+def test_int8_symmetric_per_axis_is_a_quantize_layer():
+    got = check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (int8[2,3,4] y) {{
+            s = Constant <value = float[3] {{0.5, 1.0, 2.0}}> ()
+            z = Constant <value = int8[3] {{0, 0, 0}}> ()
+            y = QuantizeLinear <axis = 1> (x, s, z)
+        }}""", {"x": X})
+    assert got["y"].dtype == np.int8
+
+
+def test_int8_with_zero_point_from_an_input():
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x, float s, int8 z) => (int8[2,3,4] y) {{
+            y = QuantizeLinear (x, s, z)
+        }}""", {"x": X, "s": np.array(1.5, np.float32), "z": np.array(-7, np.int8)})
+
+
+def test_float8_quantize_saturates():
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (float[2,3,4] y) {{
+            s = Constant <value = float {{0.25}}> ()
+            z = Constant <value = float8e4m3fn {{0}}> ()
+            q = QuantizeLinear (x, s, z)
+            one = Constant <value = float {{1.0}}> ()
+            y = DequantizeLinear (q, one)
+        }}""", {"x": X})  # onnxruntime hands float8 back as bytes: compare the values
+
+
+def test_float8_round_trip():
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x, float s) => (float[2,3,4] y) {{
+            q = QuantizeLinear <output_dtype = 17> (x, s)
+            y = DequantizeLinear (q, s)
+        }}""", {"x": X, "s": np.array(0.1, np.float32)})
+
+
+def test_uint8_dequantize_per_block():
+    q = RNG.integers(0, 256, (2, 4, 3)).astype(np.uint8)
+    check_onnx(f"""{HEADER}
+        g (uint8[2,4,3] q, float[2,2,3] s, uint8[2,2,3] z) => (float[2,4,3] y) {{
+            y = DequantizeLinear <axis = 1, block_size = 2> (q, s, z)
+        }}""", {"q": q, "s": RNG.uniform(0.1, 2, (2, 2, 3)).astype(np.float32),
+                "z": RNG.integers(0, 256, (2, 2, 3)).astype(np.uint8)})
+
+
+def test_int8_dequantize_per_axis_is_a_dequantize_layer():
+    q = RNG.integers(-128, 128, (2, 3, 4)).astype(np.int8)
+    check_onnx(f"""{HEADER}
+        g (int8[2,3,4] q) => (float[2,3,4] y) {{
+            s = Constant <value = float[4] {{0.5, 1.0, 2.0, 0.125}}> ()
+            y = DequantizeLinear <axis = -1> (q, s)
+        }}""", {"q": q})
+
+
+def test_float8_dequantize_with_half_scale():
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x, float16 s) => (float16[2,3,4] y) {{
+            one = Constant <value = float {{1.0}}> ()
+            q = QuantizeLinear <output_dtype = 17> (x, one)
+            y = DequantizeLinear (q, s)
+        }}""", {"x": X, "s": np.array(0.5, np.float16)}, rtol=1e-3)
+
+
+@pytest.mark.parametrize("dtype, attrs, reason", [
+    ("int16", "output_dtype = 5", "int16"),
+    ("float8e4m3fn", "output_dtype = 17, saturate = 0", "saturate=0"),
+])
+def test_refusals_name_the_form(dtype, attrs, reason):
+    model = import_model(onnx.parser.parse_model(f"""{HEADER}
+        g (float[4] x, float s) => ({dtype}[4] y) {{ y = QuantizeLinear <{attrs}> (x, s) }}"""))
+    with pytest.raises(UnsupportedConversionError, match=reason):
+        to_network(model)
