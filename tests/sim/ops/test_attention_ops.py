@@ -1,0 +1,66 @@
+"""RotaryEmbedding, Attention and KV-cache update kernels against naive references written here."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+RNG = np.random.default_rng(11)
+
+
+def rope_reference(x: np.ndarray, cos: np.ndarray, sin: np.ndarray, interleaved: bool, rotary: int) -> np.ndarray:
+    """One pair at a time: channels (i, i + r/2), or (2i, 2i + 1), turned by the angle of (batch, position, i)."""
+    out = x.astype(np.float64).copy()
+    b_n, d_n, s_n, h = x.shape
+    r = rotary or h
+    for b in range(b_n):
+        for d in range(d_n):
+            for s in range(s_n):
+                for i in range(r // 2):
+                    j, k = (2 * i, 2 * i + 1) if interleaved else (i, i + r // 2)
+                    c, n = cos[b, s, i], sin[b, s, i]
+                    out[b, d, s, j] = x[b, d, s, j] * c - x[b, d, s, k] * n
+                    out[b, d, s, k] = x[b, d, s, k] * c + x[b, d, s, j] * n
+    return out
+
+
+def test_rope_by_hand(nb: Any) -> None:
+    """A quarter turn of the pair (x0, x1) = (1, 2) gives (-2, 1); channel 2 and 3 keep their values."""
+    x = nb.input("x", nb.trt.float32, (1, 1, 1, 4))
+    cos = nb.const(np.array([[[0.0]]], np.float32))
+    sin = nb.const(np.array([[[1.0]]], np.float32))
+    layer = nb.network.add_rotary_embedding(x, cos, sin, True, 2)
+    nb.output(layer.get_output(0), "y")
+    got = nb.build_and_simulate({"x": np.array([[[[1, 2, 3, 4]]]], np.float32)})["y"]
+    np.testing.assert_array_equal(got, [[[[-2, 1, 3, 4]]]])
+
+
+@pytest.mark.parametrize("interleaved", [False, True])
+@pytest.mark.parametrize("rotary", [0, 4])
+def test_rope_with_caches_per_batch(nb: Any, interleaved: bool, rotary: int) -> None:
+    half = (rotary or 8) // 2
+    x_np = RNG.standard_normal((2, 3, 5, 8)).astype(np.float32)
+    angles = RNG.uniform(-3, 3, (2, 5, half))
+    cos_np, sin_np = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+    x = nb.input("x", nb.trt.float32, x_np.shape)
+    layer = nb.network.add_rotary_embedding(x, nb.const(cos_np), nb.const(sin_np), interleaved, rotary)
+    nb.output(layer.get_output(0), "y")
+    got = nb.build_and_simulate({"x": x_np})["y"]
+    np.testing.assert_allclose(got, rope_reference(x_np, cos_np, sin_np, interleaved, rotary), rtol=1e-5, atol=1e-6)
+
+
+def test_rope_picks_cache_rows_by_position(nb: Any) -> None:
+    x_np = RNG.standard_normal((2, 2, 3, 4)).astype(np.float32)
+    angles = RNG.uniform(-3, 3, (10, 2))
+    cos_np, sin_np = np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+    positions = np.array([[0, 4, 9], [7, 7, 1]], np.int64)
+    x = nb.input("x", nb.trt.float32, x_np.shape)
+    p = nb.input("p", nb.trt.int64, positions.shape)
+    layer = nb.network.add_rotary_embedding(x, nb.const(cos_np), nb.const(sin_np), False, 0)
+    layer.set_input(3, p)
+    nb.output(layer.get_output(0), "y")
+    got = nb.build_and_simulate({"x": x_np, "p": positions})["y"]
+    want = rope_reference(x_np, cos_np[positions], sin_np[positions], False, 0)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
