@@ -40,3 +40,63 @@ def rotary_embedding(layer: Any) -> Kernel:
         return [np.concatenate([rotated, kept], axis=-1)]
 
     return run
+
+
+def _causal_allowed(kind: str, s_q: int, s_kv: int) -> np.ndarray | None:
+    """Where a causal attention lets query i see key j: j <= i (UPPER_LEFT), j <= i + s_kv - s_q (LOWER_RIGHT)."""
+    if kind == "NONE":
+        return None
+    offset = 0 if kind == "UPPER_LEFT" else s_kv - s_q
+    return np.arange(s_kv)[None, :] <= np.arange(s_q)[:, None] + offset
+
+
+@simulates("ATTENTION_INPUT")
+def attention(layer: Any) -> Kernel:
+    """The whole attention, computed at its input boundary: ``norm(Q Kᵀ + mask) V`` with no scaling.
+
+    Q is [b, d_q, s_q, h], K and V [b, d_kv, s_kv, h]; query head i reads key/value head i // (d_q / d_kv)
+    (grouped-query attention). A bool mask keeps the scores where it is True, a float mask is added; a
+    causal attention keeps j <= i, anchored at the top left or (LOWER_RIGHT) the bottom right.
+    """
+    api = layer.attention
+    kind, softmax = api.causal_kind.name, api.norm_op.name == "SOFTMAX"
+    if api.query_form.name != "PADDED_BHND" or api.key_value_form.name != "PADDED_BHND":
+        raise SimulationError("attention of packed (PACKED_NHD) tensors is not simulated")
+    if api.key_value_lengths is not None or api.query_lengths is not None:
+        raise SimulationError("attention with key/value or query lengths is not simulated")
+    if api.normalization_quantize_scale is not None:
+        raise SimulationError("attention with a quantized normalization is not simulated")
+
+    def run(ins: Any) -> list[np.ndarray]:
+        q, k, v = (widen(a).astype(np.float32) for a in ins[:3])
+        mask = ins[3] if len(ins) > 3 else None
+        if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+            raise SimulationError("attention takes 4-D query, key and value ([b, d, s, h])")
+        heads_q, heads_kv = q.shape[1], k.shape[1]
+        if heads_q % heads_kv:
+            raise SimulationError(f"{heads_q} query heads cannot share {heads_kv} key/value heads evenly")
+        group = heads_q // heads_kv
+        k, v = np.repeat(k, group, axis=1), np.repeat(v, group, axis=1)
+        scores = q @ np.swapaxes(k, -1, -2)
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf) if mask.dtype == np.bool_ else scores + widen(mask)
+        allowed = _causal_allowed(kind, q.shape[2], k.shape[2])
+        if allowed is not None:
+            scores = np.where(allowed, scores, -np.inf)
+        if softmax:
+            with np.errstate(invalid="ignore"):  # a row with no key to attend is NaN, as 0/0
+                top = np.max(scores, axis=-1, keepdims=True)
+                e = np.exp(scores - top)
+                scores = e / np.sum(e, axis=-1, keepdims=True)
+        return [scores @ v]
+
+    return run
+
+
+@simulates("ATTENTION_OUTPUT")
+def attention_output(layer: Any) -> Kernel:
+    """The attention's result leaves through its output boundary unchanged."""
+    def run(ins: Any) -> list[np.ndarray]:
+        return [ins[0]]
+
+    return run
