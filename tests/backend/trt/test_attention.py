@@ -34,3 +34,58 @@ def test_rope_3d_without_position_ids():
         g (float[2,5,24] x, float[2,5,4] cos, float[2,5,4] sin) => (float[2,5,24] y) {{
             y = RotaryEmbedding <num_heads = 3> (x, cos, sin)
         }}""", feeds, rtol=1e-5, atol=1e-5)
+
+
+def _qkv(b: int, hq: int, hkv: int, s_q: int, s_kv: int, d: int) -> dict[str, np.ndarray]:
+    return {"q": RNG.standard_normal((b, hq, s_q, d)).astype(np.float32),
+            "k": RNG.standard_normal((b, hkv, s_kv, d)).astype(np.float32),
+            "v": RNG.standard_normal((b, hkv, s_kv, d)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("attrs", ["is_causal = 0", "is_causal = 1", "scale = 0.3"])
+def test_attention_4d_grouped(attrs):
+    check_onnx(f"""{H23}
+        g (float[2,4,3,8] q, float[2,2,5,8] k, float[2,2,5,8] v) => (float[2,4,3,8] y) {{
+            y = Attention <{attrs}> (q, k, v)
+        }}""", _qkv(2, 4, 2, 3, 5, 8), rtol=1e-4, atol=1e-5)
+
+
+def test_attention_with_past_and_present_causal():
+    feeds = {**_qkv(1, 2, 2, 3, 3, 4), "pk": RNG.standard_normal((1, 2, 4, 4)).astype(np.float32),
+             "pv": RNG.standard_normal((1, 2, 4, 4)).astype(np.float32)}
+    check_onnx(f"""{H23}
+        g (float[1,2,3,4] q, float[1,2,3,4] k, float[1,2,3,4] v, float[1,2,4,4] pk, float[1,2,4,4] pv)
+            => (float[1,2,3,4] y, float[1,2,7,4] present_k, float[1,2,7,4] present_v) {{
+            y, present_k, present_v = Attention <is_causal = 1> (q, k, v, , pk, pv)
+        }}""", feeds, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_3d_with_a_bool_mask_and_an_empty_row():
+    keep = RNG.random((3, 5)) > 0.4
+    keep[1] = False  # a query that may see no key gets 0
+    feeds = {"q": RNG.standard_normal((2, 3, 8)).astype(np.float32),
+             "k": RNG.standard_normal((2, 5, 8)).astype(np.float32),
+             "v": RNG.standard_normal((2, 5, 8)).astype(np.float32), "m": keep}
+    check_onnx(f"""{H23}
+        g (float[2,3,8] q, float[2,5,8] k, float[2,5,8] v, bool[3,5] m) => (float[2,3,8] y) {{
+            y = Attention <q_num_heads = 2, kv_num_heads = 2> (q, k, v, m)
+        }}""", feeds, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", [0, 1, 2, 3])
+def test_attention_softcap_float_mask_and_scores(mode):
+    feeds = {**_qkv(1, 2, 1, 3, 5, 4), "m": RNG.uniform(-1, 1, (3, 5)).astype(np.float32)}
+    check_onnx(f"""{H23}
+        g (float[1,2,3,4] q, float[1,1,5,4] k, float[1,1,5,4] v, float[3,5] m)
+            => (float[1,2,3,4] y, float[1,2,3,5] qk) {{
+            y, , , qk = Attention <softcap = 2.5, qk_matmul_output_mode = {mode}> (q, k, v, m)
+        }}""", feeds, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_causal_with_padding_lengths():
+    """Opset 24's nonpad_kv_seqlen: keys past each batch's length are masked, the diagonal ends at it."""
+    feeds = {**_qkv(2, 2, 2, 2, 6, 4), "n": np.array([3, 6], np.int64)}
+    check_onnx("""<ir_version: 10, opset_import: ["" : 24]>
+        g (float[2,2,2,4] q, float[2,2,6,4] k, float[2,2,6,4] v, int64[2] n) => (float[2,2,2,4] y) {
+            y = Attention <is_causal = 1> (q, k, v, , , , n)
+        }""", feeds, rtol=1e-4, atol=1e-5)

@@ -64,3 +64,76 @@ def test_rope_picks_cache_rows_by_position(nb: Any) -> None:
     got = nb.build_and_simulate({"x": x_np, "p": positions})["y"]
     want = rope_reference(x_np, cos_np[positions], sin_np[positions], False, 0)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def attention_reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, keep: np.ndarray | None = None,
+                        add: np.ndarray | None = None, causal: str = "NONE") -> np.ndarray:
+    """One query row at a time: scores q·k over the keys its head's group may see, softmax, weighted values."""
+    b_n, hq, s_q, _ = q.shape
+    hkv, s_kv = k.shape[1], k.shape[2]
+    out = np.zeros(q.shape[:3] + (v.shape[3],))
+    for b in range(b_n):
+        for h in range(hq):
+            g = h // (hq // hkv)
+            for i in range(s_q):
+                scores = []
+                for j in range(s_kv):
+                    score = float(np.dot(q[b, h, i].astype(np.float64), k[b, g, j]))
+                    visible = True
+                    if keep is not None:
+                        visible = bool(keep[i, j])
+                    if add is not None:
+                        score += float(add[i, j])
+                    if causal == "UPPER_LEFT":
+                        visible &= j <= i
+                    if causal == "LOWER_RIGHT":
+                        visible &= j <= i + s_kv - s_q
+                    scores.append(score if visible else -np.inf)
+                weights = np.exp(np.array(scores) - max(scores))
+                weights /= weights.sum()
+                out[b, h, i] = sum(w * v[b, g, j] for j, w in enumerate(weights))
+    return out
+
+
+def attention_net(nb: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray, causal: str = "NONE",
+                  mask: np.ndarray | None = None) -> np.ndarray:
+    t = nb.trt
+    ins = [nb.input(n, t.float32, a.shape) for n, a in (("q", q), ("k", k), ("v", v))]
+    layer = nb.network.add_attention_v2(*ins, t.AttentionNormalizationOp.SOFTMAX, getattr(t.CausalMaskKind, causal))
+    layer.decomposable = True
+    if mask is not None:
+        layer.mask = nb.const(mask)
+    nb.output(layer.get_output(0), "y")
+    return nb.build_and_simulate({"q": q, "k": k, "v": v})["y"]
+
+
+def test_attention_by_hand(nb: Any) -> None:
+    """One query, two keys with scores ln 3 and 0: weights 3/4 and 1/4 of the values 8 and 4 give 7."""
+    q = np.array([[[[np.log(3.0), 0.0]]]], np.float32)
+    k = np.array([[[[1.0, 0.0], [0.0, 1.0]]]], np.float32)
+    v = np.array([[[[8.0, 0.0], [4.0, 4.0]]]], np.float32)
+    np.testing.assert_allclose(attention_net(nb, q, k, v), [[[[7.0, 1.0]]]], rtol=1e-6)
+
+
+@pytest.mark.parametrize("causal", ["NONE", "UPPER_LEFT", "LOWER_RIGHT"])
+def test_attention_grouped_heads_and_causal_anchors(nb: Any, causal: str) -> None:
+    q = RNG.standard_normal((2, 4, 3, 8)).astype(np.float32)
+    k, v = (RNG.standard_normal((2, 2, 5, 8)).astype(np.float32) for _ in range(2))
+    got = attention_net(nb, q, k, v, causal)
+    np.testing.assert_allclose(got, attention_reference(q, k, v, causal=causal), rtol=1e-5, atol=1e-5)
+
+
+def test_attention_bool_mask_keeps_where_true(nb: Any) -> None:
+    q = RNG.standard_normal((1, 2, 3, 4)).astype(np.float32)
+    k, v = (RNG.standard_normal((1, 2, 4, 4)).astype(np.float32) for _ in range(2))
+    keep = np.array([[1, 0, 1, 1], [0, 0, 0, 1], [1, 1, 1, 1]], bool)
+    got = attention_net(nb, q, k, v, mask=keep.reshape(1, 1, 3, 4))
+    np.testing.assert_allclose(got, attention_reference(q, k, v, keep=keep), rtol=1e-5, atol=1e-5)
+
+
+def test_attention_float_mask_is_added(nb: Any) -> None:
+    q = RNG.standard_normal((1, 1, 2, 4)).astype(np.float32)
+    k, v = (RNG.standard_normal((1, 1, 3, 4)).astype(np.float32) for _ in range(2))
+    add = RNG.uniform(-2, 2, (2, 3)).astype(np.float32)
+    got = attention_net(nb, q, k, v, mask=add.reshape(1, 1, 2, 3))
+    np.testing.assert_allclose(got, attention_reference(q, k, v, add=add), rtol=1e-5, atol=1e-5)

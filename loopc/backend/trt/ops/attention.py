@@ -281,6 +281,7 @@ def _attention_products(ctx: ConversionContext, node: Node, q: Any, k: Any, v: A
     T = trt()
     scores = ctx.out(ctx.network.add_matrix_multiply(q, T.MatrixOperation.NONE, k, T.MatrixOperation.TRANSPOSE),
                      node, "scores")
+    raw = scores
     softcap = float(node.attrs.get("softcap", 0.0))
     if softcap > 0:
         cap = _typed(ctx, node, np.full((1, 1, 1, 1), softcap), q, "softcap")
@@ -303,7 +304,7 @@ def _attention_products(ctx: ConversionContext, node: Node, q: Any, k: Any, v: A
         probs = _zero_empty_rows(ctx, node, bias, probs, q)
     if _wanted(node, 3):
         mode = int(node.attrs.get("qk_matmul_output_mode", 0))
-        shown = {0: scores, 1: scores, 2: biased, 3: probs}[mode]  # ONNX's 0 and 1 are both after the softcap
+        shown = {0: raw, 1: scores, 2: biased, 3: probs}[mode]
         ctx.set(node.outputs[3], ctx.cast(shown, q.dtype, node, "qk_typed"))
     return ctx.out(ctx.network.add_matrix_multiply(probs, T.MatrixOperation.NONE, v, T.MatrixOperation.NONE),
                    node, "context")
