@@ -100,3 +100,25 @@ def attention_output(layer: Any) -> Kernel:
         return [ins[0]]
 
     return run
+
+
+@simulates("KV_CACHE_UPDATE")
+def kv_cache_update(layer: Any) -> Kernel:
+    """The cache [b, d, s_max, h] with each batch's update [d, s, h] written from its write index on
+    (LINEAR mode); TensorRT requires every write to stay inside the cache."""
+    mode = layer.cache_mode.name
+    if mode != "LINEAR" or layer.update_form.name != "PADDED_BHND":
+        raise SimulationError(f"KV-cache update in mode {mode}, form {layer.update_form.name} is not simulated")
+
+    def run(ins: Any) -> list[np.ndarray]:
+        cache, update, write = ins[0], ins[1], np.asarray(ins[2]).astype(np.int64).reshape(-1)
+        steps = update.shape[2]
+        if write.size != cache.shape[0] or np.any(write < 0) or np.any(write + steps > cache.shape[2]):
+            raise SimulationError(f"write indices {write.tolist()} put {steps} steps outside a cache of length "
+                                  f"{cache.shape[2]} (or are not one per batch)")
+        out = cache.copy()
+        positions = write[:, None] + np.arange(steps)  # [b, s]
+        out[np.arange(cache.shape[0])[:, None], :, positions] = np.swapaxes(update, 1, 2)
+        return [out]
+
+    return run

@@ -89,3 +89,27 @@ def test_attention_causal_with_padding_lengths():
         g (float[2,2,2,4] q, float[2,2,6,4] k, float[2,2,6,4] v, int64[2] n) => (float[2,2,2,4] y) {
             y = Attention <is_causal = 1> (q, k, v, , , , n)
         }""", feeds, rtol=1e-4, atol=1e-5)
+
+
+H24 = '<ir_version: 10, opset_import: ["" : 24]>'
+
+
+def test_tensor_scatter_in_place_on_a_network_input():
+    feeds = {"cache": RNG.standard_normal((2, 2, 6, 4)).astype(np.float32),
+             "update": RNG.standard_normal((2, 2, 3, 4)).astype(np.float32), "w": np.array([3, 1], np.int64)}
+    check_onnx(f"""{H24}
+        g (float[2,2,6,4] cache, float[2,2,3,4] update, int64[2] w) => (float[2,2,6,4] present) {{
+            present = TensorScatter (cache, update, w)
+        }}""", feeds)
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_of_a_computed_cache_along_axis_1(mode):
+    feeds = {"cache": RNG.standard_normal((3, 5, 2)).astype(np.float32),
+             "update": RNG.standard_normal((3, 2, 2)).astype(np.float32), "w": np.array([0, 3, 4 if mode == "circular"
+                                                                                        else 2], np.int64)}
+    check_onnx(f"""{H24}
+        g (float[3,5,2] cache, float[3,2,2] update, int64[3] w) => (float[3,5,2] present) {{
+            doubled = Add (cache, cache)
+            present = TensorScatter <axis = 1, mode = "{mode}"> (doubled, update, w)
+        }}""", feeds)

@@ -137,3 +137,17 @@ def test_attention_float_mask_is_added(nb: Any) -> None:
     add = RNG.uniform(-2, 2, (2, 3)).astype(np.float32)
     got = attention_net(nb, q, k, v, mask=add.reshape(1, 1, 2, 3))
     np.testing.assert_allclose(got, attention_reference(q, k, v, add=add), rtol=1e-5, atol=1e-5)
+
+
+def test_kv_cache_update_writes_each_batch_at_its_index(nb: Any) -> None:
+    cache_np = np.arange(2 * 1 * 4 * 2, dtype=np.float32).reshape(2, 1, 4, 2)
+    update_np = -np.arange(1, 2 * 1 * 2 * 2 + 1, dtype=np.float32).reshape(2, 1, 2, 2)
+    t = nb.trt
+    cache, update = nb.input("cache", t.float32, cache_np.shape), nb.input("update", t.float32, update_np.shape)
+    write = nb.input("write", t.int32, (2,))
+    layer = nb.network.add_kv_cache_update(cache, update, write, t.KVCacheMode.LINEAR)
+    nb.output(layer.get_output(0), "present")
+    got = nb.build_and_simulate({"cache": cache_np, "update": update_np, "write": np.array([2, 0], np.int32)})
+    want = [[[[0, 1], [2, 3], [-1, -2], [-3, -4]]],   # batch 0: rows 2 and 3 replaced
+            [[[-5, -6], [-7, -8], [12, 13], [14, 15]]]]  # batch 1: rows 0 and 1 replaced
+    np.testing.assert_array_equal(got["present"], want)

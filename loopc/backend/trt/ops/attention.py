@@ -308,3 +308,57 @@ def _attention_products(ctx: ConversionContext, node: Node, q: Any, k: Any, v: A
         ctx.set(node.outputs[3], ctx.cast(shown, q.dtype, node, "qk_typed"))
     return ctx.out(ctx.network.add_matrix_multiply(probs, T.MatrixOperation.NONE, v, T.MatrixOperation.NONE),
                    node, "context")
+
+
+def _scatter_refusal(node: Node) -> str | None:
+    mode = node.attrs.get("mode", "linear")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if mode not in ("linear", "circular"):
+        return f"TensorScatter mode {mode!r} (ONNX defines linear and circular)"
+    return None
+
+
+@converter("TensorScatter", capability=_scatter_refusal)
+def tensor_scatter(ctx: ConversionContext, node: Node) -> None:
+    """A KV-cache write: TensorRT's in-place cache update where the cache is a network input read by
+    this node alone and the result a network output (the layer's conditions), else a scatter of the
+    update along the sequence axis at each batch's write index (modulo the cache length if circular)."""
+    cache, update = ctx.get(node.inputs[0], node), ctx.get(node.inputs[1], node)
+    rank = len(cache.shape)
+    axis = int(node.attrs.get("axis", -2)) % rank
+    mode = node.attrs.get("mode", "linear")
+    circular = (mode.decode() if isinstance(mode, bytes) else str(mode)) == "circular"
+    indices = _input(node, 2)
+    T = trt()
+    if indices is not None:
+        write = ctx.cast(ctx.get(indices, node), T.int32, node, "write_i32")
+    else:
+        write = ctx.constant(np.zeros(_static(node, cache.shape[:1], "batch size"), np.int32), node, "write_zero")
+    cache_value = node.inputs[0]
+    in_place = (rank == 4 and axis == 2 and not circular and cache.is_network_input and cache_value is not None
+                and len(cache_value.uses()) == 1 and id(node.outputs[0]) in ctx.reserved)
+    if in_place:
+        layer = ctx.network.add_kv_cache_update(cache, update, write, T.KVCacheMode.LINEAR)
+        ctx.set(node.outputs[0], ctx.out(layer, node))
+        return
+    shape = _static(node, update.shape, "update shape")
+    length = _static(node, cache.shape[axis:axis + 1], "cache length")[0]
+    along = [1] * rank
+    along[axis] = shape[axis]
+    steps = ctx.constant(np.arange(shape[axis], dtype=np.int32).reshape(along), node, "steps")
+    starts = ctx.reshape(write, [-1] + [1] * (rank - 1), node, "starts")
+    where = ctx.elementwise(starts, steps, "SUM", node, "positions")
+    if circular:
+        where = _modulo(ctx, node, where, length, rank)
+    full = ctx.elementwise(where, ctx.constant(np.zeros(shape, np.int32), node, "update_zeros"), "SUM", node,
+                           "indices")
+    layer = ctx.network.add_scatter(cache, full, update, T.ScatterMode.ELEMENT)
+    layer.axis = axis
+    ctx.set(node.outputs[0], ctx.out(layer, node))
+
+
+def _modulo(ctx: ConversionContext, node: Node, x: Any, n: int, rank: int) -> Any:
+    """x mod n for non-negative x: x - floor(x / n) * n."""
+    divisor = ctx.constant(np.full([1] * rank, n, np.int32), node, "length")
+    quotient = ctx.elementwise(x, divisor, "FLOOR_DIV", node, "laps")
+    return ctx.elementwise(x, ctx.elementwise(quotient, divisor, "PROD", node, "lapped"), "SUB", node, "wrapped")
