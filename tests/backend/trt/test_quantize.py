@@ -99,3 +99,24 @@ def test_refusals_name_the_form(dtype, attrs, reason):
         g (float[4] x, float s) => ({dtype}[4] y) {{ y = QuantizeLinear <{attrs}> (x, s) }}"""))
     with pytest.raises(UnsupportedConversionError, match=reason):
         to_network(model)
+
+
+def test_uint8_quantize_dequantize_pair_inside_the_network():
+    """TensorRT has uint8 only at the network's edges: the pair's uint8 values are carried as int32."""
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (float[2,3,4] y) {{
+            s = Constant <value = float {{0.75}}> ()
+            z = Constant <value = uint8 {{100}}> ()
+            q = QuantizeLinear (x, s, z)
+            y = DequantizeLinear (q, s, z)
+        }}""", {"x": X})
+
+
+def test_int8_pair_with_a_zero_point_inside_the_network():
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (float[2,3,4] y) {{
+            s = Constant <value = float[3] {{0.5, 1.0, 2.0}}> ()
+            z = Constant <value = int8[3] {{-3, 0, 7}}> ()
+            q = QuantizeLinear <axis = 1> (x, s, z)
+            y = DequantizeLinear <axis = 1> (q, s, z)
+        }}""", {"x": X})

@@ -122,6 +122,16 @@ def _widened(ctx: ConversionContext, node: Node, t: Any, dtype: Any, suffix: str
     return ctx.cast(t, dtype, node, suffix)
 
 
+def _zero_point(ctx: ConversionContext, node: Node, dtype: Any) -> Any:
+    """The zero point's values in float type ``dtype``: a constant one folded (TensorRT lets an int8
+    constant feed only a Dequantize layer), else its tensor widened."""
+    known = ctx.constant_of(node.inputs[2])
+    if known is not None:
+        wide = ctx.constant(np.asarray(known).astype(np.float32), node, "zero")
+        return ctx.cast(wide, dtype, node, "zero_typed")
+    return _widened(ctx, node, ctx.get(node.inputs[2], node), dtype, "zero")
+
+
 @converter("QuantizeLinear", capability=_refusal)
 def quantize_linear(ctx: ConversionContext, node: Node) -> None:
     x, scale = ctx.get(node.inputs[0], node), ctx.get(node.inputs[1], node)
@@ -135,7 +145,7 @@ def quantize_linear(ctx: ConversionContext, node: Node) -> None:
     scaled = ctx.elementwise(x, s, "DIV", node, "scaled")
     if dtype != _FP8:  # integers: ONNX adds the zero point to the rounded quotient
         scaled = ctx.unary(ctx.cast(scaled, trt().float32, node, "wide"), "ROUND", node, "rounded")
-    zero = _widened(ctx, node, ctx.get(node.inputs[2], node), scaled.dtype, "zero")
+    zero = _zero_point(ctx, node, scaled.dtype)
     shifted = ctx.elementwise(scaled, _broadcastable(ctx, node, zero, x, axis, block, "zero_b"), "SUM", node, "shifted")
     if dtype == _FP8:  # rounding and saturation are the FP8 Quantize layer's
         ctx.set(node.outputs[0], _layer(ctx, node, shifted, _unit(ctx, node, shifted), -1, 0, trt().fp8))
@@ -146,7 +156,17 @@ def quantize_linear(ctx: ConversionContext, node: Node) -> None:
     if dtype == _INT4:  # whole numbers in range: a Quantize of scale 1 is exact
         ctx.set(node.outputs[0], _layer(ctx, node, clipped, _unit(ctx, node, clipped), -1, 0, trt().int4))
         return
-    ctx.set(node.outputs[0], ctx.cast(clipped, trt_dtype(dtype), node))
+    target = trt().int32 if dtype == np.uint8 and _only_dequantized(ctx, node) else trt_dtype(dtype)
+    ctx.set(node.outputs[0], ctx.cast(clipped, target, node))
+
+
+def _only_dequantized(ctx: ConversionContext, node: Node) -> bool:
+    """Whether the result only feeds DequantizeLinear nodes: TensorRT holds uint8 at the network's edges
+    only, so such a result stays in int32 (its values are 0..255 either way)."""
+    value = node.outputs[0]
+    uses = value.uses()
+    return id(value) not in ctx.reserved and bool(uses) and all(
+        getattr(user, "op", None) == "DequantizeLinear" and slot == 0 for user, slot in uses)
 
 
 def _unit(ctx: ConversionContext, node: Node, like: Any) -> Any:
@@ -165,7 +185,7 @@ def dequantize_linear(ctx: ConversionContext, node: Node) -> None:
         return
     wide = _widened(ctx, node, x, trt().float32, "wide")
     if len(node.inputs) > 2 and node.inputs[2] is not None:
-        zero = _widened(ctx, node, ctx.get(node.inputs[2], node), trt().float32, "zero")
+        zero = _zero_point(ctx, node, trt().float32)
         wide = ctx.elementwise(wide, _broadcastable(ctx, node, zero, x, axis, block, "zero_b"), "SUB", node, "centered")
     s = _broadcastable(ctx, node, ctx.cast(scale, trt().float32, node, "scale_wide"), x, axis, block, "scale")
     ctx.set(node.outputs[0], ctx.cast(ctx.elementwise(wide, s, "PROD", node, "scaled"), to, node))
