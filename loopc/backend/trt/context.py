@@ -39,7 +39,10 @@ class Settings:
 _TRT_TYPES = {
     "float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16", "int8": "INT8", "uint8": "UINT8",
     "int32": "INT32", "int64": "INT64", "bool": "BOOL", "float8_e4m3fn": "FP8", "int4": "INT4",
+    "float4_e2m1fn": "FP4",
 }
+#: The types above that NumPy knows only through ml_dtypes.
+_ML_DTYPES = ("float8_e4m3fn", "int4", "float4_e2m1fn")
 #: How TensorRT names a layer (and its outputs) that nobody named: never a name of ours.
 _TRT_DEFAULT_NAME = "(Unnamed Layer* "
 #: Types TensorRT lacks, computed in the nearest type it has.
@@ -69,7 +72,7 @@ def np_dtype(dtype: Any) -> np.dtype[Any]:
         if dtype == getattr(trt().DataType, member):
             if name == "bfloat16":
                 return np.dtype(np.float32)
-            return np.dtype(getattr(ml_dtypes, name)) if name in ("float8_e4m3fn", "int4") else np.dtype(name)
+            return np.dtype(getattr(ml_dtypes, name)) if name in _ML_DTYPES else np.dtype(name)
     raise BackendError(f"no NumPy dtype for TensorRT type {dtype}")
 
 

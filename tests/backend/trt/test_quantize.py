@@ -120,3 +120,22 @@ def test_int8_pair_with_a_zero_point_inside_the_network():
             q = QuantizeLinear <axis = 1> (x, s, z)
             y = DequantizeLinear <axis = 1> (q, s, z)
         }}""", {"x": X})
+
+
+def test_float4_round_trip_builds_for_blackwell():
+    """FP4 exists only on Blackwell targets (sm89's builder refuses it); values worked out by hand:
+    x / 0.5 = [0, 2.4, 5.2, -6.2, 10, 200, -0.5, 1.5] rounds to e2m1's {0, .5, 1, 1.5, 2, 3, 4, 6}
+    as [0, 2, 6, -6, 6, 6, -0.5, 1.5] (saturating at 6), times 0.5 back."""
+    from loopc.sim import simulate
+    from loopc.trt.config import build_serialized, builder_config
+
+    model = import_model(onnx.parser.parse_model(f"""<ir_version: 10, opset_import: ["" : 23]>
+        g (float[8] x) => (float[8] y) {{
+            s = Constant <value = float {{0.5}}> ()
+            q = QuantizeLinear <output_dtype = 23> (x, s)
+            y = DequantizeLinear (q, s)
+        }}"""))
+    session, network = to_network(model)
+    build_serialized(session, network, builder_config(session, "sm120"))
+    x = np.array([0, 1.2, 2.6, -3.1, 5, 100, -0.25, 0.75], np.float32)
+    np.testing.assert_array_equal(simulate(network, {"x": x})["y"], [0, 1, 3, -3, 3, 3, -0.25, 0.75])

@@ -1,9 +1,10 @@
 """QuantizeLinear and DequantizeLinear: TensorRT's Quantize / Dequantize layers, or elementwise arithmetic.
 
 TensorRT's Q/DQ layers are symmetric (no zero point a network can give them) and quantize to INT8,
-FP8 and INT4 only. A symmetric node of those types is one layer; any other form TensorRT can still
-compute exactly is arithmetic in float: ``clip(round(x / scale) + zero_point)`` cast to the integer
-type (a Quantize of scale 1 where only a Quantize makes the type: FP8, INT4), and
+FP8, INT4 and FP4 (FP4 on Blackwell targets only). A symmetric node of those types is one layer; any
+other form TensorRT can still compute exactly is arithmetic in float: ``clip(round(x / scale) +
+zero_point)`` cast to the integer type (a Quantize of scale 1 where only a Quantize makes the type:
+FP8, INT4, FP4), and
 ``(x - zero_point) * scale`` after a Dequantize of scale 1 or a cast. Scales per tensor, per axis
 and per block are all expressed; a block scale is repeated along its axis for the arithmetic.
 """
@@ -23,12 +24,19 @@ from loopc.trt import trt
 
 _FP8 = np.dtype(ml_dtypes.float8_e4m3fn)
 _INT4 = np.dtype(ml_dtypes.int4)
+_FP4 = np.dtype(ml_dtypes.float4_e2m1fn)
+#: Float types: a Quantize layer rounds to them and saturates, after the zero point is added.
+_FLOATS = (_FP8, _FP4)
+#: Types TensorRT packs two to a byte.
+_SUB_BYTE = (_INT4, _FP4)
+#: Quantized types a Quantize or Dequantize layer handles itself when the zero point is absent.
+_NATIVE = (np.dtype(np.int8), _FP8, _INT4, _FP4)
 #: Quantized types TensorRT holds, and the integer range each one clips to.
 _RANGES: dict[np.dtype[Any], tuple[float, float]] = {
     np.dtype(np.int8): (-128.0, 127.0), np.dtype(np.uint8): (0.0, 255.0), _INT4: (-8.0, 7.0),
 }
 #: Types only a Quantize layer makes and only a Dequantize layer reads.
-_LAYER_ONLY = (_FP8, _INT4)
+_LAYER_ONLY = (_FP8, _INT4, _FP4)
 
 
 def _quantized_dtype(node: Node) -> np.dtype[Any] | None:
@@ -43,16 +51,19 @@ def _quantized_dtype(node: Node) -> np.dtype[Any] | None:
 
 
 def _refusal(node: Node) -> str | None:
-    """TensorRT has INT8, UINT8 (not through its Q/DQ layers), FP8 e4m3fn and INT4; FP8 saturates."""
+    """TensorRT has INT8, UINT8 (not through its Q/DQ layers), FP8 e4m3fn, INT4 and FP4; its floats saturate."""
     dtype = _quantized_dtype(node)
     if dtype is None:
         return None
-    if dtype not in _RANGES and dtype != _FP8:
-        return f"{node.op} to or from {dtype.name} (TensorRT quantizes to int8, uint8, float8_e4m3fn and int4)"
-    if dtype == _FP8 and node.op == "QuantizeLinear" and not int(node.attrs.get("saturate", 1)):
-        return "QuantizeLinear with saturate=0 (TensorRT's FP8 quantization saturates to +-448); use saturate=1"
-    if dtype == _INT4 and any(_odd(v) for v in (*node.inputs[:1], *node.inputs[2:3], *node.outputs) if v is not None):
-        return f"{node.op} of an int4 tensor with an odd number of elements (TensorRT packs int4 two to a byte)"
+    if dtype not in _RANGES and dtype not in _FLOATS:
+        return (f"{node.op} to or from {dtype.name} (TensorRT quantizes to int8, uint8, float8_e4m3fn, int4 "
+                "and float4_e2m1fn)")
+    if dtype in _FLOATS and node.op == "QuantizeLinear" and not int(node.attrs.get("saturate", 1)):
+        return (f"QuantizeLinear to {dtype.name} with saturate=0 (TensorRT's float quantization saturates); "
+                "use saturate=1")
+    if dtype in _SUB_BYTE and any(_odd(v) for v in (*node.inputs[:1], *node.inputs[2:3], *node.outputs) if v is not None):
+        return (f"{node.op} of {dtype.name} tensors with an odd number of elements (TensorRT packs 4-bit types "
+                "two to a byte)")
     if int(node.attrs.get("precision", 0)) not in (0, helper.np_dtype_to_tensor_dtype(np.dtype(np.float32))):
         return "QuantizeLinear with a precision other than float32"
     return None
@@ -138,17 +149,17 @@ def quantize_linear(ctx: ConversionContext, node: Node) -> None:
     dtype = _quantized_dtype(node)
     assert dtype is not None
     axis, block = _layout(node, len(x.shape), tuple(scale.shape))
-    if dtype in (np.dtype(np.int8), _FP8, _INT4) and _zero_is_absent(ctx, node):
+    if dtype in _NATIVE and _zero_is_absent(ctx, node):
         ctx.set(node.outputs[0], _layer(ctx, node, x, scale, axis, block, trt_dtype(dtype)))
         return
     s = _broadcastable(ctx, node, ctx.cast(scale, x.dtype, node, "scale_typed"), x, axis, block, "scale")
     scaled = ctx.elementwise(x, s, "DIV", node, "scaled")
-    if dtype != _FP8:  # integers: ONNX adds the zero point to the rounded quotient
+    if dtype not in _FLOATS:  # integers: ONNX adds the zero point to the rounded quotient
         scaled = ctx.unary(ctx.cast(scaled, trt().float32, node, "wide"), "ROUND", node, "rounded")
     zero = _zero_point(ctx, node, scaled.dtype)
     shifted = ctx.elementwise(scaled, _broadcastable(ctx, node, zero, x, axis, block, "zero_b"), "SUM", node, "shifted")
-    if dtype == _FP8:  # rounding and saturation are the FP8 Quantize layer's
-        ctx.set(node.outputs[0], _layer(ctx, node, shifted, _unit(ctx, node, shifted), -1, 0, trt().fp8))
+    if dtype in _FLOATS:  # rounding and saturation are the Quantize layer's
+        ctx.set(node.outputs[0], _layer(ctx, node, shifted, _unit(ctx, node, shifted), -1, 0, trt_dtype(dtype)))
         return
     low, high = _RANGES[dtype]
     clipped = ctx.elementwise(ctx.elementwise(shifted, ctx.scalar(low, shifted, node, "low"), "MAX", node, "above"),
@@ -180,7 +191,7 @@ def dequantize_linear(ctx: ConversionContext, node: Node) -> None:
     to = trt_dtype(helper.tensor_dtype_to_np_dtype(code)) if code else scale.dtype
     dtype = np_dtype(x.dtype)
     axis, block = _layout(node, len(x.shape), tuple(scale.shape))
-    if dtype in (np.dtype(np.int8), _FP8, _INT4) and _zero_is_absent(ctx, node):
+    if dtype in _NATIVE and _zero_is_absent(ctx, node):
         ctx.set(node.outputs[0], _layer(ctx, node, x, scale, axis, block, to))
         return
     wide = _widened(ctx, node, x, trt().float32, "wide")
