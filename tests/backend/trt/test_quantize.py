@@ -139,3 +139,11 @@ def test_float4_round_trip_builds_for_blackwell():
     build_serialized(session, network, builder_config(session, "sm120"))
     x = np.array([0, 1.2, 2.6, -3.1, 5, 100, -0.25, 0.75], np.float32)
     np.testing.assert_array_equal(simulate(network, {"x": x})["y"], [0, 1, 3, -3, 3, 3, -0.25, 0.75])
+
+
+def test_uint8_without_a_zero_point():
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (uint8[2,3,4] y) {{
+            s = Constant <value = float {{0.5}}> ()
+            y = QuantizeLinear (x, s)
+        }}""", {"x": X})

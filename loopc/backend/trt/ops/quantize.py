@@ -1,12 +1,12 @@
 """QuantizeLinear and DequantizeLinear: TensorRT's Quantize / Dequantize layers, or elementwise arithmetic.
 
 TensorRT's Q/DQ layers are symmetric (no zero point a network can give them) and quantize to INT8,
-FP8, INT4 and FP4 (FP4 on Blackwell targets only). A symmetric node of those types is one layer; any
+FP8, INT4 and FP4 (FP4 on Blackwell targets only). A symmetric node of those types is one layer. Any
 other form TensorRT can still compute exactly is arithmetic in float: ``clip(round(x / scale) +
 zero_point)`` cast to the integer type (a Quantize of scale 1 where only a Quantize makes the type:
-FP8, INT4, FP4), and
-``(x - zero_point) * scale`` after a Dequantize of scale 1 or a cast. Scales per tensor, per axis
-and per block are all expressed; a block scale is repeated along its axis for the arithmetic.
+FP8, INT4, FP4), and ``(x - zero_point) * scale`` after a Dequantize of scale 1 or a cast. Scales
+per tensor, per axis and per block are all expressed; a block scale is repeated along its axis for
+the arithmetic.
 """
 
 from __future__ import annotations
@@ -61,7 +61,8 @@ def _refusal(node: Node) -> str | None:
     if dtype in _FLOATS and node.op == "QuantizeLinear" and not int(node.attrs.get("saturate", 1)):
         return (f"QuantizeLinear to {dtype.name} with saturate=0 (TensorRT's float quantization saturates); "
                 "use saturate=1")
-    if dtype in _SUB_BYTE and any(_odd(v) for v in (*node.inputs[:1], *node.inputs[2:3], *node.outputs) if v is not None):
+    quantized = (*node.inputs[:1], *node.inputs[2:3], *node.outputs)
+    if dtype in _SUB_BYTE and any(_odd(v) for v in quantized if v is not None):
         return (f"{node.op} of {dtype.name} tensors with an odd number of elements (TensorRT packs 4-bit types "
                 "two to a byte)")
     if int(node.attrs.get("precision", 0)) not in (0, helper.np_dtype_to_tensor_dtype(np.dtype(np.float32))):
@@ -126,7 +127,7 @@ def _broadcastable(ctx: ConversionContext, node: Node, t: Any, x: Any, axis: int
 
 
 def _widened(ctx: ConversionContext, node: Node, t: Any, dtype: Any, suffix: str) -> Any:
-    """A quantized tensor's values in a float type: FP8 and INT4 through a Dequantize of scale 1."""
+    """A quantized tensor's values in a float type: FP8, INT4 and FP4 through a Dequantize of scale 1."""
     if np_dtype(t.dtype) in _LAYER_ONLY:
         one = ctx.constant(np.array(1.0, np.float32), node, f"{suffix}_one")
         return ctx.out(ctx.network.add_dequantize(t, one, dtype), node, suffix)
@@ -156,8 +157,10 @@ def quantize_linear(ctx: ConversionContext, node: Node) -> None:
     scaled = ctx.elementwise(x, s, "DIV", node, "scaled")
     if dtype not in _FLOATS:  # integers: ONNX adds the zero point to the rounded quotient
         scaled = ctx.unary(ctx.cast(scaled, trt().float32, node, "wide"), "ROUND", node, "rounded")
-    zero = _zero_point(ctx, node, scaled.dtype)
-    shifted = ctx.elementwise(scaled, _broadcastable(ctx, node, zero, x, axis, block, "zero_b"), "SUM", node, "shifted")
+    shifted = scaled
+    if len(node.inputs) > 2 and node.inputs[2] is not None:
+        zero = _broadcastable(ctx, node, _zero_point(ctx, node, scaled.dtype), x, axis, block, "zero_b")
+        shifted = ctx.elementwise(scaled, zero, "SUM", node, "shifted")
     if dtype in _FLOATS:  # rounding and saturation are the Quantize layer's
         ctx.set(node.outputs[0], _layer(ctx, node, shifted, _unit(ctx, node, shifted), -1, 0, trt_dtype(dtype)))
         return
