@@ -147,3 +147,40 @@ def test_uint8_without_a_zero_point():
             s = Constant <value = float {{0.5}}> ()
             y = QuantizeLinear (x, s)
         }}""", {"x": X})
+
+
+#: ONNX's Q/DQ node tests loopc refuses, and the words of its reason: types TensorRT lacks (float8 e5m2,
+#: 16-bit, 2-bit and unsigned 4-bit integers) and 4-bit tensors of odd length, which TensorRT cannot pack.
+REFUSED = {
+    **{f"test_{op}_{t}": "no data type" for op in ("quantizelinear", "dequantizelinear")
+       for t in ("e5m2", "uint4", "uint2", "int2")},
+    **{f"test_{op}_{t}": "int16" if t.endswith("int16") else "uint16" for op in ("quantizelinear", "dequantizelinear")
+       for t in ("uint16", "int16")},
+    "test_quantizelinear_blocked_symmetric": "int16",
+    **{f"test_{op}_{t}": "odd number of elements" for op in ("quantizelinear", "dequantizelinear")
+       for t in ("int4", "float4e2m1")},
+}
+
+
+def test_node_tests_match_or_are_refused_by_name():
+    from loopc.conformance import MATCH, PARSE_FAILED, node_test_cases, run_case
+
+    cases = node_test_cases("quantizelinear")
+    assert len(cases) >= 27
+    wrong = []
+    for case in cases:
+        result = run_case(case, "loopc")
+        reason = REFUSED.get(case.name)
+        ok = result.status == MATCH if reason is None else (result.status == PARSE_FAILED and reason in result.detail)
+        if not ok:
+            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+    assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("shift", [0.0, 50.0, -50.0])
+def test_dynamic_quantize_linear(shift):
+    """The range includes 0 whatever the data: all-positive and all-negative data move the zero point."""
+    check_onnx("""<ir_version: 8, opset_import: ["" : 11]>
+        g (float[3,4] x) => (uint8[3,4] y, float s, uint8 z) {
+            y, s, z = DynamicQuantizeLinear (x)
+        }""", {"x": (RNG.standard_normal((3, 4)) * 20 + shift).astype(np.float32)})

@@ -203,3 +203,36 @@ def dequantize_linear(ctx: ConversionContext, node: Node) -> None:
         wide = ctx.elementwise(wide, _broadcastable(ctx, node, zero, x, axis, block, "zero_b"), "SUB", node, "centered")
     s = _broadcastable(ctx, node, ctx.cast(scale, trt().float32, node, "scale_wide"), x, axis, block, "scale")
     ctx.set(node.outputs[0], ctx.cast(ctx.elementwise(wide, s, "PROD", node, "scaled"), to, node))
+
+
+@converter("DynamicQuantizeLinear")
+def dynamic_quantize_linear(ctx: ConversionContext, node: Node) -> None:
+    """uint8 quantization with the scale and zero point of the data's range (0 included), as ONNX defines it:
+    scale = (max(x, 0) - min(x, 0)) / 255, zero point = clip(round(-min / scale)), y as QuantizeLinear."""
+    T = trt()
+    x = ctx.cast(ctx.get(node.inputs[0], node), T.float32, node, "wide")
+    rank = len(x.shape)
+    every = (1 << rank) - 1
+
+    def extreme(op: str, bound: str) -> Any:
+        reduced = ctx.out(ctx.network.add_reduce(x, getattr(T.ReduceOperation, op), every, False), node, op.lower())
+        zero = ctx.constant(np.array(0.0, np.float32), node, f"{op.lower()}_zero")
+        return ctx.elementwise(reduced, zero, bound, node, f"{op.lower()}_with_zero")
+
+    low, high = extreme("MIN", "MIN"), extreme("MAX", "MAX")
+    scale = ctx.elementwise(ctx.elementwise(high, low, "SUB", node, "range"),
+                            ctx.constant(np.array(255.0, np.float32), node, "levels"), "DIV", node, "scale")
+    bounds = [ctx.constant(np.array(v, np.float32), node, name) for v, name in ((0.0, "u8_low"), (255.0, "u8_high"))]
+
+    def to_uint8(t: Any, suffix: str) -> Any:  # clipped to uint8's range, still in float
+        above = ctx.elementwise(t, bounds[0], "MAX", node, f"{suffix}_above")
+        return ctx.elementwise(above, bounds[1], "MIN", node, suffix)
+
+    zero = ctx.unary(to_uint8(ctx.elementwise(ctx.unary(low, "NEG", node, "neg_low"), scale, "DIV", node, "zero_raw"),
+                              "zero_clipped"), "ROUND", node, "zero_rounded")
+    rounded = ctx.unary(ctx.elementwise(x, ctx.to_rank(scale, rank, node, "scale_b"), "DIV", node, "scaled"),
+                        "ROUND", node, "rounded")
+    y = to_uint8(ctx.elementwise(rounded, ctx.to_rank(zero, rank, node, "zero_b"), "SUM", node, "shifted"), "clipped")
+    for value, t, suffix in ((node.outputs[0], y, "y"), (node.outputs[2], zero, "zero_point")):
+        ctx.set(value, ctx.cast(t, T.uint8 if id(value) in ctx.reserved else T.int32, node, suffix))
+    ctx.set(node.outputs[1], scale)
