@@ -19,7 +19,7 @@ import onnx
 from onnx import numpy_helper
 
 from loopc.api import load_network
-from loopc.errors import LoopcError
+from loopc.errors import InternalError, LoopcError
 from loopc.sim import Simulator
 from loopc.sim.dtypes import is_float
 from loopc.sim.registry import supported_layer_types
@@ -32,6 +32,7 @@ LOOP_LAYERS = frozenset({"TRIP_LIMIT", "ITERATOR", "RECURRENCE", "LOOP_OUTPUT"})
 # Statuses, in the order a case moves through them.
 NOT_TENSORS = "inputs/outputs not tensors"
 PARSE_FAILED = "frontend rejected"
+INTERNAL_ERROR = "internal error"
 BUILD_FAILED = "builder rejected"
 BUILT = "built, not simulated"
 OUT_OF_SCOPE = "layer types out of scope"
@@ -107,6 +108,8 @@ def _run_case(case: Any, frontend: str, max_trips: int | None, judge: bool) -> C
         parsed = load_network(model, frontend, max_trips)
     except LoopcError as exc:
         return CaseResult(name, PARSE_FAILED, detail=str(exc))
+    except InternalError as exc:  # a bug of ours, not a refusal: counted apart
+        return CaseResult(name, INTERNAL_ERROR, detail=str(exc))
     network = parsed.network
     feeds = {k: v for k, v in feeds.items() if any(network.get_input(i).name == k for i in range(network.num_inputs))}
     try:
