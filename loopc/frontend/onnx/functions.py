@@ -53,7 +53,7 @@ def _has_function(op: str, opset: int) -> bool:
         schema = onnx.defs.get_schema(op, opset)
     except onnx.defs.SchemaError:
         return False
-    return bool(schema.has_function or schema.has_context_dependent_function)
+    return bool(schema.has_function or schema.has_context_dependent_function)  # type: ignore[attr-defined]
 
 
 def _prepared(model: onnx.ModelProto, op: str, opset: int) -> onnx.ModelProto:
