@@ -23,10 +23,10 @@ from dataclasses import asdict
 from functools import cache
 from typing import Any
 
-from loopc.conformance import MATCH, CaseResult, node_test_cases, run_case
+from loopc.conformance import MATCH, RANDOM, CaseResult, node_test_cases, run_case
 
 #: Outcomes of loopc's side, in the order the table prints them.
-CORRECT, REFUSED, WRONG = "correct", "refused", "wrong"
+CORRECT, REFUSED, WRONG, DRAWN = "correct", "refused", "wrong", "random"
 
 
 @cache
@@ -52,6 +52,8 @@ def outcome(ours: CaseResult) -> str:
     then a mismatch or a simulator failure)."""
     if ours.status == MATCH:
         return CORRECT
+    if ours.status == RANDOM:  # built and simulated; random values compare with nothing
+        return DRAWN
     if ours.built:
         return WRONG
     return REFUSED
@@ -94,17 +96,18 @@ def table(rows: list[tuple[str, str, CaseResult, CaseResult]]) -> str:
     for name, op, theirs, ours in rows:
         per_op[op].append((name, theirs, ours))
     lines = [f"{'op':<34}{'tests':>6}{'parser built':>14}{'loopc built':>13}{'loopc correct':>15}{'refused':>9}"
-             f"{'wrong':>7}"]
+             f"{'wrong':>7}{'random':>8}"]
     for op in sorted(per_op):
         cases = per_op[op]
         outcomes = [outcome(o) for _, _, o in cases]
         lines.append(f"{op:<34}{len(cases):>6}{sum(t.built for _, t, _ in cases):>14}"
                      f"{sum(o.built for _, _, o in cases):>13}{outcomes.count(CORRECT):>15}"
-                     f"{outcomes.count(REFUSED):>9}{outcomes.count(WRONG):>7}")
+                     f"{outcomes.count(REFUSED):>9}{outcomes.count(WRONG):>7}{outcomes.count(DRAWN):>8}")
     parser_built = [r for r in rows if r[2].built]
     loopc_built = [r for r in rows if r[3].built]
     missing = [r for r in parser_built if r[3].status != MATCH]
-    wrong = [r for r in loopc_built if r[3].status != MATCH]
+    wrong = [r for r in loopc_built if r[3].status not in (MATCH, RANDOM)]
+    drawn = [r for r in loopc_built if r[3].status == RANDOM]
     beyond = [r for r in loopc_built if not r[2].built and r[3].status == MATCH]
     lines += [
         "",
@@ -115,6 +118,8 @@ def table(rows: list[tuple[str, str, CaseResult, CaseResult]]) -> str:
         *(f"  {name} [{op}]: {ours.status}: {ours.detail[:150]}" for name, op, _, ours in missing),
         f"loopc built, outputs not right: {len(wrong)}",
         *(f"  {name} [{op}]: {ours.status}: {ours.detail[:150]}" for name, op, _, ours in wrong),
+        f"loopc built, outputs random (shapes checked; values tested statistically by the op's tests): {len(drawn)}",
+        *(f"  {name} [{op}]" for name, op, _, _ in drawn),
     ]
     return "\n".join(lines)
 

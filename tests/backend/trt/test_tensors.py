@@ -113,7 +113,8 @@ def test_range_of_float_inputs_is_refused_by_node():
             step = Constant <value = float {{0.5}}> ()
             b = Range(lo, hi, step)
         }}""")
-    with pytest.raises(UnsupportedConversionError, match="Range whose floating-point bounds depend on the floating-point input '(lo|hi)'"):
+    with pytest.raises(UnsupportedConversionError, match="Range whose floating-point bounds depend on the "
+                       "floating-point input '(lo|hi)'"):
         to_network(import_model(proto))
 
 
