@@ -146,9 +146,12 @@ def group_norm(ctx: ConversionContext, node: Node) -> None:
     channels = int(x.shape[1])
     if channels != -1 and channels % groups:
         raise node_error(node, f"num_groups {groups} does not divide the {channels} channels")
+    # TensorRT takes a group's statistics over its channels and the masked axes after the channel axis;
+    # with one group it takes none across channels, so the channel axis joins the mask
+    first = 1 if groups == 1 else 2
     layer = ctx.network.add_normalization_v2(x, _per_channel(ctx, node, scale, rank, "scale"),
                                              _per_channel(ctx, node, bias, rank, "bias"),
-                                             mask(list(range(2, rank)), rank))
+                                             mask(list(range(first, rank)), rank))
     layer.epsilon = float(node.attrs.get("epsilon", 1e-5))
     layer.num_groups = groups
     y = ctx.out(layer, node, "as3d_norm" if vector else "")
