@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx.parser
+import onnxruntime as ort
 import pytest
 
 from loopc.backend.trt import to_network
@@ -227,3 +228,25 @@ def test_lrn_tensorrt_cannot_express_is_refused_by_node(attrs, what):
         g (float[1,4,2,2] x) => (float[1,4,2,2] y) {{ y = LRN {attrs} (x) }}""")
     with pytest.raises(UnsupportedConversionError, match=what):
         to_network(import_model(proto))
+
+
+@pytest.mark.parametrize("dims", ["2,4,3", "N,6,T,2"])
+def test_group_norm_of_opset_18_takes_scale_and_bias_per_group(dims):
+    """Opset 18's form (which onnx's checker now calls deprecated, so it is compared here by hand with
+    onnxruntime, which still runs it)."""
+    shape = tuple(int(d) if d.isdigit() else 3 for d in dims.split(","))
+    inputs = {"x": RNG.standard_normal(shape).astype(np.float32) * 2, "s": np.array([0.5, 2.0], np.float32),
+              "b": np.array([1.0, -3.0], np.float32)}
+    proto = onnx.parser.parse_model(f"""<ir_version: 8, opset_import: ["" : 18]>
+        g (float[{dims}] x, float[2] s, float[2] b) => (float[{dims}] y) {{
+            y = GroupNormalization <num_groups = 2, epsilon = 0.01> (x, s, b)
+        }}""")
+    _, got = build_and_simulate(import_model(proto), inputs)
+    want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(["y"], inputs)[0]
+    np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=1e-5)
+    # by hand: each half of the channels normalized together, then that group's scale and bias
+    x = inputs["x"].astype(np.float64)
+    half = x.reshape(shape[0], 2, -1)
+    normalized = (half - half.mean(-1, keepdims=True)) / np.sqrt(half.var(-1, keepdims=True) + 0.01)
+    by_hand = (normalized * inputs["s"][None, :, None] + inputs["b"][None, :, None]).reshape(shape)
+    np.testing.assert_allclose(got["y"], by_hand, rtol=1e-4, atol=1e-5)

@@ -26,9 +26,12 @@ _COEFFICIENTS: dict[str, tuple[float, ...]] = {
 
 
 def _window_of_size(coefficients: tuple[float, ...], size: int, periodic: bool) -> np.ndarray:
+    """The window's values; a symmetric window of size 1 is NaN (0 / 0), as ONNX's reference and
+    onnxruntime make it, and as the computed form does."""
     n = np.arange(size, dtype=np.float64)
-    angle = n * (2 * np.pi / (size if periodic else size - 1)) if size > int(not periodic) else n * 0
-    return sum((a * np.cos(k * angle) for k, a in enumerate(coefficients)), np.zeros(size))
+    with np.errstate(all="ignore"):
+        angle = n * 2 * np.pi / np.float64(size if periodic else size - 1)
+        return sum((a * np.cos(k * angle) for k, a in enumerate(coefficients)), np.zeros(size))
 
 
 @converter(*_COEFFICIENTS)
