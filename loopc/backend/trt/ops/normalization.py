@@ -193,8 +193,7 @@ def _p_is_1_or_2(node: Node) -> str | None:
 
 @converter("LpNormalization", capability=_p_is_1_or_2)
 def lp_norm(ctx: ConversionContext, node: Node) -> None:
-    """x / ||x||_p along ``axis``; a zero vector stays zero, as ONNX says (its norm is taken as the
-    smallest normal float, which leaves every other vector's norm as it is)."""
+    """x / ||x||_p along ``axis``; a zero vector stays zero, as ONNX says (it is divided by 1)."""
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
     axes = mask([int(node.attrs.get("axis", -1)) % rank], rank)
@@ -202,20 +201,25 @@ def lp_norm(ctx: ConversionContext, node: Node) -> None:
     terms = ctx.unary(x, "ABS", node, "abs") if p == 1 else ctx.elementwise(x, x, "PROD", node, "squared")
     total = ctx.out(ctx.network.add_reduce(terms, trt().ReduceOperation.SUM, axes, True), node, "sum")
     norm = total if p == 1 else ctx.unary(total, "SQRT", node, "l2")
-    tiny = float(np.finfo(np_dtype(x.dtype)).tiny)
-    norm = ctx.elementwise(norm, scalar_like(ctx, tiny, norm, node, "tiny"), "MAX", node, "norm")
+    zero, one = scalar_like(ctx, 0.0, norm, node, "zero"), scalar_like(ctx, 1.0, norm, node, "one")
+    is_zero = ctx.elementwise(norm, zero, "EQUAL", node, "is_zero")
+    norm = ctx.out(ctx.network.add_select(is_zero, one, norm), node, "norm")
     ctx.set(node.outputs[0], ctx.elementwise(x, norm, "DIV", node))
 
 
-#: TensorRT's ILRNLayer limits: an odd window of 1 to 15 channels, beta in [0.01, 1e5], k in [1e-5, 1e10].
+#: TensorRT's ILRNLayer limits: an odd window of 1 to 15 channels, alpha in [-1e20, 1e20], beta in
+#: [0.01, 1e5], k in [1e-5, 1e10].
 _LRN_WINDOWS = range(1, 16, 2)
 
 
 def _lrn_in_range(node: Node) -> str | None:
     size = int(node.attrs["size"])
+    alpha = float(node.attrs.get("alpha", 1e-4))
     beta, bias = float(node.attrs.get("beta", 0.75)), float(node.attrs.get("bias", 1.0))
     if size not in _LRN_WINDOWS:
         return f"LRN size={size} (TensorRT's LRN window is odd, 1 to 15)"
+    if not -1e20 <= alpha <= 1e20:
+        return f"LRN alpha={alpha} (TensorRT takes -1e20 to 1e20)"
     if not 0.01 <= beta <= 1e5:
         return f"LRN beta={beta} (TensorRT takes 0.01 to 1e5)"
     if not 1e-5 <= bias <= 1e10:
