@@ -110,3 +110,18 @@ def test_random_of_an_integer_type_is_refused_by_node():
         g (int32[3] x) => (int32[3] y) {{ y = RandomUniformLike (x) }}""")
     with pytest.raises(UnsupportedConversionError, match="draws floating-point values only"):
         to_network(import_model(bad))
+
+
+@pytest.mark.parametrize("op", ["RandomUniformLike", "Bernoulli"])
+def test_a_draw_in_a_loop_body_is_refused_by_node(op: str):
+    """Each trip must draw anew; TensorRT would compute the fill, which depends on no trip, once."""
+    proto = onnx.parser.parse_model(f"""{HEADER}
+        g (float[3] x, int64 n) => (float[3] y) {{
+            y = Loop (n, "", x) <body = b (int64 i, bool c, float[3] acc) => (bool c_out, float[3] acc_out) {{
+                r = {op} (acc)
+                acc_out = Add (acc, r)
+                c_out = Identity (c)
+            }}>
+        }}""")
+    with pytest.raises(UnsupportedConversionError, match=f"{op} inside a loop body"):
+        to_network(import_model(proto))

@@ -15,7 +15,7 @@ from onnx import helper
 
 from loopc.backend.trt.context import ConversionContext, trt_dtype
 from loopc.backend.trt.registry import converter, unsupported
-from loopc.ir import Node
+from loopc.ir import Loop, Node
 from loopc.trt import trt
 
 #: The largest float32 below 1: Bernoulli draws u in [0, this], so u < p is never true for p = 0 and
@@ -57,8 +57,28 @@ def _parameters(node: Node) -> tuple[float, float]:
     return float(node.attrs.get("mean", 0.0)), float(node.attrs.get("scale", 1.0))
 
 
+def _in_loop(node: Node) -> bool:
+    graph = node.graph
+    while graph is not None and graph.owner is not None:
+        if isinstance(graph.owner, Loop):
+            return True
+        graph = graph.owner.graph
+    return False
+
+
+def _drawn_once(node: Node) -> str | None:
+    """TensorRT computes a layer that does not depend on the trip once per loop run, and a fill depends
+    on nothing that changes: in a loop body every trip would see the same draws, where ONNX draws anew."""
+    if _in_loop(node):
+        return f"{node.op} inside a loop body (TensorRT would draw once, not on every trip)"
+    return None
+
+
 def _proper_distribution(node: Node) -> str | None:
     """TensorRT's builder refuses an empty uniform range and a normal of no spread (measured)."""
+    refusal = _drawn_once(node)
+    if refusal is not None:
+        return refusal
     alpha, beta = _parameters(node)
     if node.op.startswith("RandomUniform") and not alpha < beta:
         return f"{node.op} with low={alpha} not below high={beta} (TensorRT draws from a nonempty range)"
@@ -75,7 +95,7 @@ def random_values(ctx: ConversionContext, node: Node) -> None:
     ctx.set(node.outputs[0], _random_fill(ctx, node, like, uniform, alpha, beta, _output_type(node, like)))
 
 
-@converter("Bernoulli")
+@converter("Bernoulli", capability=_drawn_once)
 def bernoulli(ctx: ConversionContext, node: Node) -> None:
     """1 where a uniform draw u in [0, 1) is below the probability p, else 0."""
     p = ctx.get(node.inputs[0], node)
