@@ -131,6 +131,18 @@ def test_range_of_float_bounds_computed_from_integer_inputs(lo, hi, step):
             step = Constant <value = float {{{step}}}> ()
             r = Range(lo, hi, step)
         }}""", {"a": np.array(round(lo * 10), np.int32), "b": np.array(round(hi * 10), np.int32)})
+def test_range_of_a_float_limit_read_from_a_float_inputs_shape():
+    """A shape read from a float input is an integer TensorRT computes shapes from."""
+    check_onnx(f"""{HEADER}
+        g (float[N] x) => (float[B] b) {{
+            zero = Constant <value = float {{0.0}}> ()
+            half = Constant <value = float {{0.5}}> ()
+            n = Size(x)
+            limit = Cast <to = 1> (n)
+            b = Range(zero, limit, half)
+        }}""", {"x": np.zeros(5, np.float32)})
+
+
 def test_range_of_a_float_size_computed_from_an_integer_input():
     """The window expansions' form: the limit is an integer input cast to float."""
     check_onnx(f"""{HEADER}

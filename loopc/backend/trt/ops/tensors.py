@@ -74,9 +74,13 @@ def range_op(ctx: ConversionContext, node: Node) -> None:
     ctx.set(node.outputs[0], ctx.cast(y, dtype, node))
 
 
+#: Ops whose outputs depend on their inputs' shapes only, never on their values.
+_SHAPE_ONLY = frozenset({"Shape", "Size"})
+
+
 def _float_source(values: list[Value | None]) -> str | None:
-    """The name of a floating-point value with no producer (a graph or loop-body input) that ``values``
-    are computed from, if any."""
+    """The name of a floating-point value with no producer (a graph or loop-body input) whose values
+    ``values`` are computed from, if any (a shape read from it does not count)."""
     seen: set[int] = set()
     stack = [v for v in values if v is not None]
     while stack:
@@ -88,7 +92,8 @@ def _float_source(values: list[Value | None]) -> str | None:
             if value.dtype is not None and np.dtype(value.dtype).kind == "f":
                 return value.name
             continue
-        stack.extend(v for v in value.producer.inputs if v is not None)
+        if value.producer.op not in _SHAPE_ONLY:
+            stack.extend(v for v in value.producer.inputs if v is not None)
     return None
 
 
