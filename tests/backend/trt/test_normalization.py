@@ -10,6 +10,7 @@ import pytest
 from loopc.backend.trt import to_network
 from loopc.errors import UnsupportedConversionError
 from loopc.frontend.onnx import import_model
+from loopc.trt import trt
 from tests.backend.trt.oracle import build_and_simulate, check_onnx
 
 HEADER = '<ir_version: 8, opset_import: ["" : 19]>'
@@ -137,7 +138,9 @@ def test_group_norm(dims, groups):
 def test_group_norm_of_rank_2():
     x = RNG.standard_normal((3, 6)).astype(np.float32)
     check_onnx("""<ir_version: 10, opset_import: ["" : 21]>
-        g (float[3,6] x, float[6] s, float[6] b) => (float[3,6] y) { y = GroupNormalization <num_groups = 2> (x, s, b) }""",
+        g (float[3,6] x, float[6] s, float[6] b) => (float[3,6] y) {
+            y = GroupNormalization <num_groups = 2> (x, s, b)
+        }""",
                {"x": x, "s": RNG.uniform(0.5, 2, 6).astype(np.float32), "b": np.zeros(6, np.float32)},
                rtol=1e-4, atol=1e-5)
 
@@ -250,3 +253,23 @@ def test_group_norm_of_opset_18_takes_scale_and_bias_per_group(dims):
     normalized = (half - half.mean(-1, keepdims=True)) / np.sqrt(half.var(-1, keepdims=True) + 0.01)
     by_hand = (normalized * inputs["s"][None, :, None] + inputs["b"][None, :, None]).reshape(shape)
     np.testing.assert_allclose(got["y"], by_hand, rtol=1e-4, atol=1e-5)
+
+
+def test_layer_norm_and_group_norm_of_float16_normalize_in_float32():
+    """stash_type 1 (the default): the statistics in float32, Y back in float16. Values around 300 square
+    past float16's range (65504): an engine's float16 variance would overflow. (The simulator computes
+    float16 layers in float32 anyway, so the layers' input type is checked too.)"""
+    x = (RNG.standard_normal((2, 4, 3, 5)) * 300).astype(np.float16)
+    text = """<ir_version: 10, opset_import: ["" : 21]>
+        g (float16[2,4,3,5] x, float16[5] s, float16[4] gs, float16[4] gb) => (float16[2,4,3,5] y,
+                                                                             float16[2,4,3,5] z) {
+            y = LayerNormalization(x, s)
+            z = GroupNormalization <num_groups = 2> (x, gs, gb)
+        }"""
+    check_onnx(text, {"x": x, "s": np.full(5, 0.5, np.float16), "gs": np.full(4, 2.0, np.float16),
+                      "gb": np.full(4, 0.25, np.float16)}, rtol=2e-3, atol=2e-3)
+    _, network = to_network(import_model(onnx.parser.parse_model(text)))
+    layers = [network.get_layer(i) for i in range(network.num_layers)]
+    normalizations = [layer for layer in layers if layer.type.name == "NORMALIZATION"]
+    assert len(normalizations) == 2
+    assert all(layer.get_input(0).dtype == trt().float32 for layer in normalizations)

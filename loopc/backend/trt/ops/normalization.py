@@ -98,9 +98,10 @@ def _moments(ctx: ConversionContext, node: Node, x: Any, axes: int) -> tuple[Any
 def layer_norm(ctx: ConversionContext, node: Node) -> None:
     """(x - mean) / sqrt(var + eps) * scale + bias over the axes from ``axis`` to the last.
 
-    Y alone is one INormalizationLayer. When the Mean or InvStdDev outputs are wanted, the
-    statistics are reductions in the stash type (what those outputs are typed in), and Y is
-    computed from them, so that the three agree.
+    Y alone is one INormalizationLayer, run in the stash type (float32 for a float16 input, by
+    default, as ONNX computes it). When the Mean or InvStdDev outputs are wanted, the statistics
+    are reductions in the stash type (what those outputs are typed in), and Y is computed from
+    them, so that the three agree.
     """
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
@@ -111,14 +112,16 @@ def layer_norm(ctx: ConversionContext, node: Node) -> None:
     has_bias = len(node.inputs) > 2 and node.inputs[2] is not None
     bias = ctx.to_rank(ctx.get(node.inputs[2], node), rank, node, "bias") if has_bias else None
     stats = [v for v in node.outputs[1:3] if v is not None]
+    wide = _stash(ctx, node, x)
     if not stats:
         if bias is None:
             bias = ctx.elementwise(scale, scale, "SUB", node, "zero_bias")
-        layer = ctx.network.add_normalization(x, scale, bias, axes)
+        layer = ctx.network.add_normalization(wide, ctx.cast(scale, wide.dtype, node, "scale_stash"),
+                                              ctx.cast(bias, wide.dtype, node, "bias_stash"), axes)
         layer.epsilon = eps
-        ctx.set(node.outputs[0], ctx.out(layer, node))
+        narrowed = wide.dtype != x.dtype
+        ctx.set(node.outputs[0], ctx.cast(ctx.out(layer, node, "stashed" if narrowed else ""), x.dtype, node))
         return
-    wide = _stash(ctx, node, x)
     mean, centered, var = _moments(ctx, node, wide, axes)
     spread = ctx.elementwise(var, scalar_like(ctx, eps, var, node, "eps"), "SUM", node, "var_eps")
     inv_std = ctx.unary(ctx.unary(spread, "SQRT", node, "std"), "RECIP", node, "inv_std")
@@ -135,7 +138,7 @@ def layer_norm(ctx: ConversionContext, node: Node) -> None:
 def group_norm(ctx: ConversionContext, node: Node) -> None:
     """INormalizationLayer with num_groups over the axes after the channel (its v2 form, which takes
     the per-channel scale and bias of opset 21; opset 18's per-group ones are made per-channel by the
-    frontend)."""
+    frontend), in the stash type."""
     x, scale, bias = (ctx.get(v, node) for v in node.inputs)
     rank = len(x.shape)
     vector = rank == 2  # no spatial axes: [N, C] as [N, C, 1]
@@ -149,13 +152,17 @@ def group_norm(ctx: ConversionContext, node: Node) -> None:
     # TensorRT takes a group's statistics over its channels and the masked axes after the channel axis;
     # with one group it takes none across channels, so the channel axis joins the mask
     first = 1 if groups == 1 else 2
-    layer = ctx.network.add_normalization_v2(x, _per_channel(ctx, node, scale, rank, "scale"),
-                                             _per_channel(ctx, node, bias, rank, "bias"),
-                                             mask(list(range(first, rank)), rank))
+    wide = _stash(ctx, node, x)
+    scale, bias = (ctx.cast(_per_channel(ctx, node, t, rank, name), wide.dtype, node, f"{name}_stash")
+                   for t, name in ((scale, "scale"), (bias, "bias")))
+    layer = ctx.network.add_normalization_v2(wide, scale, bias, mask(list(range(first, rank)), rank))
     layer.epsilon = float(node.attrs.get("epsilon", 1e-5))
     layer.num_groups = groups
-    y = ctx.out(layer, node, "as3d_norm" if vector else "")
-    ctx.set(node.outputs[0], ctx.squeeze(y, [2], node) if vector else y)
+    narrowed = wide.dtype != x.dtype
+    y = ctx.out(layer, node, "normalized" if vector or narrowed else "")
+    if vector:
+        y = ctx.squeeze(y, [2], node, "squeezed" if narrowed else "")
+    ctx.set(node.outputs[0], ctx.cast(y, x.dtype, node))
 
 
 @converter("MeanVarianceNormalization")
