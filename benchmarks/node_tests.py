@@ -23,10 +23,10 @@ from dataclasses import asdict
 from functools import cache
 from typing import Any
 
-from loopc.conformance import INTERNAL_ERROR, MATCH, CaseResult, node_test_cases, run_case
+from loopc.conformance import INTERNAL_ERROR, MATCH, RANDOM, CaseResult, node_test_cases, run_case
 
 #: Outcomes of loopc's side, in the order the table prints them.
-CORRECT, REFUSED, WRONG, CRASHED = "correct", "refused", "wrong", "crashed"
+CORRECT, REFUSED, WRONG, CRASHED, DRAWN = "correct", "refused", "wrong", "crashed", "random"
 
 
 @cache
@@ -52,6 +52,8 @@ def outcome(ours: CaseResult) -> str:
     mismatch or a simulator failure) or crashed (an internal error: a bug of loopc's)."""
     if ours.status == MATCH:
         return CORRECT
+    if ours.status == RANDOM:  # built and simulated; random values compare with nothing
+        return DRAWN
     if ours.built:
         return WRONG
     return CRASHED if ours.status == INTERNAL_ERROR else REFUSED
@@ -100,17 +102,19 @@ def table(rows: list[tuple[str, str, CaseResult, CaseResult]]) -> str:
     for name, op, theirs, ours in rows:
         per_op[op].append((name, theirs, ours))
     lines = [f"{'op':<34}{'tests':>6}{'parser built':>14}{'loopc built':>13}{'loopc correct':>15}{'refused':>9}"
-             f"{'wrong':>7}{'crashed':>9}"]
+             f"{'wrong':>7}{'crashed':>9}{'random':>8}"]
     for op in sorted(per_op):
         cases = per_op[op]
         outcomes = [outcome(o) for _, _, o in cases]
         lines.append(f"{op:<34}{len(cases):>6}{sum(t.built for _, t, _ in cases):>14}"
                      f"{sum(o.built for _, _, o in cases):>13}{outcomes.count(CORRECT):>15}"
-                     f"{outcomes.count(REFUSED):>9}{outcomes.count(WRONG):>7}{outcomes.count(CRASHED):>9}")
+                     f"{outcomes.count(REFUSED):>9}{outcomes.count(WRONG):>7}{outcomes.count(CRASHED):>9}"
+                     f"{outcomes.count(DRAWN):>8}")
     parser_built = [r for r in rows if r[2].built]
     loopc_built = [r for r in rows if r[3].built]
-    missing = [r for r in parser_built if r[3].status != MATCH]
+    missing = [r for r in parser_built if r[3].status not in (MATCH, RANDOM)]
     wrong = [r for r in rows if outcome(r[3]) in (WRONG, CRASHED)]
+    drawn = [r for r in loopc_built if r[3].status == RANDOM]
     beyond = [r for r in loopc_built if not r[2].built and r[3].status == MATCH]
     lines += [
         "",
@@ -121,6 +125,8 @@ def table(rows: list[tuple[str, str, CaseResult, CaseResult]]) -> str:
         *(f"  {name} [{op}]: {ours.status}: {ours.detail[:150]}" for name, op, _, ours in missing),
         f"loopc built with outputs not right, or crashed: {len(wrong)}",
         *(f"  {name} [{op}]: {ours.status}: {ours.detail[:150]}" for name, op, _, ours in wrong),
+        f"loopc built, outputs random (shapes checked; values tested statistically by the op's tests): {len(drawn)}",
+        *(f"  {name} [{op}]" for name, op, _, _ in drawn),
     ]
     return "\n".join(lines)
 
