@@ -1,3 +1,5 @@
 """Kernels for each TensorRT layer family; importing this package registers them all."""
 
-from loopc.sim.ops import attention, elementwise, fill, gather, linalg, quantize, reduce, shuffle, tensors  # noqa: F401
+from loopc.sim.ops import (  # noqa: F401
+    attention, elementwise, fill, gather, linalg, normalization, quantize, reduce, shuffle, tensors,
+)

@@ -1,6 +1,6 @@
 """Converters by op family; importing this package registers them all."""
 
 from loopc.backend.trt.ops import (  # noqa: F401
-    attention, elementwise, gather, linalg, masks, nonzero, normalization, quantize, reduce, sampling, shape,
-    tensors, unary,
+    attention, elementwise, gather, linalg, masks, nonzero, normalization, quantize, random_ops, reduce, sampling,
+    shape, tensors, unary, windows,
 )
