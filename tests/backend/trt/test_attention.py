@@ -143,3 +143,49 @@ def test_the_parsers_networks_simulate_to_the_test_data():
     wrong = [f"{n}: {r.status}: {r.detail}" for n, r in built
              if r.status != (MISMATCH if n in PARSER_WRONG else MATCH)]
     assert not wrong, "\n".join(wrong)
+
+
+def test_decoding_loop_with_rope_cache_writes_and_padded_attention():
+    """A decoder step per trip, as exporters write one: rotate the query at position i, write it and the
+    value into fixed-size caches carried by the loop (TensorScatter at i), attend over the i + 1 keys
+    written so far (nonpad_kv_seqlen), and feed the result to the next trip."""
+    angles = RNG.uniform(-3, 3, (8, 2))
+    feeds = {"n": np.array(5, np.int64), "x": RNG.standard_normal((1, 2, 1, 4)).astype(np.float32),
+             "cos": np.cos(angles).astype(np.float32), "sin": np.sin(angles).astype(np.float32),
+             "cache": np.zeros((1, 2, 6, 4), np.float32)}
+    check_onnx(f"""{H24}
+        g (int64 n, float[1,2,1,4] x, float[8,2] cos, float[8,2] sin, float[1,2,6,4] cache)
+            => (float[1,2,1,4] last, float[N,1,2,1,4] steps) {{
+            t = Constant <value = bool {{1}}> ()
+            last, kc_end, vc_end, steps = Loop(n, t, x, cache, cache)
+                <body = b (int64 i, bool c, float[1,2,1,4] s, float[1,2,6,4] kc, float[1,2,6,4] vc)
+                        => (bool c2, float[1,2,1,4] s2, float[1,2,6,4] kc2, float[1,2,6,4] vc2, float[1,2,1,4] y) {{
+                    shape11 = Constant <value = int64[2] {{1, 1}}> ()
+                    shape1 = Constant <value = int64[1] {{1}}> ()
+                    pos = Reshape(i, shape11)
+                    at = Reshape(i, shape1)
+                    q = RotaryEmbedding(s, cos, sin, pos)
+                    kc2 = TensorScatter(kc, q, at)
+                    vc2 = TensorScatter(vc, s, at)
+                    one = Constant <value = int64 {{1}}> ()
+                    seen = Add(at, one)
+                    y = Attention(q, kc2, vc2, , , , seen)
+                    s2 = Add(s, y)
+                    c2 = Identity(c)
+                }}>
+        }}""", feeds, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_layer_inside_a_loop():
+    """TensorRT's IAttention in a loop body: each trip attends over the carried keys and values."""
+    feeds = {"n": np.array(3, np.int64), "x": RNG.standard_normal((1, 2, 2, 4)).astype(np.float32),
+             "kv": RNG.standard_normal((1, 1, 5, 4)).astype(np.float32)}
+    check_onnx(f"""{H23}
+        g (int64 n, float[1,2,2,4] x, float[1,1,5,4] kv) => (float[1,2,2,4] last) {{
+            t = Constant <value = bool {{1}}> ()
+            last = Loop(n, t, x) <body = b (int64 i, bool c, float[1,2,2,4] s) => (bool c2, float[1,2,2,4] s2) {{
+                y = Attention <is_causal = 1> (s, kv, kv)
+                s2 = Add(s, y)
+                c2 = Identity(c)
+            }}>
+        }}""", feeds, rtol=1e-4, atol=1e-5)

@@ -184,3 +184,25 @@ def test_dynamic_quantize_linear(shift):
         g (float[3,4] x) => (uint8[3,4] y, float s, uint8 z) {
             y, s, z = DynamicQuantizeLinear (x)
         }""", {"x": (RNG.standard_normal((3, 4)) * 20 + shift).astype(np.float32)})
+
+
+ONNX_TYPES = {"int8": 3, "uint8": 2, "float8e4m3fn": 17}
+
+
+@pytest.mark.parametrize("dtype, zero", [("int8", ""), ("float8e4m3fn", ""), ("uint8", ", z")])
+def test_fake_quantization_inside_a_loop(dtype, zero):
+    """A quantize-dequantize pair on a loop's carried state (quantization-aware exports put them in
+    bodies): the Q/DQ layers, or the arithmetic for uint8, inside a TensorRT loop."""
+    check_onnx(f"""{HEADER}
+        g (int64 n, float[2,3,4] x) => (float[2,3,4] final) {{
+            t = Constant <value = bool {{1}}> ()
+            final = Loop(n, t, x) <body = b (int64 i, bool c, float[2,3,4] s) => (bool c2, float[2,3,4] s2) {{
+                scale = Constant <value = float {{0.125}}> ()
+                z = Constant <value = uint8 {{128}}> ()
+                half = Constant <value = float {{0.5}}> ()
+                q = QuantizeLinear <output_dtype = {ONNX_TYPES[dtype]}> (s, scale{zero})
+                d = DequantizeLinear (q, scale{zero})
+                s2 = Mul(d, half)
+                c2 = Identity(c)
+            }}>
+        }}""", {"n": np.array(3, np.int64), "x": X / 4})

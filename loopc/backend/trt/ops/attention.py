@@ -5,7 +5,7 @@ TensorRT's layers take [batch, heads, sequence, head size] tensors, as ONNX's 4-
 them and back.
 
 An Attention that TensorRT's IAttention expresses (no score output, no softcap, one head size, a
-mask or a causal diagonal but not both, no padding lengths or windows) is one; TensorRT computes
+mask or a causal diagonal but not both, no padding lengths or windows, not in a loop) is one; TensorRT computes
 ``softmax(Q Kᵀ + mask) V`` unscaled, so Q and K are each multiplied by the square root of the
 scale first, as ONNX's own definition does. Every other Attention is built from matrix products and
 a softmax, following ONNX's definition step by step (softcap, bias, fully masked rows).
@@ -208,9 +208,20 @@ def _expand_heads(ctx: ConversionContext, node: Node, t: Any, heads_q: int, suff
     return ctx.out(ctx.network.add_gather(t, index, 1), node, suffix)
 
 
+def _in_loop(node: Node) -> bool:
+    """Whether ``node`` is in a loop's body (at any depth)."""
+    graph = node.graph
+    while graph is not None and graph.owner is not None:
+        if graph.owner.op == "Loop":
+            return True
+        graph = graph.owner.graph
+    return False
+
+
 def _express_as_layer(node: Node, q: Any, v: Any, s_kv: int) -> bool:
-    """Whether TensorRT's IAttention computes this node (see the module docstring)."""
-    if _wanted(node, 3) or float(node.attrs.get("softcap", 0.0)) or _input(node, _NONPAD) is not None:
+    """Whether TensorRT's IAttention computes this node (see the module docstring); its builder fails on
+    one inside a loop (an internal error), so loop bodies get the products."""
+    if _in_loop(node) or _wanted(node, 3) or float(node.attrs.get("softcap", 0.0)) or _input(node, _NONPAD) is not None:
         return False
     if int(node.attrs.get("left_window_size", -1)) >= 0 or int(node.attrs.get("right_window_size", -1)) >= 0:
         return False
