@@ -189,3 +189,13 @@ def test_attention_layer_inside_a_loop():
                 c2 = Identity(c)
             }}>
         }}""", feeds, rtol=1e-4, atol=1e-5)
+
+
+def test_attention_inside_a_conditional_branch():
+    feeds = {"p": np.array(True), "x": RNG.standard_normal((1, 2, 2, 4)).astype(np.float32),
+             "kv": RNG.standard_normal((1, 1, 5, 4)).astype(np.float32)}
+    check_onnx(f"""{H23}
+        g (bool p, float[1,2,2,4] x, float[1,1,5,4] kv) => (float[1,2,2,4] y) {{
+            y = If(p) <then_branch = t () => (float[1,2,2,4] a) {{ a = Attention <is_causal = 1> (x, kv, kv) }},
+                       else_branch = e () => (float[1,2,2,4] b) {{ b = Identity(x) }}>
+        }}""", feeds, rtol=1e-4, atol=1e-5)

@@ -1,14 +1,15 @@
-"""Transformer ops: RotaryEmbedding on TensorRT's rotary embedding layer, Attention on its attention.
+"""Transformer ops: RotaryEmbedding, Attention and TensorScatter on TensorRT's layers made for them.
 
 TensorRT's layers take [batch, heads, sequence, head size] tensors, as ONNX's 4-D forms are; ONNX's
 3-D forms ([batch, sequence, heads * head size], with the head counts as attributes) are reshaped to
 them and back.
 
 An Attention that TensorRT's IAttention expresses (no score output, no softcap, one head size, a
-mask or a causal diagonal but not both, no padding lengths or windows, not in a loop) is one; TensorRT computes
-``softmax(Q Kᵀ + mask) V`` unscaled, so Q and K are each multiplied by the square root of the
-scale first, as ONNX's own definition does. Every other Attention is built from matrix products and
-a softmax, following ONNX's definition step by step (softcap, bias, fully masked rows).
+mask or a causal diagonal but not both, no padding lengths or windows, not in a loop or branch) is
+one; TensorRT computes ``softmax(Q Kᵀ + mask) V`` unscaled, so Q and K are each multiplied by the
+square root of the scale first, as ONNX's own definition does. Every other Attention is built from
+matrix products and a softmax, following ONNX's definition step by step (softcap, bias, fully masked
+rows).
 """
 
 from __future__ import annotations
@@ -208,20 +209,15 @@ def _expand_heads(ctx: ConversionContext, node: Node, t: Any, heads_q: int, suff
     return ctx.out(ctx.network.add_gather(t, index, 1), node, suffix)
 
 
-def _in_loop(node: Node) -> bool:
-    """Whether ``node`` is in a loop's body (at any depth)."""
-    graph = node.graph
-    while graph is not None and graph.owner is not None:
-        if graph.owner.op == "Loop":
-            return True
-        graph = graph.owner.graph
-    return False
+def _in_body(node: Node) -> bool:
+    """Whether ``node`` is in a loop's body or a conditional's branch."""
+    return node.graph is not None and node.graph.owner is not None
 
 
 def _express_as_layer(node: Node, q: Any, v: Any, s_kv: int) -> bool:
     """Whether TensorRT's IAttention computes this node (see the module docstring); its builder fails on
-    one inside a loop (an internal error), so loop bodies get the products."""
-    if _in_loop(node) or _wanted(node, 3) or float(node.attrs.get("softcap", 0.0)) or _input(node, _NONPAD) is not None:
+    one inside a loop or a conditional (an internal error), so bodies and branches get the products."""
+    if _in_body(node) or _wanted(node, 3) or float(node.attrs.get("softcap", 0.0)) or _input(node, _NONPAD) is not None:
         return False
     if int(node.attrs.get("left_window_size", -1)) >= 0 or int(node.attrs.get("right_window_size", -1)) >= 0:
         return False
