@@ -199,3 +199,28 @@ def test_attention_inside_a_conditional_branch():
             y = If(p) <then_branch = t () => (float[1,2,2,4] a) {{ a = Attention <is_causal = 1> (x, kv, kv) }},
                        else_branch = e () => (float[1,2,2,4] b) {{ b = Identity(x) }}>
         }}""", feeds, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("attrs", ["is_causal = 1", "softcap = 3.0"])
+def test_attention_with_dynamic_sequence_lengths(attrs):
+    """A decoder's lengths are dynamic: the IAttention (causal) and the products (softcap) need no static
+    length; masks that depend on the positions are refused for dynamic lengths instead (test below)."""
+    check_onnx(f"""{H23}
+        g (float[B,2,S,8] q, float[B,1,T,8] k, float[B,1,T,8] v) => (float[B,2,S,8] y) {{
+            y = Attention <{attrs}> (q, k, v)
+        }}""", _qkv(2, 2, 1, 3, 5, 8), rtol=1e-4, atol=1e-5)
+
+
+def test_a_position_mask_over_dynamic_lengths_is_refused():
+    import onnx.parser
+
+    from loopc.backend.trt import to_network
+    from loopc.errors import UnsupportedConversionError
+    from loopc.frontend.onnx import import_model
+
+    model = import_model(onnx.parser.parse_model(f"""{H23}
+        g (float[1,2,S,8] q, float[1,2,T,8] k, float[1,2,T,8] v) => (float[1,2,S,8] y) {{
+            y = Attention <is_causal = 1, softcap = 2.0> (q, k, v)
+        }}"""))
+    with pytest.raises(UnsupportedConversionError, match="causal or windowed mask needs"):
+        to_network(model)

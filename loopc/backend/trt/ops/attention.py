@@ -114,7 +114,7 @@ def _allowed_bias(ctx: ConversionContext, node: Node, allowed: Any, like: Any, s
     return _where(ctx, node, allowed, zero, ninf, suffix)
 
 
-def _frontier_bias(ctx: ConversionContext, node: Node, q: Any, s_q: int, s_kv: int, past: int) -> Any | None:
+def _frontier_bias(ctx: ConversionContext, node: Node, q: Any, s_q: int, s_kv: int, past: int | None) -> Any | None:
     """The causal diagonal and sliding window as an additive bias: query i (at i + offset in the whole
     sequence, offset = past length, or per batch the valid length - s_q) sees key j when
     0 <= i + offset - j (causal), i + offset - j <= left and j - (i + offset) <= right (window)."""
@@ -122,10 +122,11 @@ def _frontier_bias(ctx: ConversionContext, node: Node, q: Any, s_q: int, s_kv: i
     left, right = int(node.attrs.get("left_window_size", -1)), int(node.attrs.get("right_window_size", -1))
     if not causal and left < 0 and right < 0:
         return None
+    s_q, s_kv = _static(node, (s_q, s_kv), "query or key sequence length, which a causal or windowed mask needs,")
     diff = np.arange(s_q)[:, None] - np.arange(s_kv)[None, :]  # i - j
     nonpad = _input(node, _NONPAD)
-    if nonpad is None or past:
-        diff = diff + past
+    if nonpad is None or past is not None:
+        diff = diff + (0 if past is None else _static(node, [past], "past length")[0])
         allowed = np.ones_like(diff, dtype=bool)
         if causal:
             allowed &= diff >= 0
@@ -167,6 +168,9 @@ def _mask_bias(ctx: ConversionContext, node: Node, q: Any, s_kv: int) -> Any | N
     else:
         mask = ctx.cast(mask, q.dtype, node, "mask_typed")
     shape = list(mask.shape)
+    if shape[-1] >= 0 and s_kv < 0:
+        raise unsupported(node, "Attention with a mask of fixed length over keys of dynamic length (ONNX pads a "
+                                "shorter mask)", hint="give the keys a static length, or the mask a dynamic one")
     short = s_kv - int(shape[-1]) if shape[-1] >= 0 else 0
     if short > 0:
         _static(node, shape, "mask shape")
@@ -182,7 +186,8 @@ def _padding_bias(ctx: ConversionContext, node: Node, q: Any, s_kv: int) -> Any 
         return None
     lengths = ctx.reshape(ctx.cast(ctx.get(nonpad, node), trt().int32, node, "lengths"), [-1, 1, 1, 1], node,
                           "lengths_b")
-    keys = ctx.constant(np.arange(s_kv, dtype=np.int32).reshape(1, 1, 1, -1), node, "key_index")
+    length = _static(node, [s_kv], "key sequence length, which nonpad_kv_seqlen masks,")[0]
+    keys = ctx.constant(np.arange(length, dtype=np.int32).reshape(1, 1, 1, -1), node, "key_index")
     return _allowed_bias(ctx, node, ctx.elementwise(keys, lengths, "LESS", node, "valid"), q, "padding")
 
 
@@ -214,19 +219,19 @@ def _in_body(node: Node) -> bool:
     return node.graph is not None and node.graph.owner is not None
 
 
-def _express_as_layer(node: Node, q: Any, v: Any, s_kv: int) -> bool:
+def _express_as_layer(ctx: ConversionContext, node: Node, q: Any, v: Any, s_kv: int) -> bool:
     """Whether TensorRT's IAttention computes this node (see the module docstring); its builder fails on
     one inside a loop or a conditional (an internal error), so bodies and branches get the products."""
-    if _in_body(node) or _wanted(node, 3) or float(node.attrs.get("softcap", 0.0)) or _input(node, _NONPAD) is not None:
+    if _in_body(node) or _wanted(node, 3) or float(node.attrs.get("softcap", 0.0)):
         return False
-    if int(node.attrs.get("left_window_size", -1)) >= 0 or int(node.attrs.get("right_window_size", -1)) >= 0:
-        return False
-    if "softmax_precision" in node.attrs:
+    windowed = int(node.attrs.get("left_window_size", -1)) >= 0 or int(node.attrs.get("right_window_size", -1)) >= 0
+    if windowed or _input(node, _NONPAD) is not None or "softmax_precision" in node.attrs:
         return False
     mask = _input(node, _MASK)
-    if mask is not None and (int(node.attrs.get("is_causal", 0)) or mask.shape is None
-                             or len(mask.shape) > 4 or mask.shape[-1] != s_kv):
-        return False
+    if mask is not None:
+        length = int(ctx.get(mask, node).shape[-1])
+        if int(node.attrs.get("is_causal", 0)) or len(ctx.get(mask, node).shape) > 4 or length != s_kv:
+            return False
     return int(q.shape[3]) == int(v.shape[3]) and int(q.shape[3]) > 0
 
 
@@ -242,10 +247,10 @@ def attention(ctx: ConversionContext, node: Node) -> None:
                    ((q, heads_q, "q_heads"), (k, heads_kv, "k_heads"), (v, heads_kv, "v_heads")))
     head = _static(node, q.shape[3:], "head size")[0]
     scale = float(node.attrs.get("scale", 1.0 / math.sqrt(head)))
-    past = 0
+    past = None  # the past length, -1 when dynamic
     if _input(node, _PAST_K) is not None:
         past_k, past_v = ctx.get(_input(node, _PAST_K), node), ctx.get(_input(node, _PAST_V), node)
-        past = _static(node, past_k.shape[2:3], "past length")[0]
+        past = int(past_k.shape[2])
         k = ctx.concat([past_k, k], node, "present_key", axis=2)
         v = ctx.concat([past_v, v], node, "present_value", axis=2)
     for index, present in ((1, k), (2, v)):
@@ -254,9 +259,9 @@ def attention(ctx: ConversionContext, node: Node) -> None:
     root = _typed(ctx, node, np.full((1, 1, 1, 1), np.sqrt(scale)), q, "root_scale")
     q = ctx.elementwise(q, root, "PROD", node, "q_scaled")
     k = ctx.elementwise(k, root, "PROD", node, "k_scaled")
-    s_q, s_kv = _static(node, (q.shape[2], k.shape[2]), "sequence length")
+    s_q, s_kv = int(q.shape[2]), int(k.shape[2])  # -1 when dynamic
     heads_q = int(q.shape[1])
-    if _express_as_layer(node, q, v, s_kv):
+    if _express_as_layer(ctx, node, q, v, s_kv):
         y = _attention_layer(ctx, node, q, k, v, past)
     else:
         y = _attention_products(ctx, node, q, _expand_heads(ctx, node, k, heads_q, "k_grouped"),
@@ -264,12 +269,12 @@ def attention(ctx: ConversionContext, node: Node) -> None:
     ctx.set(node.outputs[0], _heads_merged(ctx, node, y) if three_d else y)
 
 
-def _attention_layer(ctx: ConversionContext, node: Node, q: Any, k: Any, v: Any, past: int) -> Any:
+def _attention_layer(ctx: ConversionContext, node: Node, q: Any, k: Any, v: Any, past: int | None) -> Any:
     """One IAttention, decomposable so that the builder may split it where no fused kernel fits."""
     T = trt()
     causal = T.CausalMaskKind.NONE
     if int(node.attrs.get("is_causal", 0)):  # ONNX anchors the diagonal after the past keys
-        causal = T.CausalMaskKind.LOWER_RIGHT if past else T.CausalMaskKind.UPPER_LEFT
+        causal = T.CausalMaskKind.UPPER_LEFT if past is None else T.CausalMaskKind.LOWER_RIGHT
     layer = ctx.network.add_attention_v2(q, k, v, T.AttentionNormalizationOp.SOFTMAX, causal)
     layer.decomposable = True
     mask = _input(node, _MASK)
@@ -283,7 +288,7 @@ def _attention_layer(ctx: ConversionContext, node: Node, q: Any, k: Any, v: Any,
 
 
 def _attention_products(ctx: ConversionContext, node: Node, q: Any, k: Any, v: Any, s_q: int, s_kv: int,
-                        past: int) -> Any:
+                        past: int | None) -> Any:
     """ONNX's definition in TensorRT layers: scores, softcap, bias, softmax, fully masked rows, products."""
     T = trt()
     scores = ctx.out(ctx.network.add_matrix_multiply(q, T.MatrixOperation.NONE, k, T.MatrixOperation.TRANSPOSE),
