@@ -224,3 +224,12 @@ def test_a_position_mask_over_dynamic_lengths_is_refused():
         }}"""))
     with pytest.raises(UnsupportedConversionError, match="causal or windowed mask needs"):
         to_network(model)
+
+
+def test_rope_3d_with_dynamic_batch_and_sequence():
+    feeds = {"x": RNG.standard_normal((2, 5, 24)).astype(np.float32), **_caches((16, 4)),
+             "pos": RNG.integers(0, 16, (2, 5)).astype(np.int64)}
+    check_onnx(f"""{H23}
+        g (float[B,S,24] x, float[16,4] cos, float[16,4] sin, int64[B,S] pos) => (float[B,S,24] y) {{
+            y = RotaryEmbedding <num_heads = 3> (x, cos, sin, pos)
+        }}""", feeds, rtol=1e-5, atol=1e-5)
