@@ -206,3 +206,13 @@ def test_fake_quantization_inside_a_loop(dtype, zero):
                 c2 = Identity(c)
             }}>
         }}""", {"n": np.array(3, np.int64), "x": X / 4})
+
+
+def test_casts_through_float8_are_quantize_and_dequantize_layers():
+    """Cast to float8 rounds to nearest even and saturates at 448 (ONNX's saturate=1), back exactly."""
+    x = np.concatenate([X.reshape(-1)[:20] * 10, np.array([500, -1000, 17, 19], np.float32)]).reshape(2, 3, 4)
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (float[2,3,4] y) {{
+            e = Cast <to = 17> (x)
+            y = Cast <to = 1> (e)
+        }}""", {"x": x})

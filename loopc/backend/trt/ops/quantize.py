@@ -62,7 +62,7 @@ def _refusal(node: Node) -> str | None:
         return (f"QuantizeLinear to {dtype.name} with saturate=0 (TensorRT's float quantization saturates); "
                 "use saturate=1")
     quantized = (*node.inputs[:1], *node.inputs[2:3], *node.outputs)
-    if dtype in _SUB_BYTE and any(_odd(v) for v in quantized if v is not None):
+    if dtype in _SUB_BYTE and any(odd_count(v) for v in quantized if v is not None):
         return (f"{node.op} of {dtype.name} tensors with an odd number of elements (TensorRT packs 4-bit types "
                 "two to a byte)")
     if int(node.attrs.get("precision", 0)) not in (0, helper.np_dtype_to_tensor_dtype(np.dtype(np.float32))):
@@ -70,7 +70,8 @@ def _refusal(node: Node) -> str | None:
     return None
 
 
-def _odd(value: Any) -> bool:
+def odd_count(value: Any) -> bool:
+    """Whether an IR value's static shape holds an odd number of elements (4-bit types cannot be packed)."""
     shape = value.shape
     return shape is not None and all(isinstance(d, int) and d >= 0 for d in shape) and int(np.prod(shape)) % 2 == 1
 
@@ -99,9 +100,12 @@ def _per_tensor_scale(ctx: ConversionContext, node: Node, scale: Any) -> Any:
 
 
 def _layer(ctx: ConversionContext, node: Node, x: Any, scale: Any, axis: int, block: int, to: Any,
-           suffix: str = "") -> Any:
-    """One Quantize or Dequantize layer (per block: the scale has x's rank, TensorRT infers the block)."""
-    add = ctx.network.add_quantize if node.op == "QuantizeLinear" else ctx.network.add_dequantize
+           suffix: str = "", quantize: bool | None = None) -> Any:
+    """One Quantize or Dequantize layer (the node's kind unless ``quantize`` says); per block, the scale has
+    x's rank and the block shape is set."""
+    if quantize is None:
+        quantize = node.op in ("QuantizeLinear", "DynamicQuantizeLinear")
+    add = ctx.network.add_quantize if quantize else ctx.network.add_dequantize
     if axis < 0:
         scale = _per_tensor_scale(ctx, node, scale)
     layer = add(x, scale, to)
@@ -126,8 +130,9 @@ def _broadcastable(ctx: ConversionContext, node: Node, t: Any, x: Any, axis: int
     return ctx.out(ctx.network.add_gather(t, index, axis), node, what)
 
 
-def _widened(ctx: ConversionContext, node: Node, t: Any, dtype: Any, suffix: str) -> Any:
-    """A quantized tensor's values in a float type: FP8, INT4 and FP4 through a Dequantize of scale 1."""
+def widened(ctx: ConversionContext, node: Node, t: Any, dtype: Any, suffix: str) -> Any:
+    """A tensor's values in type ``dtype``: FP8, INT4 and FP4 (which only a Dequantize layer reads) through
+    a Dequantize of scale 1 (exact), other types through a cast."""
     if np_dtype(t.dtype) in _LAYER_ONLY:
         one = ctx.constant(np.array(1.0, np.float32), node, f"{suffix}_one")
         return ctx.out(ctx.network.add_dequantize(t, one, dtype), node, suffix)
@@ -141,7 +146,7 @@ def _zero_point(ctx: ConversionContext, node: Node, dtype: Any) -> Any:
     if known is not None:
         wide = ctx.constant(np.asarray(known).astype(np.float32), node, "zero")
         return ctx.cast(wide, dtype, node, "zero_typed")
-    return _widened(ctx, node, ctx.get(node.inputs[2], node), dtype, "zero")
+    return widened(ctx, node, ctx.get(node.inputs[2], node), dtype, "zero")
 
 
 @converter("QuantizeLinear", capability=_refusal)
@@ -162,13 +167,14 @@ def quantize_linear(ctx: ConversionContext, node: Node) -> None:
         zero = _broadcastable(ctx, node, _zero_point(ctx, node, scaled.dtype), x, axis, block, "zero_b")
         shifted = ctx.elementwise(scaled, zero, "SUM", node, "shifted")
     if dtype in _FLOATS:  # rounding and saturation are the Quantize layer's
-        ctx.set(node.outputs[0], _layer(ctx, node, shifted, _unit(ctx, node, shifted), -1, 0, trt_dtype(dtype)))
+        ctx.set(node.outputs[0], rounded_to(ctx, node, shifted, dtype))
         return
     low, high = _RANGES[dtype]
     clipped = ctx.elementwise(ctx.elementwise(shifted, ctx.scalar(low, shifted, node, "low"), "MAX", node, "above"),
                               ctx.scalar(high, shifted, node, "high"), "MIN", node, "clipped")
     if dtype == _INT4:  # whole numbers in range: a Quantize of scale 1 is exact
-        ctx.set(node.outputs[0], _layer(ctx, node, clipped, _unit(ctx, node, clipped), -1, 0, trt().int4))
+        ctx.set(node.outputs[0], _layer(ctx, node, clipped, _unit(ctx, node, clipped), -1, 0, trt().int4,
+                                        quantize=True))
         return
     target = trt().int32 if dtype == np.uint8 and _only_dequantized(ctx, node) else trt_dtype(dtype)
     ctx.set(node.outputs[0], ctx.cast(clipped, target, node))
@@ -187,6 +193,14 @@ def _unit(ctx: ConversionContext, node: Node, like: Any) -> Any:
     return ctx.constant(np.array(1.0, np_dtype(like.dtype)), node, "unit")
 
 
+def rounded_to(ctx: ConversionContext, node: Node, t: Any, dtype: np.dtype[Any], suffix: str = "") -> Any:
+    """``t`` rounded to the nearest FP8 or FP4 value, saturating: a Quantize of scale 1 (the only layer that
+    makes those types)."""
+    if t.dtype not in (trt().float32, trt().float16, trt().bfloat16):
+        t = ctx.cast(t, trt().float32, node, f"{suffix}_float" if suffix else "float")
+    return _layer(ctx, node, t, _unit(ctx, node, t), -1, 0, trt_dtype(dtype), suffix, quantize=True)
+
+
 @converter("DequantizeLinear", capability=_refusal)
 def dequantize_linear(ctx: ConversionContext, node: Node) -> None:
     x, scale = ctx.get(node.inputs[0], node), ctx.get(node.inputs[1], node)
@@ -197,7 +211,7 @@ def dequantize_linear(ctx: ConversionContext, node: Node) -> None:
     if dtype in _NATIVE and _zero_is_absent(ctx, node):
         ctx.set(node.outputs[0], _layer(ctx, node, x, scale, axis, block, to))
         return
-    wide = _widened(ctx, node, x, trt().float32, "wide")
+    wide = widened(ctx, node, x, trt().float32, "wide")
     if len(node.inputs) > 2 and node.inputs[2] is not None:
         zero = _zero_point(ctx, node, trt().float32)
         wide = ctx.elementwise(wide, _broadcastable(ctx, node, zero, x, axis, block, "zero_b"), "SUB", node, "centered")
