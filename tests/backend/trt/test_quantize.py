@@ -216,3 +216,21 @@ def test_casts_through_float8_are_quantize_and_dequantize_layers():
             e = Cast <to = 17> (x)
             y = Cast <to = 1> (e)
         }}""", {"x": x})
+
+
+def test_qdq_matmul_with_int8_weights():
+    """The pattern quantization tools write: activations through a Q/DQ pair, int8 weights through a
+    per-column DequantizeLinear, then a float MatMul (TensorRT fuses such pairs into int8 kernels)."""
+    w = RNG.integers(-127, 128, (4, 5)).astype(np.int8)
+    w_text = ", ".join(str(int(v)) for v in w.reshape(-1))
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (float[2,3,5] y) {{
+            sx = Constant <value = float {{0.05}}> ()
+            zx = Constant <value = int8 {{0}}> ()
+            q = QuantizeLinear (x, sx, zx)
+            xd = DequantizeLinear (q, sx, zx)
+            w = Constant <value = int8[4,5] {{{w_text}}}> ()
+            sw = Constant <value = float[5] {{0.01, 0.02, 0.03, 0.04, 0.05}}> ()
+            wd = DequantizeLinear <axis = 1> (w, sw)
+            y = MatMul (xd, wd)
+        }}""", {"x": X / 20}, rtol=1e-5, atol=1e-5)
