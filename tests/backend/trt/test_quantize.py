@@ -234,3 +234,13 @@ def test_qdq_matmul_with_int8_weights():
             wd = DequantizeLinear <axis = 1> (w, sw)
             y = MatMul (xd, wd)
         }}""", {"x": X / 20}, rtol=1e-5, atol=1e-5)
+
+
+def test_half_input_divided_in_the_scales_float32():
+    """Since opset 23 the division is in the scale's type (float32 here), not the half input's."""
+    check_onnx(f"""<ir_version: 10, opset_import: ["" : 23]>
+        g (float16[2,3,4] x) => (uint8[2,3,4] y) {{
+            s = Constant <value = float {{0.3}}> ()
+            z = Constant <value = uint8 {{128}}> ()
+            y = QuantizeLinear (x, s, z)
+        }}""", {"x": X.astype(np.float16)})

@@ -65,8 +65,10 @@ def _refusal(node: Node) -> str | None:
     if dtype in _SUB_BYTE and any(odd_count(v) for v in quantized if v is not None):
         return (f"{node.op} of {dtype.name} tensors with an odd number of elements (TensorRT packs 4-bit types "
                 "two to a byte)")
-    if int(node.attrs.get("precision", 0)) not in (0, helper.np_dtype_to_tensor_dtype(np.dtype(np.float32))):
-        return "QuantizeLinear with a precision other than float32"
+    precision = int(node.attrs.get("precision", 0))
+    if precision and helper.tensor_dtype_to_np_dtype(precision).name not in ("float32", "float16", "bfloat16"):
+        name = helper.tensor_dtype_to_np_dtype(precision).name
+        return f"QuantizeLinear dividing in {name} (TensorRT's floats are float32, float16 and bfloat16)"
     return None
 
 
@@ -158,8 +160,10 @@ def quantize_linear(ctx: ConversionContext, node: Node) -> None:
     if dtype in _NATIVE and _zero_is_absent(ctx, node):
         ctx.set(node.outputs[0], _layer(ctx, node, x, scale, axis, block, trt_dtype(dtype)))
         return
-    s = _broadcastable(ctx, node, ctx.cast(scale, x.dtype, node, "scale_typed"), x, axis, block, "scale")
-    scaled = ctx.elementwise(x, s, "DIV", node, "scaled")
+    precision = int(node.attrs.get("precision", 0))  # the division's type: the scale's unless given
+    compute = trt_dtype(helper.tensor_dtype_to_np_dtype(precision)) if precision else scale.dtype
+    s = _broadcastable(ctx, node, ctx.cast(scale, compute, node, "scale_typed"), x, axis, block, "scale")
+    scaled = ctx.elementwise(ctx.cast(x, compute, node, "x_typed"), s, "DIV", node, "scaled")
     if dtype not in _FLOATS:  # integers: ONNX adds the zero point to the rounded quotient
         scaled = ctx.unary(ctx.cast(scaled, trt().float32, node, "wide"), "ROUND", node, "rounded")
     shifted = scaled
