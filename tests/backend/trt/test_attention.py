@@ -9,6 +9,7 @@ from tests.backend.trt.oracle import check_onnx
 
 RNG = np.random.default_rng(5)
 H23 = '<ir_version: 10, opset_import: ["" : 23]>'
+H24 = '<ir_version: 10, opset_import: ["" : 24]>'
 
 
 def _caches(rows: tuple[int, ...]) -> dict[str, np.ndarray]:
@@ -90,8 +91,6 @@ def test_attention_causal_with_padding_lengths():
             y = Attention <is_causal = 1> (q, k, v, , , , n)
         }""", feeds, rtol=1e-4, atol=1e-5)
 
-
-H24 = '<ir_version: 10, opset_import: ["" : 24]>'
 
 
 def test_tensor_scatter_in_place_on_a_network_input():
@@ -201,29 +200,32 @@ def test_attention_inside_a_conditional_branch():
         }}""", feeds, rtol=1e-4, atol=1e-5)
 
 
-@pytest.mark.parametrize("attrs", ["is_causal = 1", "softcap = 3.0"])
+@pytest.mark.parametrize("attrs", ["is_causal = 1", "softcap = 3.0", "is_causal = 1, softcap = 3.0"])
 def test_attention_with_dynamic_sequence_lengths(attrs):
-    """A decoder's lengths are dynamic: the IAttention (causal) and the products (softcap) need no static
-    length; masks that depend on the positions are refused for dynamic lengths instead (test below)."""
+    """A decoder's lengths are dynamic: the IAttention (causal) takes them as they are, the products
+    (softcap) compute the causal frontier from positions read off the shapes."""
     check_onnx(f"""{H23}
         g (float[B,2,S,8] q, float[B,1,T,8] k, float[B,1,T,8] v) => (float[B,2,S,8] y) {{
             y = Attention <{attrs}> (q, k, v)
         }}""", _qkv(2, 2, 1, 3, 5, 8), rtol=1e-4, atol=1e-5)
 
 
-def test_a_position_mask_over_dynamic_lengths_is_refused():
-    import onnx.parser
+def test_causal_products_after_a_past_of_dynamic_length():
+    feeds = {**_qkv(1, 2, 2, 3, 3, 4), "pk": RNG.standard_normal((1, 2, 4, 4)).astype(np.float32),
+             "pv": RNG.standard_normal((1, 2, 4, 4)).astype(np.float32)}
+    check_onnx(f"""{H23}
+        g (float[1,2,S,4] q, float[1,2,S,4] k, float[1,2,S,4] v, float[1,2,P,4] pk, float[1,2,P,4] pv)
+            => (float[1,2,S,4] y, float[1,2,T,4] pk2, float[1,2,T,4] pv2) {{
+            y, pk2, pv2 = Attention <is_causal = 1, softcap = 4.0> (q, k, v, , pk, pv)
+        }}""", feeds, rtol=1e-4, atol=1e-5)
 
-    from loopc.backend.trt import to_network
-    from loopc.errors import UnsupportedConversionError
-    from loopc.frontend.onnx import import_model
 
-    model = import_model(onnx.parser.parse_model(f"""{H23}
-        g (float[1,2,S,8] q, float[1,2,T,8] k, float[1,2,T,8] v) => (float[1,2,S,8] y) {{
-            y = Attention <is_causal = 1, softcap = 2.0> (q, k, v)
-        }}"""))
-    with pytest.raises(UnsupportedConversionError, match="causal or windowed mask needs"):
-        to_network(model)
+def test_padding_lengths_over_keys_of_dynamic_length():
+    feeds = {**_qkv(2, 2, 2, 2, 6, 4), "n": np.array([3, 6], np.int64)}
+    check_onnx(f"""{H24}
+        g (float[2,2,S,4] q, float[2,2,T,4] k, float[2,2,T,4] v, int64[2] n) => (float[2,2,S,4] y) {{
+            y = Attention <is_causal = 1> (q, k, v, , , , n)
+        }}""", feeds, rtol=1e-4, atol=1e-5)
 
 
 def test_rope_3d_with_dynamic_batch_and_sequence():

@@ -114,19 +114,44 @@ def _allowed_bias(ctx: ConversionContext, node: Node, allowed: Any, like: Any, s
     return _where(ctx, node, allowed, zero, ninf, suffix)
 
 
-def _frontier_bias(ctx: ConversionContext, node: Node, q: Any, s_q: int, s_kv: int, past: int | None) -> Any | None:
+def _positions(ctx: ConversionContext, node: Node, t: Any, axis: int, shape: list[int], suffix: str) -> Any:
+    """0, 1, ... along ``axis`` of ``t`` (int32), shaped ``shape`` (-1 at the positions): a constant
+    when the length is static, else a fill of the length read from ``t``'s shape."""
+    length = int(t.shape[axis])
+    if length >= 0:
+        return ctx.constant(np.arange(length, dtype=np.int32).reshape(shape), node, suffix)
+    T = trt()
+    count = ctx.gather1(ctx.shape_of(t, node, f"{suffix}_shape"), [axis], node, f"{suffix}_count")
+    fill = ctx.network.add_fill([0], T.FillOperation.LINSPACE, T.int64)
+    fill.set_input(0, count)
+    fill.set_input(1, ctx.constant(np.array(0, np.int64), node, f"{suffix}_start"))
+    fill.set_input(2, ctx.constant(np.array([1], np.int64), node, f"{suffix}_step"))
+    steps = ctx.cast(ctx.out(fill, node, f"{suffix}_fill"), T.int32, node, f"{suffix}_i32")
+    return ctx.reshape(steps, shape, node, suffix)
+
+
+def _length(ctx: ConversionContext, node: Node, t: Any, axis: int, suffix: str) -> Any:
+    """``t.shape[axis]`` as an int32 [1, 1, 1, 1] tensor."""
+    length = int(t.shape[axis])
+    if length >= 0:
+        return ctx.constant(np.full((1, 1, 1, 1), length, np.int32), node, suffix)
+    count = ctx.gather1(ctx.shape_of(t, node, f"{suffix}_shape"), [axis], node, f"{suffix}_count")
+    return ctx.reshape(ctx.cast(count, trt().int32, node, f"{suffix}_i32"), [1, 1, 1, 1], node, suffix)
+
+
+def _frontier_bias(ctx: ConversionContext, node: Node, q: Any, k: Any, past: Any | None) -> Any | None:
     """The causal diagonal and sliding window as an additive bias: query i (at i + offset in the whole
     sequence, offset = past length, or per batch the valid length - s_q) sees key j when
-    0 <= i + offset - j (causal), i + offset - j <= left and j - (i + offset) <= right (window)."""
+    0 <= i + offset - j (causal), i + offset - j <= left and j - (i + offset) <= right (window).
+    A constant when the lengths are static and the offset is one number, else computed."""
     causal = bool(int(node.attrs.get("is_causal", 0)))
     left, right = int(node.attrs.get("left_window_size", -1)), int(node.attrs.get("right_window_size", -1))
     if not causal and left < 0 and right < 0:
         return None
-    s_q, s_kv = _static(node, (s_q, s_kv), "query or key sequence length, which a causal or windowed mask needs,")
-    diff = np.arange(s_q)[:, None] - np.arange(s_kv)[None, :]  # i - j
-    nonpad = _input(node, _NONPAD)
-    if nonpad is None or past is not None:
-        diff = diff + (0 if past is None else _static(node, [past], "past length")[0])
+    nonpad = _input(node, _NONPAD) if past is None else None
+    lengths = [int(q.shape[2]), int(k.shape[2])] + ([int(past.shape[2])] if past is not None else [])
+    if nonpad is None and min(lengths) >= 0:
+        diff = np.arange(lengths[0])[:, None] - np.arange(lengths[1])[None, :] + (lengths[2] if past is not None else 0)
         allowed = np.ones_like(diff, dtype=bool)
         if causal:
             allowed &= diff >= 0
@@ -136,24 +161,28 @@ def _frontier_bias(ctx: ConversionContext, node: Node, q: Any, s_q: int, s_kv: i
             allowed &= -diff <= right
         return _typed(ctx, node, np.where(allowed, 0.0, _NEG_INF), q, "frontier")
     T = trt()
-    lengths = ctx.cast(ctx.get(nonpad, node), T.int32, node, "nonpad_i32")
-    offset = ctx.reshape(ctx.elementwise(lengths, ctx.constant(np.array([s_q], np.int32), node, "s_q"), "SUB",
-                                         node, "offset"), [-1, 1, 1, 1], node, "offset_b")
-    shifted = ctx.elementwise(ctx.constant(diff.astype(np.int32)[None, None], node, "diff"), offset, "SUM", node,
-                              "frontier_diff")
+    diff = ctx.elementwise(_positions(ctx, node, q, 2, [1, 1, -1, 1], "query_pos"),
+                           _positions(ctx, node, k, 2, [1, 1, 1, -1], "key_pos"), "SUB", node, "diff")
+    if nonpad is not None:  # each batch's diagonal ends at its valid length
+        valid = ctx.reshape(ctx.cast(ctx.get(nonpad, node), T.int32, node, "nonpad_i32"), [-1, 1, 1, 1], node,
+                            "nonpad_b")
+        diff = ctx.elementwise(diff, ctx.elementwise(valid, _length(ctx, node, q, 2, "s_q"), "SUB", node, "offset"),
+                               "SUM", node, "frontier_diff")
+    elif past is not None:
+        diff = ctx.elementwise(diff, _length(ctx, node, past, 2, "past_len"), "SUM", node, "frontier_diff")
     tests = []
     if causal:
-        tests.append(ctx.elementwise(shifted, ctx.constant(np.zeros((1,) * 4, np.int32), node, "c0"), "LESS",
+        tests.append(ctx.elementwise(diff, ctx.constant(np.zeros((1,) * 4, np.int32), node, "c0"), "LESS",
                                      node, "before"))
     if left >= 0:
-        tests.append(ctx.elementwise(shifted, ctx.constant(np.full((1,) * 4, left, np.int32), node, "cl"),
+        tests.append(ctx.elementwise(diff, ctx.constant(np.full((1,) * 4, left, np.int32), node, "cl"),
                                      "GREATER", node, "too_old"))
     if right >= 0:
-        tests.append(ctx.elementwise(shifted, ctx.constant(np.full((1,) * 4, -right, np.int32), node, "cr"),
+        tests.append(ctx.elementwise(diff, ctx.constant(np.full((1,) * 4, -right, np.int32), node, "cr"),
                                      "LESS", node, "too_new"))
     refused = tests[0]
-    for k, t in enumerate(tests[1:]):
-        refused = ctx.elementwise(refused, t, "OR", node, f"refused{k}")
+    for n, t in enumerate(tests[1:]):
+        refused = ctx.elementwise(refused, t, "OR", node, f"refused{n}")
     return _allowed_bias(ctx, node, ctx.unary(refused, "NOT", node, "frontier_ok"), q, "frontier")
 
 
@@ -179,15 +208,14 @@ def _mask_bias(ctx: ConversionContext, node: Node, q: Any, s_kv: int) -> Any | N
     return mask
 
 
-def _padding_bias(ctx: ConversionContext, node: Node, q: Any, s_kv: int) -> Any | None:
+def _padding_bias(ctx: ConversionContext, node: Node, q: Any, k: Any) -> Any | None:
     """Keys at or past each batch's nonpad_kv_seqlen are masked."""
     nonpad = _input(node, _NONPAD)
     if nonpad is None:
         return None
     lengths = ctx.reshape(ctx.cast(ctx.get(nonpad, node), trt().int32, node, "lengths"), [-1, 1, 1, 1], node,
                           "lengths_b")
-    length = _static(node, [s_kv], "key sequence length, which nonpad_kv_seqlen masks,")[0]
-    keys = ctx.constant(np.arange(length, dtype=np.int32).reshape(1, 1, 1, -1), node, "key_index")
+    keys = _positions(ctx, node, k, 2, [1, 1, 1, -1], "key_index")
     return _allowed_bias(ctx, node, ctx.elementwise(keys, lengths, "LESS", node, "valid"), q, "padding")
 
 
@@ -247,11 +275,10 @@ def attention(ctx: ConversionContext, node: Node) -> None:
                    ((q, heads_q, "q_heads"), (k, heads_kv, "k_heads"), (v, heads_kv, "v_heads")))
     head = _static(node, q.shape[3:], "head size")[0]
     scale = float(node.attrs.get("scale", 1.0 / math.sqrt(head)))
-    past = None  # the past length, -1 when dynamic
+    past = None  # the past keys, whose length puts the causal diagonal
     if _input(node, _PAST_K) is not None:
-        past_k, past_v = ctx.get(_input(node, _PAST_K), node), ctx.get(_input(node, _PAST_V), node)
-        past = int(past_k.shape[2])
-        k = ctx.concat([past_k, k], node, "present_key", axis=2)
+        past, past_v = ctx.get(_input(node, _PAST_K), node), ctx.get(_input(node, _PAST_V), node)
+        k = ctx.concat([past, k], node, "present_key", axis=2)
         v = ctx.concat([past_v, v], node, "present_value", axis=2)
     for index, present in ((1, k), (2, v)):
         if _wanted(node, index):
@@ -259,17 +286,16 @@ def attention(ctx: ConversionContext, node: Node) -> None:
     root = _typed(ctx, node, np.full((1, 1, 1, 1), np.sqrt(scale)), q, "root_scale")
     q = ctx.elementwise(q, root, "PROD", node, "q_scaled")
     k = ctx.elementwise(k, root, "PROD", node, "k_scaled")
-    s_q, s_kv = int(q.shape[2]), int(k.shape[2])  # -1 when dynamic
     heads_q = int(q.shape[1])
-    if _express_as_layer(ctx, node, q, v, s_kv):
+    if _express_as_layer(ctx, node, q, v, int(k.shape[2])):
         y = _attention_layer(ctx, node, q, k, v, past)
     else:
         y = _attention_products(ctx, node, q, _expand_heads(ctx, node, k, heads_q, "k_grouped"),
-                                _expand_heads(ctx, node, v, heads_q, "v_grouped"), s_q, s_kv, past)
+                                _expand_heads(ctx, node, v, heads_q, "v_grouped"), past)
     ctx.set(node.outputs[0], _heads_merged(ctx, node, y) if three_d else y)
 
 
-def _attention_layer(ctx: ConversionContext, node: Node, q: Any, k: Any, v: Any, past: int | None) -> Any:
+def _attention_layer(ctx: ConversionContext, node: Node, q: Any, k: Any, v: Any, past: Any | None) -> Any:
     """One IAttention, decomposable so that the builder may split it where no fused kernel fits."""
     T = trt()
     causal = T.CausalMaskKind.NONE
@@ -287,8 +313,7 @@ def _attention_layer(ctx: ConversionContext, node: Node, q: Any, k: Any, v: Any,
     return _zero_empty_rows(ctx, node, bias, ctx.out(layer, node, "attention"), q)
 
 
-def _attention_products(ctx: ConversionContext, node: Node, q: Any, k: Any, v: Any, s_q: int, s_kv: int,
-                        past: int | None) -> Any:
+def _attention_products(ctx: ConversionContext, node: Node, q: Any, k: Any, v: Any, past: Any | None) -> Any:
     """ONNX's definition in TensorRT layers: scores, softcap, bias, softmax, fully masked rows, products."""
     T = trt()
     scores = ctx.out(ctx.network.add_matrix_multiply(q, T.MatrixOperation.NONE, k, T.MatrixOperation.TRANSPOSE),
@@ -299,8 +324,8 @@ def _attention_products(ctx: ConversionContext, node: Node, q: Any, k: Any, v: A
         cap = _typed(ctx, node, np.full((1, 1, 1, 1), softcap), q, "softcap")
         tanh = ctx.network.add_activation(ctx.elementwise(scores, cap, "DIV", node, "capped_in"), T.ActivationType.TANH)
         scores = ctx.elementwise(ctx.out(tanh, node, "capped_tanh"), cap, "PROD", node, "capped")
-    biases = [b for b in (_mask_bias(ctx, node, q, s_kv), _frontier_bias(ctx, node, q, s_q, s_kv, past),
-                          _padding_bias(ctx, node, q, s_kv)) if b is not None]
+    biases = [b for b in (_mask_bias(ctx, node, q, int(k.shape[2])), _frontier_bias(ctx, node, q, k, past),
+                          _padding_bias(ctx, node, q, k)) if b is not None]
     bias = biases[0] if biases else None
     for i, more in enumerate(biases[1:]):
         bias = ctx.elementwise(bias, more, "SUM", node, f"bias{i}")
