@@ -235,3 +235,25 @@ def test_rope_3d_with_dynamic_batch_and_sequence():
         g (float[B,S,24] x, float[16,4] cos, float[16,4] sin, int64[B,S] pos) => (float[B,S,24] y) {{
             y = RotaryEmbedding <num_heads = 3> (x, cos, sin, pos)
         }}""", feeds, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["linear", "circular"])
+def test_tensor_scatter_with_dynamic_batch_and_update_length(mode):
+    feeds = {"cache": RNG.standard_normal((3, 2, 5, 2)).astype(np.float32),
+             "update": RNG.standard_normal((3, 2, 2, 2)).astype(np.float32), "w": np.array([0, 3, 2], np.int64)}
+    if mode == "circular":
+        feeds["w"] = np.array([4, 3, 0], np.int64)
+    check_onnx(f"""{H24}
+        g (float[B,2,5,2] cache, float[B,2,S,2] update, int64[B] w) => (float[B,2,5,2] present) {{
+            doubled = Add (cache, cache)
+            present = TensorScatter <mode = "{mode}"> (doubled, update, w)
+        }}""", feeds)
+
+
+def test_tensor_scatter_without_write_indices_writes_from_the_start():
+    feeds = {"cache": RNG.standard_normal((2, 5, 3)).astype(np.float32),
+             "update": RNG.standard_normal((2, 2, 3)).astype(np.float32)}
+    check_onnx(f"""{H24}
+        g (float[B,5,3] cache, float[B,2,3] update) => (float[B,5,3] present) {{
+            present = TensorScatter <axis = 1> (cache, update)
+        }}""", feeds)

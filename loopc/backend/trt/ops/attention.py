@@ -23,6 +23,7 @@ from onnx import helper
 
 from loopc.backend.trt.context import ConversionContext, trt_dtype
 from loopc.backend.trt.ops.reduce import mask as axes_mask
+from loopc.backend.trt.ops.shape import broadcast_to
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
 from loopc.trt import trt
@@ -367,28 +368,30 @@ def tensor_scatter(ctx: ConversionContext, node: Node) -> None:
     circular = (mode.decode() if isinstance(mode, bytes) else str(mode)) == "circular"
     indices = _input(node, 2)
     T = trt()
-    if indices is not None:
-        write = ctx.cast(ctx.get(indices, node), T.int32, node, "write_i32")
-    else:
-        write = ctx.constant(np.zeros(_static(node, cache.shape[:1], "batch size"), np.int32), node, "write_zero")
+    write = ctx.cast(ctx.get(indices, node), T.int32, node, "write_i32") if indices is not None else None
     cache_value = node.inputs[0]
     in_place = (rank == 4 and axis == 2 and not circular and cache.is_network_input and cache_value is not None
-                and len(cache_value.uses()) == 1 and id(node.outputs[0]) in ctx.reserved)
+                and len(cache_value.uses()) == 1 and id(node.outputs[0]) in ctx.reserved
+                and (write is not None or int(cache.shape[0]) >= 0))
     if in_place:
+        if write is None:  # every batch writes from 0
+            write = ctx.constant(np.zeros(int(cache.shape[0]), np.int32), node, "write_zero")
         layer = ctx.network.add_kv_cache_update(cache, update, write, T.KVCacheMode.LINEAR)
         ctx.set(node.outputs[0], ctx.out(layer, node))
         return
-    shape = _static(node, update.shape, "update shape")
-    length = _static(node, cache.shape[axis:axis + 1], "cache length")[0]
-    along = [1] * rank
-    along[axis] = shape[axis]
-    steps = ctx.constant(np.arange(shape[axis], dtype=np.int32).reshape(along), node, "steps")
-    starts = ctx.reshape(write, [-1] + [1] * (rank - 1), node, "starts")
+    along = [-1 if i == axis else 1 for i in range(rank)]
+    steps = _positions(ctx, node, update, axis, along, "steps")
+    if write is not None:
+        starts = ctx.reshape(write, [-1] + [1] * (rank - 1), node, "starts")
+    else:
+        starts = ctx.constant(np.zeros([1] * rank, np.int32), node, "starts")
     where = ctx.elementwise(starts, steps, "SUM", node, "positions")
     if circular:
+        length = _static(node, cache.shape[axis:axis + 1], "cache length, which circular writes wrap at,")[0]
         where = _modulo(ctx, node, where, length, rank)
-    full = ctx.elementwise(where, ctx.constant(np.zeros(shape, np.int32), node, "update_zeros"), "SUM", node,
-                           "indices")
+    shape = [int(d) for d in update.shape]
+    full = broadcast_to(ctx, node, where, shape if min(shape) >= 0 else ctx.shape_of(update, node, "update_shape"),
+                        "indices")
     layer = ctx.network.add_scatter(cache, full, update, T.ScatterMode.ELEMENT)
     layer.axis = axis
     ctx.set(node.outputs[0], ctx.out(layer, node))
