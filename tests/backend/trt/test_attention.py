@@ -257,3 +257,14 @@ def test_tensor_scatter_without_write_indices_writes_from_the_start():
         g (float[B,5,3] cache, float[B,2,3] update) => (float[B,5,3] present) {{
             present = TensorScatter <axis = 1> (cache, update)
         }}""", feeds)
+
+
+@pytest.mark.parametrize("precision", [1, 10])
+def test_half_attention_with_a_softmax_precision(precision):
+    """softmax_precision float (1) computes the softmax in float32 (the products); float16 (10), the
+    inputs' own type, leaves the attention to the IAttention."""
+    feeds = {k: a.astype(np.float16) for k, a in _qkv(1, 2, 2, 3, 4, 8).items()}
+    check_onnx(f"""{H23}
+        g (float16[1,2,3,8] q, float16[1,2,4,8] k, float16[1,2,4,8] v) => (float16[1,2,3,8] y) {{
+            y = Attention <softmax_precision = {precision}> (q, k, v)
+        }}""", feeds, rtol=2e-3, atol=2e-3)

@@ -254,7 +254,10 @@ def _express_as_layer(ctx: ConversionContext, node: Node, q: Any, v: Any, s_kv: 
     if _in_body(node) or _wanted(node, 3) or float(node.attrs.get("softcap", 0.0)):
         return False
     windowed = int(node.attrs.get("left_window_size", -1)) >= 0 or int(node.attrs.get("right_window_size", -1)) >= 0
-    if windowed or _input(node, _NONPAD) is not None or "softmax_precision" in node.attrs:
+    precision = node.attrs.get("softmax_precision")
+    if precision is not None and trt_dtype(helper.tensor_dtype_to_np_dtype(int(precision))) != q.dtype:
+        return False  # a softmax in another type than the inputs'
+    if windowed or _input(node, _NONPAD) is not None:
         return False
     mask = _input(node, _MASK)
     if mask is not None:
