@@ -4,10 +4,11 @@ TensorRT's layers take [batch, heads, sequence, head size] tensors, as ONNX's 4-
 3-D forms ([batch, sequence, heads * head size], with the head counts as attributes) are reshaped to
 them and back.
 
-An Attention that TensorRT's IAttention expresses (no score output, no softcap, one head size, a
-mask or a causal diagonal but not both, no padding lengths or windows, not in a loop or branch) is
-one; TensorRT computes ``softmax(Q Kᵀ + mask) V`` unscaled, so Q and K are each multiplied by the
-square root of the scale first, as ONNX's own definition does. Every other Attention is built from
+An Attention that TensorRT's IAttention expresses (no score output, no softcap, one head size, the
+softmax in the inputs' type, not in a loop or branch) is one; TensorRT computes
+``softmax(Q Kᵀ + mask) V`` unscaled, so Q and K are each multiplied by the square root of the scale
+first, as ONNX's own definition does. A causal diagonal alone is TensorRT's; with a mask, a window or
+padding lengths, all of them are summed into one additive mask. Every other Attention is built from
 matrix products and a softmax, following ONNX's definition step by step (softcap, bias, fully masked
 rows).
 """
@@ -248,22 +249,17 @@ def _in_body(node: Node) -> bool:
     return node.graph is not None and node.graph.owner is not None
 
 
-def _express_as_layer(ctx: ConversionContext, node: Node, q: Any, v: Any, s_kv: int) -> bool:
+def _express_as_layer(ctx: ConversionContext, node: Node, q: Any, v: Any) -> bool:
     """Whether TensorRT's IAttention computes this node (see the module docstring); its builder fails on
     one inside a loop or a conditional (an internal error), so bodies and branches get the products."""
     if _in_body(node) or _wanted(node, 3) or float(node.attrs.get("softcap", 0.0)):
         return False
-    windowed = int(node.attrs.get("left_window_size", -1)) >= 0 or int(node.attrs.get("right_window_size", -1)) >= 0
     precision = node.attrs.get("softmax_precision")
     if precision is not None and trt_dtype(helper.tensor_dtype_to_np_dtype(int(precision))) != q.dtype:
         return False  # a softmax in another type than the inputs'
-    if windowed or _input(node, _NONPAD) is not None:
-        return False
     mask = _input(node, _MASK)
-    if mask is not None:
-        length = int(ctx.get(mask, node).shape[-1])
-        if int(node.attrs.get("is_causal", 0)) or len(ctx.get(mask, node).shape) > 4 or length != s_kv:
-            return False
+    if mask is not None and len(ctx.get(mask, node).shape) > 4:
+        return False
     return int(q.shape[3]) == int(v.shape[3]) and int(q.shape[3]) > 0
 
 
@@ -291,7 +287,7 @@ def attention(ctx: ConversionContext, node: Node) -> None:
     q = ctx.elementwise(q, root, "PROD", node, "q_scaled")
     k = ctx.elementwise(k, root, "PROD", node, "k_scaled")
     heads_q = int(q.shape[1])
-    if _express_as_layer(ctx, node, q, v, int(k.shape[2])):
+    if _express_as_layer(ctx, node, q, v):
         y = _attention_layer(ctx, node, q, k, v, past)
     else:
         y = _attention_products(ctx, node, q, _expand_heads(ctx, node, k, heads_q, "k_grouped"),
@@ -303,18 +299,31 @@ def _attention_layer(ctx: ConversionContext, node: Node, q: Any, k: Any, v: Any,
     """One IAttention, decomposable so that the builder may split it where no fused kernel fits."""
     T = trt()
     causal = T.CausalMaskKind.NONE
-    if int(node.attrs.get("is_causal", 0)):  # ONNX anchors the diagonal after the past keys
-        causal = T.CausalMaskKind.UPPER_LEFT if past is None else T.CausalMaskKind.LOWER_RIGHT
+    mask = _input(node, _MASK)
+    windowed = int(node.attrs.get("left_window_size", -1)) >= 0 or int(node.attrs.get("right_window_size", -1)) >= 0
+    if mask is None and not windowed and _input(node, _NONPAD) is None:  # no mask, or just the diagonal
+        if int(node.attrs.get("is_causal", 0)):  # ONNX anchors the diagonal after the past keys
+            causal = T.CausalMaskKind.UPPER_LEFT if past is None else T.CausalMaskKind.LOWER_RIGHT
+        layer = ctx.network.add_attention_v2(q, k, v, T.AttentionNormalizationOp.SOFTMAX, causal)
+        layer.decomposable = True
+        return ctx.out(layer, node, "attention")
+    # the mask, diagonal, window and padding as one additive mask (TensorRT takes a mask or a diagonal)
+    bias = _bias(ctx, node, q, k, past)
     layer = ctx.network.add_attention_v2(q, k, v, T.AttentionNormalizationOp.SOFTMAX, causal)
     layer.decomposable = True
-    mask = _input(node, _MASK)
-    if mask is None:
-        return ctx.out(layer, node, "attention")
-    m = ctx.get(mask, node)
-    layer.mask = ctx.to_rank(m if m.dtype == T.bool else ctx.cast(m, q.dtype, node, "mask_typed"), 4, node, "mask4d")
+    layer.mask = ctx.to_rank(bias, 4, node, "mask4d")
     # TensorRT does not say what a query whose every key is masked gets; ONNX says 0
-    bias = _mask_bias(ctx, node, q, int(k.shape[2]))
     return _zero_empty_rows(ctx, node, bias, ctx.out(layer, node, "attention"), q)
+
+
+def _bias(ctx: ConversionContext, node: Node, q: Any, k: Any, past: Any | None) -> Any | None:
+    """The mask, the causal or windowed frontier and the padding lengths, summed into one additive bias."""
+    biases = [b for b in (_mask_bias(ctx, node, q, int(k.shape[2])), _frontier_bias(ctx, node, q, k, past),
+                          _padding_bias(ctx, node, q, k)) if b is not None]
+    bias = biases[0] if biases else None
+    for i, more in enumerate(biases[1:]):
+        bias = ctx.elementwise(bias, more, "SUM", node, f"bias{i}")
+    return bias
 
 
 def _attention_products(ctx: ConversionContext, node: Node, q: Any, k: Any, v: Any, past: Any | None) -> Any:
@@ -328,11 +337,7 @@ def _attention_products(ctx: ConversionContext, node: Node, q: Any, k: Any, v: A
         cap = _typed(ctx, node, np.full((1, 1, 1, 1), softcap), q, "softcap")
         tanh = ctx.network.add_activation(ctx.elementwise(scores, cap, "DIV", node, "capped_in"), T.ActivationType.TANH)
         scores = ctx.elementwise(ctx.out(tanh, node, "capped_tanh"), cap, "PROD", node, "capped")
-    biases = [b for b in (_mask_bias(ctx, node, q, int(k.shape[2])), _frontier_bias(ctx, node, q, k, past),
-                          _padding_bias(ctx, node, q, k)) if b is not None]
-    bias = biases[0] if biases else None
-    for i, more in enumerate(biases[1:]):
-        bias = ctx.elementwise(bias, more, "SUM", node, f"bias{i}")
+    bias = _bias(ctx, node, q, k, past)
     biased = scores if bias is None else ctx.elementwise(scores, bias, "SUM", node, "biased")
     precision = node.attrs.get("softmax_precision")
     wide = biased
