@@ -244,3 +244,19 @@ def test_half_input_divided_in_the_scales_float32():
             z = Constant <value = uint8 {{128}}> ()
             y = QuantizeLinear (x, s, z)
         }}""", {"x": X.astype(np.float16)})
+
+
+def test_float8_cast_node_tests():
+    """ONNX's Cast/CastLike node tests to and from float8 e4m3fn match; saturate=0 is refused by name."""
+    from loopc.conformance import MATCH, PARSE_FAILED, node_test_cases, run_case
+
+    cases = [c for c in node_test_cases("FLOAT8E4M3FN") if "FNUZ" not in c.name and c.name.startswith("test_cast")]
+    assert len(cases) >= 12
+    wrong = []
+    for case in cases:
+        result = run_case(case, "loopc")
+        refused = "no_saturate" in case.name
+        ok = (result.status == PARSE_FAILED and "saturate=0" in result.detail) if refused else result.status == MATCH
+        if not ok:
+            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+    assert not wrong, "\n".join(wrong)
