@@ -1,4 +1,5 @@
-"""Transformer layers: RotaryEmbedding, and the KV-cache update, as TensorRT documents them."""
+"""Transformer layers as TensorRT documents them: RotaryEmbedding, Attention (its input and output boundary
+layers) and the KV-cache update."""
 
 from __future__ import annotations
 
