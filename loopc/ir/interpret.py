@@ -333,6 +333,8 @@ def _kernel(node: Node) -> Kernel:
     if node.op == "Constant" and "value" in node.attrs and len(node.attrs) == 1:
         value = np.asarray(node.attrs["value"])
         return lambda args: [value]
+    if node.op == "ConvTranspose" and int(node.attrs.get("group", 1)) > 1:
+        return _grouped_conv_transpose(node)
     present = tuple(v is not None for v in node.inputs)
     key: tuple[Any, ...] | None = (node.op, _frozen(node.attrs), present, len(node.outputs))
     try:
@@ -350,6 +352,25 @@ def _kernel(node: Node) -> Kernel:
     def run(args: list[Any]) -> Sequence[Any]:
         results = evaluator.run(None, dict(zip(names, (a for a in args if a is not None))))
         return list(results)
+
+    return run
+
+
+def _grouped_conv_transpose(node: Node) -> Kernel:
+    """ONNX's reference ConvTranspose slices W ``[C_in, C_out / group, k...]`` by output channels when
+    ``group > 1`` (wrong unless both counts agree): run each group as a one-group ConvTranspose instead."""
+    group = int(node.attrs["group"])
+    single = Node("ConvTranspose", [Value("x"), Value("w")], [Value("y")], {**node.attrs, "group": 1})
+    run_one = _kernel(single)
+
+    def run(args: list[Any]) -> Sequence[Any]:
+        x, w = args[0], args[1]
+        bias = args[2] if len(args) > 2 else None
+        pieces = [run_one([xs, ws])[0] for xs, ws in zip(np.split(x, group, axis=1), np.split(w, group, axis=0))]
+        y = np.concatenate(pieces, axis=1)
+        if bias is not None:
+            y = y + bias.reshape((1, -1) + (1,) * (y.ndim - 2)).astype(y.dtype)
+        return [y]
 
     return run
 
