@@ -184,3 +184,92 @@ def test_refused(name: str, tmp_path: Path) -> None:
     xml = save(ov.Model(outputs, params, name), tmp_path / "model.xml")
     with pytest.raises(error, match=text.replace("(", r"\(").replace(")", r"\)")):
         import_ir(xml)
+
+
+# ---------------------------------------------------------------------------------------------- pools
+def _pool(kind: str, opset: str, shape: list[int], kernel: list[int], dynamic: bool = False, **attrs: Any) -> Case:
+    x = param("x", [-1, shape[1]] + [-1] * (len(shape) - 2) if dynamic else shape)
+    n = len(kernel)
+    args = {"strides": [1] * n, "pads_begin": [0] * n, "pads_end": [0] * n, "kernel": kernel,
+            "rounding_type": "floor", "auto_pad": "explicit", **attrs}
+    if kind == "MaxPool" and opset != "opset1":
+        args.setdefault("dilations", [1] * n)
+    if kind == "AvgPool":
+        args.setdefault("exclude-pad", False)
+    return list(node(opset, kind, [x], args).outputs()), [x], {"x": data(*shape)}
+
+
+def _pool_indices_only(axis: int) -> Case:
+    outputs, params, feeds = _pool("MaxPool", "opset8", [2, 3, 5, 6], [2, 2], strides=[2, 2], axis=axis)
+    return [outputs[1]], params, feeds
+
+
+POOL: dict[str, Callable[[], Case]] = {
+    "maxpool1": lambda: _pool("MaxPool", "opset1", [1, 2, 6, 7], [3, 2], strides=[2, 1], pads_begin=[1, 0],
+                              pads_end=[1, 1]),
+    "maxpool1_ceil": lambda: _pool("MaxPool", "opset1", [1, 2, 6, 7], [2, 2], strides=[2, 2], rounding_type="ceil"),
+    "maxpool1_same_upper": lambda: _pool("MaxPool", "opset1", [1, 2, 7, 6], [3, 2], strides=[2, 2],
+                                         auto_pad="same_upper"),
+    "maxpool1_same_lower": lambda: _pool("MaxPool", "opset1", [1, 2, 7, 6], [3, 2], strides=[2, 2],
+                                         auto_pad="same_lower"),
+    "maxpool1_valid": lambda: _pool("MaxPool", "opset1", [1, 2, 7, 6], [3, 2], strides=[2, 2], pads_begin=[1, 1],
+                                    auto_pad="valid"),
+    "maxpool1_1d": lambda: _pool("MaxPool", "opset1", [2, 3, 9], [3], strides=[2], pads_begin=[1], pads_end=[2]),
+    "maxpool1_3d": lambda: _pool("MaxPool", "opset1", [1, 2, 4, 5, 6], [2, 2, 3], strides=[2, 1, 2]),
+    "maxpool8_indices": lambda: _pool("MaxPool", "opset8", [2, 3, 5, 6], [2, 3], strides=[2, 2], pads_begin=[1, 1],
+                                      pads_end=[0, 1]),
+    "maxpool8_indices_axis1_i32": lambda: _pool("MaxPool", "opset8", [2, 3, 5, 6], [2, 2], strides=[1, 2], axis=1,
+                                                index_element_type="i32"),
+    "maxpool8_indices_axis2": lambda: _pool("MaxPool", "opset8", [2, 3, 5, 6], [3, 2], strides=[2, 2], axis=-2,
+                                            rounding_type="ceil"),
+    "maxpool8_dilations": lambda: _pool("MaxPool", "opset8", [1, 2, 9, 8], [3, 2], strides=[2, 1], dilations=[2, 3],
+                                        pads_begin=[2, 1], pads_end=[1, 2]),
+    "maxpool8_indices_only": lambda: _pool_indices_only(0),
+    "maxpool8_indices_only_axis3": lambda: _pool_indices_only(3),
+    "maxpool14_ceil_torch": lambda: _pool("MaxPool", "opset14", [1, 2, 7, 6], [2, 2], strides=[3, 2],
+                                          pads_begin=[1, 1], pads_end=[1, 1], rounding_type="ceil_torch"),
+    "maxpool14_ceil": lambda: _pool("MaxPool", "opset14", [1, 2, 7, 6], [3, 3], strides=[3, 2], pads_begin=[1, 0],
+                                    rounding_type="ceil"),
+    "maxpool8_dynamic_floor": lambda: _pool("MaxPool", "opset8", [2, 2, 7, 6], [3, 2], dynamic=True,
+                                            strides=[2, 2], pads_begin=[1, 0], pads_end=[1, 1]),
+    "maxpool8_dynamic_ceil": lambda: _pool("MaxPool", "opset8", [2, 2, 7, 6], [3, 2], dynamic=True, strides=[2, 2],
+                                           rounding_type="ceil"),
+    "maxpool1_dynamic_same_upper": lambda: _pool("MaxPool", "opset1", [2, 2, 7, 6], [3, 2], dynamic=True,
+                                                 strides=[2, 2], auto_pad="same_upper"),
+    "avgpool1": lambda: _pool("AvgPool", "opset1", [1, 2, 6, 7], [3, 2], strides=[2, 1], pads_begin=[1, 0],
+                              pads_end=[1, 1]),
+    "avgpool1_exclude_pad": lambda: _pool("AvgPool", "opset1", [1, 2, 6, 7], [3, 3], strides=[2, 2],
+                                          pads_begin=[1, 1], pads_end=[1, 1], **{"exclude-pad": True}),
+    "avgpool1_ceil_include_pad": lambda: _pool("AvgPool", "opset1", [1, 2, 6, 7], [2, 2], strides=[2, 2],
+                                               pads_begin=[1, 0], rounding_type="ceil"),
+    "avgpool1_ceil_exclude_pad": lambda: _pool("AvgPool", "opset1", [1, 2, 6, 7], [2, 2], strides=[2, 2],
+                                               pads_begin=[1, 0], rounding_type="ceil", **{"exclude-pad": True}),
+    "avgpool1_pad_only_window_include_pad": lambda: _pool("AvgPool", "opset1", [1, 1, 5], [2], strides=[3],
+                                                          pads_begin=[1], pads_end=[2]),
+    "avgpool1_same_lower": lambda: _pool("AvgPool", "opset1", [1, 2, 7, 6], [3, 2], strides=[2, 2],
+                                         auto_pad="same_lower", **{"exclude-pad": True}),
+    "avgpool1_3d": lambda: _pool("AvgPool", "opset1", [1, 2, 4, 5, 6], [2, 2, 3], strides=[2, 1, 2],
+                                 pads_begin=[0, 1, 1], pads_end=[1, 1, 0]),
+    "avgpool14_ceil_torch": lambda: _pool("AvgPool", "opset14", [1, 2, 7, 6], [2, 2], strides=[3, 2],
+                                          pads_begin=[1, 1], pads_end=[1, 1], rounding_type="ceil_torch"),
+    "avgpool14_ceil_torch_exclude": lambda: _pool("AvgPool", "opset14", [1, 2, 7, 6], [2, 3], strides=[3, 2],
+                                                  pads_begin=[1, 1], pads_end=[1, 1], rounding_type="ceil_torch",
+                                                  **{"exclude-pad": True}),
+    "avgpool1_dynamic": lambda: _pool("AvgPool", "opset1", [2, 2, 7, 6], [3, 2], dynamic=True, strides=[2, 2],
+                                      pads_begin=[1, 0], pads_end=[1, 1], **{"exclude-pad": True}),
+}
+
+ALL.update(POOL)
+
+REFUSED.update({
+    "maxpool_window_in_padding": (lambda: _pool("MaxPool", "opset8", [1, 1, 5], [2], strides=[3], pads_begin=[1],
+                                                pads_end=[2]), UnsupportedOpError, "covers only padding"),
+    "maxpool_ceil_dynamic_past_end": (lambda: _pool("MaxPool", "opset8", [1, 1, 5], [1], dynamic=True, strides=[3],
+                                                    rounding_type="ceil"), UnsupportedOpError,
+                                      "which OpenVINO keeps and ONNX drops"),
+    "avgpool_ceil_dynamic_include_pad": (lambda: _pool("AvgPool", "opset1", [1, 1, 5, 5], [2, 2], dynamic=True,
+                                                       strides=[2, 2], rounding_type="ceil"), UnsupportedOpError,
+                                         "divides a window past the end padding"),
+    "maxpool_unknown_rounding": (lambda: _pool("MaxPool", "opset8", [1, 1, 5], [2], rounding_type="ceil_torch"),
+                                 UnsupportedOpError, "rounding_type='ceil_torch' is not one of floor, ceil"),
+})
