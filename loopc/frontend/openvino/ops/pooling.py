@@ -106,9 +106,10 @@ def max_pool(op: Op) -> list[Value]:
         pooled = op.op("MaxPool", [x], attrs)  # values alone; the two-output node is dead and goes
     if start > 0:
         inner = [dim(x, k) for k in range(start, rank)]
-        if any(d is None for d in inner):
+        static = [d for d in inner if d is not None]
+        if len(static) != len(inner):
             raise op.unsupported(f"axis={start} counts indices within dims {x.shape} that are not static")
-        indices = op.op("Mod", [indices, op.const(int(np.prod(inner)), np.int64)], {"fmod": 0})
+        indices = op.op("Mod", [indices, op.const(int(np.prod(static)), np.int64)], {"fmod": 0})
     return [pooled, cast(op, indices, index_type)]
 
 
