@@ -273,3 +273,130 @@ REFUSED.update({
     "maxpool_unknown_rounding": (lambda: _pool("MaxPool", "opset8", [1, 1, 5], [2], rounding_type="ceil_torch"),
                                  UnsupportedOpError, "rounding_type='ceil_torch' is not one of floor, ceil"),
 })
+
+
+# ---------------------------------------------------------------------------------------------- space/depth
+def _space(kind: str, shape: list[int], mode: str, block: int) -> Case:
+    return unary(shape, lambda x: node("opset1", kind, [x], {"mode": mode, "block_size": block}))
+
+
+SPACE: dict[str, Callable[[], Case]] = {
+    "depth_to_space_blocks_first": lambda: _space("DepthToSpace", [2, 8, 2, 3], "blocks_first", 2),
+    "depth_to_space_depth_first": lambda: _space("DepthToSpace", [2, 8, 2, 3], "depth_first", 2),
+    "depth_to_space_3d_blocks_first": lambda: _space("DepthToSpace", [1, 6, 4], "blocks_first", 3),
+    "depth_to_space_5d_depth_first": lambda: _space("DepthToSpace", [1, 16, 2, 1, 3], "depth_first", 2),
+    "depth_to_space_5d_blocks_first": lambda: _space("DepthToSpace", [1, 16, 2, 1, 3], "blocks_first", 2),
+    "space_to_depth_blocks_first": lambda: _space("SpaceToDepth", [2, 3, 4, 6], "blocks_first", 2),
+    "space_to_depth_depth_first": lambda: _space("SpaceToDepth", [2, 3, 4, 6], "depth_first", 2),
+    "space_to_depth_3d": lambda: _space("SpaceToDepth", [1, 2, 6], "depth_first", 3),
+    "space_to_depth_5d_blocks_first": lambda: _space("SpaceToDepth", [1, 2, 4, 2, 6], "blocks_first", 2),
+}
+
+
+# ---------------------------------------------------------------------------------------------- normalizations
+def _group_norm(shape: list[int], groups: int, eps: float) -> Case:
+    channels = shape[1]
+    return unary(shape, lambda x: node("opset12", "GroupNormalization",
+                                       [x, const(data(channels)), const(data(channels))],
+                                       {"num_groups": groups, "epsilon": eps}))
+
+
+def _lrn(shape: list[int], axes: list[int], size: int, alpha: float = 0.3, beta: float = 0.75,
+         bias: float = 1.0) -> Case:
+    return unary(shape, lambda x: o1.lrn(x, const(axes, np.int64), alpha, beta, bias, size))
+
+
+NORM: dict[str, Callable[[], Case]] = {
+    "group_norm": lambda: _group_norm([2, 6, 3, 4], 3, 1e-5),
+    "group_norm_one_group_3d": lambda: _group_norm([2, 4, 5], 1, 1e-3),
+    "group_norm_per_channel_5d": lambda: _group_norm([1, 4, 2, 3, 2], 4, 1e-2),
+    "lrn_channels": lambda: _lrn([2, 7, 3, 4], [1], 3),
+    "lrn_channels_size5": lambda: _lrn([1, 8, 2, 2], [1], 5, alpha=0.7, beta=0.5, bias=2.0),
+    "lrn_channels_3d": lambda: _lrn([2, 6, 5], [1], 3),
+}
+
+
+# ---------------------------------------------------------------------------------------------- FakeQuantize
+def _fake_quantize(shape: list[int], levels: int, low: Any, high: Any, out_low: Any, out_high: Any,
+                   values: np.ndarray | None = None) -> Case:
+    return unary(shape, lambda x: o1.fake_quantize(x, const(low), const(high), const(out_low), const(out_high),
+                                                   levels), values)
+
+
+#: Values a step's width away from every rounding tie, so f32 evaluation order cannot move one across.
+RAMP = (np.linspace(-1.3, 1.3, 48, dtype=np.float64) + 0.0123).astype(F32).reshape(2, 3, 2, 4)
+
+QUANT: dict[str, Callable[[], Case]] = {
+    "fake_quantize_scalar_ranges": lambda: _fake_quantize([2, 3, 2, 4], 256, -1.0, 1.0, -1.0, 1.0, RAMP),
+    "fake_quantize_u8_like": lambda: _fake_quantize([2, 3, 2, 4], 256, 0.0, 1.0, 0.0, 255.0, RAMP),
+    "fake_quantize_per_channel": lambda: _fake_quantize(
+        [2, 3, 2, 4], 16, [[[[-1.0]], [[-0.5]], [[0.0]]]], [[[[1.0]], [[0.75]], [[1.2]]]],
+        [[[[-2.0]], [[0.0]], [[1.0]]]], [[[[2.0]], [[3.0]], [[-1.0]]]], RAMP),
+    "fake_quantize_two_levels": lambda: _fake_quantize([2, 3, 2, 4], 2, -0.5, 0.5, -1.0, 1.0, RAMP),
+    "fake_quantize_reversed_output_range": lambda: _fake_quantize([2, 3, 2, 4], 5, -0.7, 0.9, 4.0, 0.0, RAMP),
+    "fake_quantize_computed_ranges": lambda: _fake_quantize_computed(),
+}
+
+
+def _fake_quantize_computed() -> Case:
+    x, low = param("x", [2, 3, 2, 4]), param("low", [1, 3, 1, 1])
+    out = o1.fake_quantize(x, low, o1.add(low, const(1.5)), const(-1.0), const(1.0), 7)
+    return [out], [x, low], {"x": RAMP, "low": np.array([-1.0, -0.25, 0.5], F32).reshape(1, 3, 1, 1)}
+
+
+# ---------------------------------------------------------------------------------------------- attention
+def _sdpa(q: list[int], k: list[int], v: list[int], causal: bool, mask: list[int] | None = None,
+          mask_type: Any = F32, scale: float | None = None) -> Case:
+    query, key, value = param("q", q), param("k", k), param("v", v)
+    params = [query, key, value]
+    feeds = {"q": data(*q), "k": data(*k), "v": data(*v)}
+    inputs: list[Any] = [query, key, value]
+    if mask is not None:
+        m = param("m", mask, mask_type)
+        params.append(m)
+        inputs.append(m)
+        feeds["m"] = RNG.random(mask) > 0.3 if mask_type is bool else data(*mask)
+        if mask_type is bool:
+            feeds["m"][..., 0] = True  # no row wholly masked
+    if scale is not None:
+        if mask is None:
+            inputs.append(const(0.0))
+        inputs.append(const(scale))
+    out = node("opset13", "ScaledDotProductAttention", inputs, {"causal": causal})
+    return [out], params, feeds
+
+
+ATTENTION: dict[str, Callable[[], Case]] = {
+    "sdpa": lambda: _sdpa([2, 5, 8], [2, 6, 8], [2, 6, 4], False),
+    "sdpa_causal": lambda: _sdpa([2, 3, 5, 8], [2, 3, 5, 8], [2, 3, 5, 8], True),
+    "sdpa_causal_rectangular": lambda: _sdpa([1, 2, 4, 8], [1, 2, 6, 8], [1, 2, 6, 3], True),
+    "sdpa_float_mask": lambda: _sdpa([2, 2, 4, 8], [2, 2, 6, 8], [2, 2, 6, 8], False, [2, 1, 4, 6]),
+    "sdpa_bool_mask_broadcast_rows": lambda: _sdpa([2, 2, 4, 8], [2, 2, 6, 8], [2, 2, 6, 8], False, [2, 2, 1, 6],
+                                                   bool),
+    "sdpa_scale": lambda: _sdpa([2, 4, 8], [2, 6, 8], [2, 6, 8], False, [2, 4, 6], scale=0.3),
+    "sdpa_scale_zero_mask": lambda: _sdpa([2, 4, 8], [2, 6, 8], [2, 6, 8], False, scale=0.7),
+    "sdpa_broadcast_batch": lambda: _sdpa([1, 3, 4, 8], [2, 1, 6, 8], [2, 3, 6, 5], False),
+    "sdpa_dynamic_causal": lambda: _sdpa_dynamic(),
+}
+
+
+def _sdpa_dynamic() -> Case:
+    query, key, value = param("q", [-1, 2, -1, 8]), param("k", [-1, 2, -1, 8]), param("v", [-1, 2, -1, 8])
+    out = node("opset13", "ScaledDotProductAttention", [query, key, value], {"causal": True})
+    return [out], [query, key, value], {"q": data(2, 2, 3, 8), "k": data(2, 2, 5, 8), "v": data(2, 2, 5, 8)}
+
+
+ALL.update({**SPACE, **NORM, **QUANT, **ATTENTION})
+
+REFUSED.update({
+    "lrn_spatial_axes": (lambda: _lrn([1, 2, 5, 5], [2, 3], 3), UnsupportedOpError, "axes [2, 3]"),
+    "lrn_even_size": (lambda: _lrn([1, 6, 2, 2], [1], 4), UnsupportedOpError, "size 4"),
+    "lrn_fractional_bias": (lambda: _lrn([1, 6, 2, 2], [1], 3, bias=1.5), UnsupportedOpError, "truncates it to 1"),
+    "fake_quantize_empty_input_range": (lambda: _fake_quantize([2, 3, 2, 4], 2, 0.0, 0.0, -1.0, 1.0),
+                                        UnsupportedOpError, "input_low >= input_high"),
+    "fake_quantize_reversed_input_range": (lambda: _fake_quantize([2, 3, 2, 4], 5, 0.9, -0.7, 0.0, 4.0),
+                                           UnsupportedOpError, "input_low >= input_high"),
+    "depth_to_space_5d_dynamic": (lambda: unary([1, 16, -1, 1, 3], lambda x: node(
+        "opset1", "DepthToSpace", [x], {"mode": "blocks_first", "block_size": 2})), UnsupportedOpError,
+        "are not static"),
+})
