@@ -400,3 +400,114 @@ REFUSED.update({
         "opset1", "DepthToSpace", [x], {"mode": "blocks_first", "block_size": 2})), UnsupportedOpError,
         "are not static"),
 })
+
+
+# ---------------------------------------------------------------------------------------------- Interpolate
+def _interp4(shape: list[int], mode: str, sizes: list[int] | None = None, scales: list[float] | None = None,
+             axes: list[int] | None = None, opset: str = "opset4", **attrs: Any) -> Case:
+    x = param("x", shape)
+    by_sizes = sizes is not None
+    values = const(sizes, np.int64) if by_sizes else const(scales, F32)
+    args = {"mode": mode, "shape_calculation_mode": "sizes" if by_sizes else "scales", **attrs}
+    if opset == "opset4":
+        n = len(sizes if by_sizes else scales or [])
+        inputs = [x, values if by_sizes else const([1] * n, np.int64), const([1.0] * n) if by_sizes else values]
+    else:
+        inputs = [x, values]
+    if axes is not None:
+        inputs.append(const(axes, np.int64))
+    return [node(opset, "Interpolate", inputs, args)], [x], {"x": data(*shape)}
+
+
+def _interp1(shape: list[int], axes: list[int], sizes: list[int], mode: str, **attrs: Any) -> Case:
+    x = param("x", shape)
+    args = {"axes": axes, "mode": mode, "align_corners": False, "antialias": False, "pads_begin": [0],
+            "pads_end": [0], **attrs}
+    return [node("opset1", "Interpolate", [x, const(sizes, np.int64)], args)], [x], {"x": data(*shape)}
+
+
+def _interp_computed_sizes() -> Case:
+    x, like = param("x", [1, 2, 3, 4]), param("like", [-1, -1])
+    sizes = o1.shape_of(like)
+    out = node("opset11", "Interpolate", [x, sizes, const([2, 3], np.int64)],
+               {"mode": "nearest", "shape_calculation_mode": "sizes", "coordinate_transformation_mode": "asymmetric",
+                "nearest_mode": "floor"})
+    return [out], [x, like], {"x": data(1, 2, 3, 4), "like": data(6, 7)}
+
+
+NCHW = [1, 2, 4, 5]
+INTERPOLATE: dict[str, Callable[[], Case]] = {
+    "interp4_nearest_sizes": lambda: _interp4(NCHW, "nearest", sizes=[7, 9], axes=[2, 3]),
+    "interp4_nearest_scales": lambda: _interp4(NCHW, "nearest", scales=[2.0, 1.5], axes=[2, 3],
+                                               coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+    "interp4_nearest_align_corners_ceil": lambda: _interp4(NCHW, "nearest", sizes=[7, 3], axes=[2, 3],
+                                                           coordinate_transformation_mode="align_corners",
+                                                           nearest_mode="ceil"),
+    "interp4_nearest_pytorch_prefer_ceil": lambda: _interp4(NCHW, "nearest", sizes=[8, 1], axes=[2, 3],
+                                                            coordinate_transformation_mode="pytorch_half_pixel",
+                                                            nearest_mode="round_prefer_ceil"),
+    "interp4_nearest_tf_floor": lambda: _interp4(NCHW, "nearest", sizes=[7, 3], axes=[2, 3],
+                                                 coordinate_transformation_mode="tf_half_pixel_for_nn",
+                                                 nearest_mode="floor"),
+    "interp4_nearest_tf_prefer_floor": lambda: _interp4(NCHW, "nearest", sizes=[7, 3], axes=[2, 3],
+                                                        coordinate_transformation_mode="tf_half_pixel_for_nn",
+                                                        nearest_mode="round_prefer_floor"),
+    "interp4_nearest_simple_up": lambda: _interp4(NCHW, "nearest", scales=[2.0, 3.0], axes=[2, 3],
+                                                  coordinate_transformation_mode="asymmetric", nearest_mode="simple"),
+    "interp4_nearest_simple_down": lambda: _interp4([1, 2, 8, 9], "nearest", sizes=[3, 4], axes=[2, 3],
+                                                    coordinate_transformation_mode="asymmetric",
+                                                    nearest_mode="simple"),
+    "interp4_nearest_default_axes": lambda: _interp4([2, 3, 4], "nearest", sizes=[2, 6, 7],
+                                                     coordinate_transformation_mode="asymmetric",
+                                                     nearest_mode="floor"),
+    "interp4_nearest_pads": lambda: _interp4(NCHW, "nearest", sizes=[9, 12], axes=[2, 3], pads_begin=[0, 0, 1, 2],
+                                             pads_end=[0, 0, 2, 1], coordinate_transformation_mode="asymmetric",
+                                             nearest_mode="floor"),
+    "interp4_linear_onnx_half_pixel": lambda: _interp4(NCHW, "linear_onnx", sizes=[7, 9], axes=[2, 3]),
+    "interp4_linear_onnx_align_corners": lambda: _interp4(NCHW, "linear_onnx", scales=[2.0, 0.6], axes=[2, 3],
+                                                          coordinate_transformation_mode="align_corners"),
+    "interp4_linear_onnx_asymmetric_down": lambda: _interp4([1, 2, 9, 8], "linear_onnx", sizes=[4, 3], axes=[2, 3],
+                                                            coordinate_transformation_mode="asymmetric"),
+    "interp4_linear_half_pixel": lambda: _interp4(NCHW, "linear", sizes=[7, 9], axes=[2, 3]),
+    "interp4_linear_pytorch_down": lambda: _interp4([1, 2, 9, 8], "linear", sizes=[4, 3], axes=[2, 3],
+                                                    coordinate_transformation_mode="pytorch_half_pixel"),
+    "interp4_linear_antialias_up": lambda: _interp4(NCHW, "linear", sizes=[8, 7], axes=[2, 3], antialias=True),
+    "interp4_linear_3d": lambda: _interp4([1, 1, 3, 4, 5], "linear", sizes=[5, 6, 4], axes=[2, 3, 4]),
+    "interp4_cubic": lambda: _interp4(NCHW, "cubic", sizes=[7, 9], axes=[2, 3]),
+    "interp4_cubic_coeff_align_corners": lambda: _interp4(NCHW, "cubic", sizes=[3, 8], axes=[2, 3], cube_coeff=-0.5,
+                                                          coordinate_transformation_mode="align_corners"),
+    "interp11_nearest_scales": lambda: _interp4(NCHW, "nearest", scales=[2.0, 2.0], axes=[2, 3], opset="opset11",
+                                                coordinate_transformation_mode="asymmetric", nearest_mode="floor"),
+    "interp11_linear_onnx_sizes": lambda: _interp4(NCHW, "linear_onnx", sizes=[3, 7], axes=[2, 3], opset="opset11"),
+    "interp11_bilinear_pillow_down": lambda: _interp4([1, 2, 9, 8], "bilinear_pillow", sizes=[4, 3], axes=[2, 3],
+                                                      opset="opset11"),
+    "interp11_bilinear_pillow_up": lambda: _interp4(NCHW, "bilinear_pillow", sizes=[7, 9], axes=[2, 3],
+                                                    opset="opset11"),
+    "interp11_bicubic_pillow_down": lambda: _interp4([1, 2, 9, 8], "bicubic_pillow", sizes=[4, 5], axes=[2, 3],
+                                                     opset="opset11", cube_coeff=-0.5),
+    "interp11_bicubic_pillow_up": lambda: _interp4(NCHW, "bicubic_pillow", sizes=[7, 9], axes=[2, 3],
+                                                   opset="opset11", cube_coeff=-0.5),
+    "interp11_computed_sizes": _interp_computed_sizes,
+    "interp1_nearest": lambda: _interp1(NCHW, [2, 3], [8, 10], "nearest"),
+    "interp1_nearest_down": lambda: _interp1([1, 2, 8, 9], [2, 3], [3, 4], "nearest"),
+    "interp1_linear": lambda: _interp1(NCHW, [2, 3], [7, 9], "linear"),
+    "interp1_linear_align_corners": lambda: _interp1(NCHW, [2, 3], [7, 9], "linear", align_corners=True),
+    "interp1_linear_3d_half_pixel": lambda: _interp1([1, 2, 5], [2], [8], "linear"),
+    "interp1_cubic": lambda: _interp1(NCHW, [2, 3], [7, 9], "cubic"),
+}
+
+ALL.update(INTERPOLATE)
+
+REFUSED.update({
+    "interp1_area": (lambda: _interp1(NCHW, [2, 3], [2, 2], "area"), UnsupportedOpError, "mode='area'"),
+    "interp4_tf_half_pixel_ceil": (lambda: _interp4(NCHW, "nearest", sizes=[7, 3], axes=[2, 3],
+                                                    coordinate_transformation_mode="tf_half_pixel_for_nn",
+                                                    nearest_mode="ceil"), UnsupportedOpError, "no such rounding"),
+    "interp4_simple_mixed": (lambda: _interp4(NCHW, "nearest", sizes=[8, 3], axes=[2, 3], nearest_mode="simple"),
+                             UnsupportedOpError, "both up- and downsample"),
+    "interp4_linear_antialias_down": (lambda: _interp4(NCHW, "linear", sizes=[8, 3], axes=[2, 3], antialias=True),
+                                      UnsupportedOpError, "CPU plugin ignores antialias"),
+    "interp4_linear_onnx_tf_half_pixel": (lambda: _interp4(NCHW, "linear_onnx", sizes=[8, 3], axes=[2, 3],
+                                                           coordinate_transformation_mode="tf_half_pixel_for_nn"),
+                                          UnsupportedOpError, "for nothing but nearest"),
+})
