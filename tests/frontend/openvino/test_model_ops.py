@@ -26,6 +26,7 @@ from loopc.errors import FrontendError, UnsupportedOpError
 from loopc.frontend.openvino import import_ir
 from loopc.ir import Graph
 from tests.frontend.openvino.harness import check, check_ir, save
+from tests.frontend.openvino.test_bad_input import check_one_line, run_cli
 
 RNG = np.random.default_rng(11)
 F32 = np.float32
@@ -130,33 +131,6 @@ CONV: dict[str, Callable[[], Case]] = {
 ALL: dict[str, Callable[[], Case]] = {**CONV}
 
 
-@pytest.mark.parametrize("name", ALL)
-def test_ir(name: str, tmp_path: Path) -> None:
-    outputs, params, feeds = ALL[name]()
-    check_ir(ov.Model(outputs, params, name), feeds, tmp_path)
-
-
-def _missing_converters(graph: Graph) -> set[str]:
-    ops: set[str] = set()
-    for node in graph.nodes:
-        ops.add(node.op)
-        for body in node.subgraphs():
-            ops |= _missing_converters(body)
-    return {op for op in ops if op not in CONVERTERS}
-
-
-@pytest.mark.parametrize("name", ALL)
-def test_end_to_end(name: str, tmp_path: Path) -> None:
-    outputs, params, feeds = ALL[name]()
-    xml = save(ov.Model(outputs, params, name), tmp_path / "model.xml")
-    model = import_ir(xml)
-    optimize(model)
-    missing = _missing_converters(model.graph)
-    if missing:
-        pytest.skip(f"the backend has no converter for {', '.join(sorted(missing))} yet")
-    check(xml, feeds, tmp_path)
-
-
 # ---------------------------------------------------------------------------------------------- refusals
 REFUSED: dict[str, tuple[Callable[[], Case], type[Exception], str]] = {
     "conv_dynamic_kernel": (lambda: _conv_computed_filters(), UnsupportedOpError, "spatial dims"),
@@ -177,13 +151,7 @@ def _deconv_dynamic_output_shape() -> Case:
     return [out], [x], {}
 
 
-@pytest.mark.parametrize("name", list(REFUSED))
-def test_refused(name: str, tmp_path: Path) -> None:
-    make, error, text = REFUSED[name]
-    outputs, params, _ = make()
-    xml = save(ov.Model(outputs, params, name), tmp_path / "model.xml")
-    with pytest.raises(error, match=text.replace("(", r"\(").replace(")", r"\)")):
-        import_ir(xml)
+
 
 
 # ---------------------------------------------------------------------------------------------- pools
@@ -270,8 +238,6 @@ REFUSED.update({
     "avgpool_ceil_dynamic_include_pad": (lambda: _pool("AvgPool", "opset1", [1, 1, 5, 5], [2, 2], dynamic=True,
                                                        strides=[2, 2], rounding_type="ceil"), UnsupportedOpError,
                                          "divides a window past the end padding"),
-    "maxpool_unknown_rounding": (lambda: _pool("MaxPool", "opset8", [1, 1, 5], [2], rounding_type="ceil_torch"),
-                                 UnsupportedOpError, "rounding_type='ceil_torch' is not one of floor, ceil"),
 })
 
 
@@ -397,8 +363,8 @@ REFUSED.update({
     "fake_quantize_reversed_input_range": (lambda: _fake_quantize([2, 3, 2, 4], 5, 0.9, -0.7, 0.0, 4.0),
                                            UnsupportedOpError, "input_low >= input_high"),
     "depth_to_space_5d_dynamic": (lambda: unary([1, 16, -1, 1, 3], lambda x: node(
-        "opset1", "DepthToSpace", [x], {"mode": "blocks_first", "block_size": 2})), UnsupportedOpError,
-        "are not static"),
+        "opset1", "DepthToSpace", [x], {"mode": "blocks_first", "block_size": 2}), np.zeros(0, F32)),
+        UnsupportedOpError, "are not static"),
 })
 
 
@@ -511,3 +477,55 @@ REFUSED.update({
                                                            coordinate_transformation_mode="tf_half_pixel_for_nn"),
                                           UnsupportedOpError, "for nothing but nearest"),
 })
+
+
+# ---------------------------------------------------------------------------------------------- tests
+@pytest.mark.parametrize("name", ALL)
+def test_ir(name: str, tmp_path: Path) -> None:
+    outputs, params, feeds = ALL[name]()
+    check_ir(ov.Model(outputs, params, name), feeds, tmp_path)
+
+
+def _missing_converters(graph: Graph) -> set[str]:
+    ops: set[str] = set()
+    for node in graph.nodes:
+        ops.add(node.op)
+        for body in node.subgraphs():
+            ops |= _missing_converters(body)
+    return {op for op in ops if op not in CONVERTERS}
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_end_to_end(name: str, tmp_path: Path) -> None:
+    outputs, params, feeds = ALL[name]()
+    xml = save(ov.Model(outputs, params, name), tmp_path / "model.xml")
+    model = import_ir(xml)
+    optimize(model)
+    missing = _missing_converters(model.graph)
+    if missing:
+        pytest.skip(f"the backend has no converter for {', '.join(sorted(missing))} yet")
+    check(xml, feeds, tmp_path)
+
+
+@pytest.mark.parametrize("name", list(REFUSED))
+def test_refused(name: str, tmp_path: Path) -> None:
+    """The API raises the error type; ``loopc build`` exits 1 with one line naming the layer, writing nothing."""
+    make, error, text = REFUSED[name]
+    outputs, params, _ = make()
+    xml = save(ov.Model(outputs, params, name), tmp_path / "model.xml")
+    with pytest.raises(error, match=text.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")) as caught:
+        import_ir(xml)
+    plan = tmp_path / "model.plan"
+    result = run_cli("build", str(xml), "-o", str(plan))
+    assert result.exit_code == 1, result.stderr  # type: ignore[attr-defined]
+    line = check_one_line(result.stderr, [text])  # type: ignore[attr-defined]
+    assert str(caught.value).split(":")[0] in line and not plan.exists()
+
+
+def test_maxpool8_reads_no_ceil_torch(tmp_path: Path) -> None:
+    """ceil_torch came with MaxPool-14; in a MaxPool-8 layer it is an unknown rounding, refused by name."""
+    outputs, params, _ = _pool("MaxPool", "opset14", [1, 1, 5], [2], rounding_type="ceil_torch")
+    xml = save(ov.Model(outputs, params, "ceil_torch"), tmp_path / "model.xml")
+    xml.write_text(xml.read_text().replace('type="MaxPool" version="opset14"', 'type="MaxPool" version="opset8"'))
+    with pytest.raises(UnsupportedOpError, match="rounding_type='ceil_torch' is not one of floor, ceil"):
+        import_ir(xml)
