@@ -479,6 +479,66 @@ REFUSED.update({
 })
 
 
+# ---------------------------------------------------------------------------------------------- a converted model
+#: A small CNN in ONNX, for OpenVINO's own converter to write as IR: the attribute forms users' IRs hold
+#: (MaxPool-8, Interpolate-11, GroupNormalization-12, f16 weights behind Convert, ...).
+CNN = """
+<ir_version: 10, opset_import: ["" : 21]>
+cnn (float[1, 3, 16, 16] x) => (float[1, 4, H, W] y, float[1, A, B] att) {
+  c1 = Conv <pads = [1, 1, 1, 1]> (x, w1, b1)
+  r1 = Relu (c1)
+  p1 = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], ceil_mode = 1> (r1)
+  g1 = Conv <group = 8, pads = [1, 1, 1, 1]> (p1, wg, bg)
+  n1 = GroupNormalization <num_groups = 4, epsilon = 1e-5> (g1, gs, gb)
+  a1 = AveragePool <kernel_shape = [2, 2], strides = [2, 2]> (n1)
+  u1 = ConvTranspose <strides = [2, 2], pads = [1, 1, 1, 1], output_padding = [1, 1]> (a1, wt, bt)
+  z1 = Resize <mode = "nearest", coordinate_transformation_mode = "asymmetric", nearest_mode = "floor"> (u1, , sc)
+  l1 = LRN <size = 3, alpha = 0.001, beta = 0.75, bias = 1.0> (z1)
+  d1 = DepthToSpace <blocksize = 2, mode = "CRD"> (l1)
+  q = Conv (d1, wq)
+  y = Resize <mode = "linear", coordinate_transformation_mode = "half_pixel"> (q, , sc2)
+  f = Reshape (p1, shp)
+  ft = Transpose <perm = [0, 2, 1]> (f)
+  s = MatMul (ft, f)
+  sm = Softmax <axis = -1> (s)
+  att = MatMul (sm, ft)
+}
+"""
+
+
+def _converted_cnn(folder: Path) -> Path:
+    import onnx
+    from onnx import numpy_helper
+
+    rng = np.random.default_rng(5)
+    weights = {"w1": (8, 3, 3, 3), "b1": (8,), "wg": (8, 1, 3, 3), "bg": (8,), "gb": (8,), "wt": (8, 8, 3, 3),
+               "bt": (8,), "wq": (4, 2, 1, 1)}
+    fixed = {"gs": np.linspace(0.5, 1.5, 8, dtype=F32), "sc": np.array([1, 1, 2, 2], F32),
+             "sc2": np.array([1, 1, 2, 2], F32), "shp": np.array([1, 8, -1], np.int64)}
+    model = onnx.parser.parse_model(CNN)
+    arrays = {name: (rng.standard_normal(shape) * 0.3).astype(F32) for name, shape in weights.items()} | fixed
+    model.graph.initializer.extend(numpy_helper.from_array(a, name) for name, a in arrays.items())
+    onnx.save(model, str(folder / "cnn.onnx"))
+    xml = folder / "cnn.xml"
+    ov.save_model(ov.convert_model(str(folder / "cnn.onnx")), str(xml))  # f16 weights, as users save them
+    return xml
+
+
+def test_converted_cnn_ir(tmp_path: Path) -> None:
+    xml = _converted_cnn(tmp_path)
+    check_ir(xml, {"x": data(1, 3, 16, 16)}, tmp_path)
+
+
+def test_converted_cnn_end_to_end(tmp_path: Path) -> None:
+    xml = _converted_cnn(tmp_path)
+    model = import_ir(xml)
+    optimize(model)
+    missing = _missing_converters(model.graph)
+    if missing:
+        pytest.skip(f"the backend has no converter for {', '.join(sorted(missing))} yet")
+    check(xml, {"x": data(1, 3, 16, 16)}, tmp_path)
+
+
 # ---------------------------------------------------------------------------------------------- tests
 @pytest.mark.parametrize("name", ALL)
 def test_ir(name: str, tmp_path: Path) -> None:

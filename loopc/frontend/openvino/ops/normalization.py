@@ -24,7 +24,9 @@ def group_normalization(op: Op) -> list[Value]:
     if groups < 1:
         raise op.error(f"num_groups {groups} must be positive")
     attrs = {"epsilon": op.float_attr("epsilon"), "num_groups": groups}
-    return [op.op("GroupNormalization", list(op.inputs), attrs)]
+    x = op.inputs[0]
+    # ONNX infers no shape through GroupNormalization's function body here; the output is the input's type.
+    return [op.em.op("GroupNormalization", list(op.inputs), attrs, dtype=x.dtype, shape=x.shape)]
 
 
 @translates("LRN")
