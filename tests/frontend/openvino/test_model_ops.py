@@ -279,6 +279,8 @@ NORM: dict[str, Callable[[], Case]] = {
     "lrn_channels": lambda: _lrn([2, 7, 3, 4], [1], 3),
     "lrn_channels_size5": lambda: _lrn([1, 8, 2, 2], [1], 5, alpha=0.7, beta=0.5, bias=2.0),
     "lrn_channels_3d": lambda: _lrn([2, 6, 5], [1], 3),
+    "lrn_spatial": lambda: _lrn([2, 3, 5, 6], [2, 3], 3),
+    "lrn_spatial_size5": lambda: _lrn([1, 2, 6, 7], [3, 2], 5, alpha=2.0, beta=0.6, bias=2.0),
 }
 
 
@@ -355,7 +357,8 @@ def _sdpa_dynamic() -> Case:
 ALL.update({**SPACE, **NORM, **QUANT, **ATTENTION})
 
 REFUSED.update({
-    "lrn_spatial_axes": (lambda: _lrn([1, 2, 5, 5], [2, 3], 3), UnsupportedOpError, "axes [2, 3]"),
+    "lrn_channels_and_spatial_axes": (lambda: _lrn([1, 2, 5, 5], [1, 2, 3], 3), UnsupportedOpError,
+                                      "axes [1, 2, 3]"),
     "lrn_even_size": (lambda: _lrn([1, 6, 2, 2], [1], 4), UnsupportedOpError, "size 4"),
     "lrn_fractional_bias": (lambda: _lrn([1, 6, 2, 2], [1], 3, bias=1.5), UnsupportedOpError, "truncates it to 1"),
     "fake_quantize_empty_input_range": (lambda: _fake_quantize([2, 3, 2, 4], 2, 0.0, 0.0, -1.0, 1.0),
