@@ -172,6 +172,27 @@ def _pool_indices_only(axis: int) -> Case:
     return [outputs[1]], params, feeds
 
 
+def _values_only(case: Case) -> Case:
+    """MaxPool-8 with nothing reading its indices (what converters usually write)."""
+    outputs, params, feeds = case
+    return outputs[:1], params, feeds
+
+
+def _pool_ties() -> Case:
+    """Small integers make windows with equal maxima: the index is the first in the window's row-major order."""
+    outputs, params, _ = _pool("MaxPool", "opset8", [2, 2, 6, 7], [3, 3], strides=[2, 2], pads_begin=[1, 1],
+                               pads_end=[1, 1])
+    return outputs, params, {"x": RNG.integers(-2, 3, (2, 2, 6, 7)).astype(F32)}
+
+
+def _pool_dynamic_batch() -> Case:
+    x = param("x", [-1, 3, 5, 6])
+    out = node("opset8", "MaxPool", [x], {"strides": [1, 2], "pads_begin": [1, 0], "pads_end": [0, 1],
+                                          "kernel": [2, 3], "rounding_type": "floor", "auto_pad": "explicit",
+                                          "dilations": [2, 1]})
+    return list(out.outputs()), [x], {"x": data(2, 3, 5, 6)}
+
+
 POOL: dict[str, Callable[[], Case]] = {
     "maxpool1": lambda: _pool("MaxPool", "opset1", [1, 2, 6, 7], [3, 2], strides=[2, 1], pads_begin=[1, 0],
                               pads_end=[1, 1]),
@@ -192,16 +213,18 @@ POOL: dict[str, Callable[[], Case]] = {
                                             rounding_type="ceil"),
     "maxpool8_dilations": lambda: _pool("MaxPool", "opset8", [1, 2, 9, 8], [3, 2], strides=[2, 1], dilations=[2, 3],
                                         pads_begin=[2, 1], pads_end=[1, 2]),
+    "maxpool8_indices_ties": lambda: _pool_ties(),
+    "maxpool8_indices_dynamic_batch": lambda: _pool_dynamic_batch(),
     "maxpool8_indices_only": lambda: _pool_indices_only(0),
     "maxpool8_indices_only_axis3": lambda: _pool_indices_only(3),
     "maxpool14_ceil_torch": lambda: _pool("MaxPool", "opset14", [1, 2, 7, 6], [2, 2], strides=[3, 2],
                                           pads_begin=[1, 1], pads_end=[1, 1], rounding_type="ceil_torch"),
     "maxpool14_ceil": lambda: _pool("MaxPool", "opset14", [1, 2, 7, 6], [3, 3], strides=[3, 2], pads_begin=[1, 0],
                                     rounding_type="ceil"),
-    "maxpool8_dynamic_floor": lambda: _pool("MaxPool", "opset8", [2, 2, 7, 6], [3, 2], dynamic=True,
-                                            strides=[2, 2], pads_begin=[1, 0], pads_end=[1, 1]),
-    "maxpool8_dynamic_ceil": lambda: _pool("MaxPool", "opset8", [2, 2, 7, 6], [3, 2], dynamic=True, strides=[2, 2],
-                                           rounding_type="ceil"),
+    "maxpool8_dynamic_floor": lambda: _values_only(_pool("MaxPool", "opset8", [2, 2, 7, 6], [3, 2], dynamic=True,
+                                                         strides=[2, 2], pads_begin=[1, 0], pads_end=[1, 1])),
+    "maxpool8_dynamic_ceil": lambda: _values_only(_pool("MaxPool", "opset8", [2, 2, 7, 6], [3, 2], dynamic=True,
+                                                        strides=[2, 2], rounding_type="ceil")),
     "maxpool1_dynamic_same_upper": lambda: _pool("MaxPool", "opset1", [2, 2, 7, 6], [3, 2], dynamic=True,
                                                  strides=[2, 2], auto_pad="same_upper"),
     "avgpool1": lambda: _pool("AvgPool", "opset1", [1, 2, 6, 7], [3, 2], strides=[2, 1], pads_begin=[1, 0],
@@ -232,6 +255,8 @@ ALL.update(POOL)
 REFUSED.update({
     "maxpool_window_in_padding": (lambda: _pool("MaxPool", "opset8", [1, 1, 5], [2], strides=[3], pads_begin=[1],
                                                 pads_end=[2]), UnsupportedOpError, "covers only padding"),
+    "maxpool_indices_dynamic": (lambda: _pool("MaxPool", "opset8", [1, 1, 5], [2], dynamic=True), UnsupportedOpError,
+                                "the indices output with spatial dims that are not static"),
     "maxpool_ceil_dynamic_past_end": (lambda: _pool("MaxPool", "opset8", [1, 1, 5], [1], dynamic=True, strides=[3],
                                                     rounding_type="ceil"), UnsupportedOpError,
                                       "which OpenVINO keeps and ONNX drops"),

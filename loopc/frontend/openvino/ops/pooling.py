@@ -10,8 +10,8 @@ do not depend on pads it does not reach, and the extra pads count as zeros in an
 average just as OpenVINO counts them. A window wholly in the padding has no ONNX meaning (OpenVINO
 gives -FLT_MAX, or 0 / 0): loopc refuses it.
 
-MaxPool-8's indices count in the unpadded input flattened from ``axis``; ONNX's count from axis 0,
-so they are ONNX's modulo the product of the dims from ``axis`` on.
+MaxPool-8's indices count in the unpadded input flattened from ``axis``. TensorRT's pooling gives none,
+so they are found from the window's taps (:func:`_indices`) — only when something reads them.
 """
 
 from __future__ import annotations
@@ -101,16 +101,64 @@ def max_pool(op: Op) -> list[Value]:
     assert x is not None
     rank = op.rank(0)
     start = normalize_axis(op, op.int_attr("axis", 0), rank)
-    pooled, indices = op.em.multi("MaxPool", [x], 2, attrs)
+    pooled = op.op("MaxPool", [x], attrs)
     if not _consumed(op, 1):
-        pooled = op.op("MaxPool", [x], attrs)  # values alone; the two-output node is dead and goes
-    if start > 0:
+        _, indices = op.em.multi("MaxPool", [x], 2, attrs)  # nothing reads it: a dead node that goes
+        return [pooled, indices]
+    indices = _indices(op, x, pooled, w, start)
+    if start > 1:
         inner = [dim(x, k) for k in range(start, rank)]
         static = [d for d in inner if d is not None]
         if len(static) != len(inner):
             raise op.unsupported(f"axis={start} counts indices within dims {x.shape} that are not static")
         indices = op.op("Mod", [indices, op.const(int(np.prod(static)), np.int64)], {"fmod": 0})
     return [pooled, cast(op, indices, index_type)]
+
+
+def _indices(op: Op, x: Value, pooled: Value, w: Window, start: int) -> Value:
+    """Where each maximum is, counted from axis 0 (``start`` 0) or within each image (1), from the taps.
+
+    TensorRT's pooling gives no indices, so each window tap is a strided Slice of the input padded with
+    -inf; the index is the first tap in the window's row-major order that equals the maximum (a padding
+    tap never does), its flat position a constant per tap. Needs the spatial dims static.
+    """
+    sizes = [dim(x, 2 + k) for k in range(len(w.kernel))]
+    if w.auto_pad is not None or any(size is None for size in sizes):
+        raise op.unsupported("the indices output with spatial dims that are not static: loopc finds where each "
+                             "maximum is from the window's taps, which need the dims")
+    lengths = [int(size) for size in sizes if size is not None]
+    n = len(lengths)
+    dtype = x.dtype if x.dtype is not None else np.dtype(np.float32)
+    lowest = -np.inf if dtype.kind == "f" else np.iinfo(dtype.name).min
+    padded = op.op("Pad", [x, op.const([0, 0] + w.begin + [0, 0] + w.end, np.int64), op.const(lowest, dtype)],
+                   {"mode": "constant"})
+    counts = [(size + b + e - (k - 1) * d - 1) // s + 1
+              for size, b, e, k, d, s in zip(lengths, w.begin, w.end, w.kernel, w.dilations, w.strides)]
+    place = [int(np.prod(lengths[k + 1:])) for k in range(n)]
+    axes = op.const(list(range(2, 2 + n)), np.int64)
+    index: Value | None = None
+    for tap in reversed(list(np.ndindex(*w.kernel))):
+        first = [t * d for t, d in zip(tap, w.dilations)]
+        last = [f + (c - 1) * s + 1 for f, c, s in zip(first, counts, w.strides)]
+        values = op.op("Slice", [padded, op.const(first, np.int64), op.const(last, np.int64), axes,
+                                 op.const(w.strides, np.int64)])
+        grids = np.meshgrid(*[np.arange(c) * s - b + f for c, s, b, f in zip(counts, w.strides, w.begin, first)],
+                            indexing="ij")
+        flat = op.const(sum(g * p for g, p in zip(grids, place)).reshape([1, 1] + counts).astype(np.int64))
+        index = flat if index is None else op.op("Where", [op.op("Equal", [values, pooled]), flat, index])
+    assert index is not None
+    if start > 1:
+        return index
+    channels = dim(x, 1)
+    if channels is None:
+        raise op.unsupported(f"axis={start} counts indices across channels, and the channel count is not static")
+    area = int(np.prod(lengths))
+    index = op.op("Add", [index, op.const(np.arange(channels).reshape([1, channels] + [1] * n) * area, np.int64)])
+    if start == 1:
+        return index
+    images = op.op("Range", [op.const(0, np.int64), op.em.dim(x, 0), op.const(1, np.int64)])
+    images = op.op("Reshape", [images, op.const([-1] + [1] * (n + 1), np.int64)])
+    return op.op("Add", [index, op.op("Mul", [images, op.const(channels * area, np.int64)])])
 
 
 @translates("AvgPool", 1, 14)
