@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import openvino as ov
 import openvino.opset1 as o1
+import openvino.opset5 as o5
 import openvino.opset8 as o8
 import openvino.opset13 as o13
 import pytest
@@ -297,7 +298,17 @@ def _lrn(shape: list[int], axes: list[int], size: int, alpha: float = 0.3, beta:
     return unary(shape, lambda x: o1.lrn(x, const(axes, np.int64), alpha, beta, bias, size))
 
 
+def _batch_norm(version: Any, shape: list[int]) -> Case:
+    channels = shape[1]
+    variance = const(RNG.random(channels).astype(F32) + 0.5)
+    return unary(shape, lambda x: version.batch_norm_inference(x, const(data(channels)), const(data(channels)),
+                                                               const(data(channels)), variance, 1e-3))
+
+
 NORM: dict[str, Callable[[], Case]] = {
+    "batch_norm1": lambda: _batch_norm(o1, [2, 3, 4, 5]),
+    "batch_norm5": lambda: _batch_norm(o5, [2, 3, 4, 5]),
+    "batch_norm5_2d": lambda: _batch_norm(o5, [4, 6]),
     "group_norm": lambda: _group_norm([2, 6, 3, 4], 3, 1e-5),
     "group_norm_one_group_3d": lambda: _group_norm([2, 4, 5], 1, 1e-3),
     "group_norm_per_channel_5d": lambda: _group_norm([1, 4, 2, 3, 2], 4, 1e-2),

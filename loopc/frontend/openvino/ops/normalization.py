@@ -1,4 +1,4 @@
-"""Normalizations over windows and groups: GroupNormalization-12 and LRN-1, as ONNX's ops of the same name.
+"""Normalizations: BatchNormInference-1/5, GroupNormalization-12 and LRN-1, as ONNX's ops of the same name.
 
 GroupNormalization-12 is ONNX's GroupNormalization-21 (per-channel scale and bias, epsilon inside the
 square root). LRN sums squares over a window of ``size`` centred on each element; across channels
@@ -30,6 +30,20 @@ def group_normalization(op: Op) -> list[Value]:
     x = op.inputs[0]
     # ONNX infers no shape through GroupNormalization's function body here; the output is the input's type.
     return [op.em.op("GroupNormalization", list(op.inputs), attrs, dtype=x.dtype, shape=x.shape)]
+
+
+@translates("BatchNormInference", 1, 5)
+def batch_norm_inference(op: Op) -> list[Value]:
+    """ONNX's BatchNormalization in inference mode. BatchNormInference-1 takes its inputs as (gamma, beta,
+    data, mean, variance), -5 as (data, gamma, beta, mean, variance)."""
+    op.expect_inputs(5)
+    if op.version >= 5:
+        x, gamma, beta, mean, variance = op.inputs
+    else:
+        gamma, beta, x, mean, variance = op.inputs
+    if op.rank(op.inputs.index(x)) < 2:
+        raise op.error("the data needs rank 2 or more (its axis 1 is the channels)")
+    return [op.op("BatchNormalization", [x, gamma, beta, mean, variance], {"epsilon": op.float_attr("epsilon")})]
 
 
 @translates("LRN")
