@@ -7,7 +7,7 @@ and checked against OpenVINO's CPU plugin:
   ``tf_half_pixel_for_nn`` is ``(x + 0.5) / scale``, half a pixel past half_pixel's coordinate ``h``, so
   floor of it is round_prefer_ceil of ``h`` and round_prefer_floor of it is ceil of ``h``; its ceil and
   round_prefer_ceil have no Resize form. ``simple`` is ceil on a downsampled axis and truncation (floor,
-  after the clamp to the edge) on the others, so the resized axes must agree.
+  after the clamp to the edge) on the others; nearest being separable, mixed scales are two Resizes.
 * ``linear_onnx`` is Resize's linear; OpenVINO's ``linear`` is a triangle filter normalized over the
   taps inside the input, the same numbers when it does not antialias. With ``antialias`` on a
   downsampled axis its spec stretches the filter (not as Resize's antialias does) while its CPU plugin
@@ -96,10 +96,24 @@ def _resize(op: Op, spec: Spec, listed: list[int], k: int, pads: list[list[int]]
     if values is not None and values.size != len(listed):
         raise op.error(f"{'sizes' if spec.by_sizes else 'scales'} has {values.size} values for axes {listed}")
     scales = _static_scales(x, listed, values, spec.by_sizes)
+    if spec.mode == "nearest" and spec.rounding == "simple" and scales is not None and values is not None:
+        shrunk = [a for a, s in zip(listed, scales) if s < 1]
+        grown = [a for a, s in zip(listed, scales) if s > 1]
+        if shrunk and grown:  # nearest is separable: the shrunk axes (ceil), then the others (floor)
+            flat = np.asarray(values).reshape(-1)
+            for group in (shrunk, [a for a in listed if a not in shrunk]):
+                picked = [listed.index(a) for a in group]
+                x = _one_resize(op, spec, x, group, flat[picked], [scales[i] for i in picked])
+            return x
+    return _one_resize(op, spec, x, listed, values if values is not None else op.inputs[k], scales)
+
+
+def _one_resize(op: Op, spec: Spec, x: Value, listed: list[int], source: np.ndarray | Value,
+                scales: list[float] | None) -> Value:
     attrs = _attrs(op, spec, scales)
     if spec.by_sizes:
-        return op.op("Resize", [x, None, None, _full(op, x, listed, k, sizes=True)], attrs)
-    return op.op("Resize", [x, None, _full(op, x, listed, k, sizes=False)], attrs)
+        return op.op("Resize", [x, None, None, _full(op, x, listed, source, sizes=True)], attrs)
+    return op.op("Resize", [x, None, _full(op, x, listed, source, sizes=False)], attrs)
 
 
 def _pad(op: Op, x: Value, pads: list[list[int]]) -> Value:
@@ -126,12 +140,11 @@ def _static_scales(x: Value, listed: list[int], values: np.ndarray | None, by_si
     return [out / float(length) for out, length in zip(flat, lengths) if length is not None]
 
 
-def _full(op: Op, x: Value, listed: list[int], k: int, sizes: bool) -> Value:
-    """Full-rank sizes (int64) or scales (float32) from input ``k``'s values for the listed axes."""
+def _full(op: Op, x: Value, listed: list[int], source: np.ndarray | Value, sizes: bool) -> Value:
+    """Full-rank sizes (int64) or scales (float32) from the listed axes' values (known, or a value)."""
     rank = op.rank(0)
-    known = op.constant(k)
-    if known is not None:
-        flat = np.asarray(known).reshape(-1)
+    if isinstance(source, np.ndarray):
+        flat = source.reshape(-1)
         if sizes:
             full = [dim(x, a) for a in range(rank)]
             for a, v in zip(listed, flat):
@@ -143,7 +156,8 @@ def _full(op: Op, x: Value, listed: list[int], k: int, sizes: bool) -> Value:
             scales[listed] = flat.astype(np.float32)
             return op.const(scales)
     parts: list[Value] = []
-    values = i64(op, op.inputs[k], vector=True) if sizes else cast(op, op.inputs[k], np.dtype(np.float32))
+    given = op.const(source) if isinstance(source, np.ndarray) else source
+    values = i64(op, given, vector=True) if sizes else cast(op, given, np.dtype(np.float32))
     for a in range(rank):
         if a in listed:
             parts.append(op.op("Gather", [values, op.const([listed.index(a)], np.int64)], {"axis": 0}))
@@ -183,11 +197,7 @@ def _nearest(op: Op, spec: Spec, scales: list[float] | None) -> tuple[str, str]:
         if scales is None:
             raise op.unsupported("nearest_mode='simple' with scales that are not static: it rounds up on downsampled "
                                  "axes and down on the others")
-        down = {s < 1 for s in scales if s != 1}
-        if len(down) > 1:
-            raise op.unsupported(f"nearest_mode='simple' with scales {scales} that both up- and downsample: it "
-                                 f"rounds each way, Resize's nearest_mode one")
-        rounding = "ceil" if down == {True} else "floor"
+        rounding = "ceil" if any(s < 1 for s in scales) else "floor"  # _resize splits mixed scales
     if spec.transform != "tf_half_pixel_for_nn":
         return spec.transform, rounding
     if rounding not in TF_HALF_PIXEL:
