@@ -251,11 +251,33 @@ POOL: dict[str, Callable[[], Case]] = {
                                       pads_begin=[1, 0], pads_end=[1, 1], **{"exclude-pad": True}),
 }
 
+def _adaptive(kind: str, shape: list[int], out: list[int], values_only: bool = False) -> Case:
+    x = param("x", shape)
+    if kind == "avg":
+        return [o8.adaptive_avg_pool(x, const(out, np.int64))], [x], {"x": data(*shape)}
+    pooled = o8.adaptive_max_pool(x, const(out, np.int64), "i32")  # OpenVINO's CPU runs no i64 indices
+    outputs = list(pooled.outputs())
+    return (outputs[:1] if values_only else outputs), [x], {"x": data(*shape)}
+
+
+POOL.update({
+    "adaptive_avg_even": lambda: _adaptive("avg", [2, 3, 6, 8], [3, 2]),
+    "adaptive_avg_global": lambda: _adaptive("avg", [2, 3, 5, 7], [1, 1]),
+    "adaptive_avg_uneven": lambda: _adaptive("avg", [2, 2, 5, 6], [3, 4]),
+    "adaptive_avg_uneven_1d": lambda: _adaptive("avg", [2, 2, 7], [3]),
+    "adaptive_avg_uneven_3d": lambda: _adaptive("avg", [1, 2, 5, 4, 3], [2, 4, 2]),
+    "adaptive_max_even": lambda: _adaptive("max", [2, 3, 6, 8], [3, 2]),
+    "adaptive_max_uneven_values": lambda: _adaptive("max", [2, 2, 5, 6], [3, 4], values_only=True),
+    "adaptive_max_upsampling_values": lambda: _adaptive("max", [1, 2, 3, 4], [5, 4], values_only=True),
+})
+
 ALL.update(POOL)
 
 REFUSED.update({
     "maxpool_window_in_padding": (lambda: _pool("MaxPool", "opset8", [1, 1, 5], [2], strides=[3], pads_begin=[1],
                                                 pads_end=[2]), UnsupportedOpError, "covers only padding"),
+    "adaptive_max_uneven_indices": (lambda: _adaptive("max", [2, 2, 5, 6], [3, 4]), UnsupportedOpError,
+                                    "bins of unequal size"),
     "maxpool_indices_dynamic": (lambda: _pool("MaxPool", "opset8", [1, 1, 5], [2], dynamic=True), UnsupportedOpError,
                                 "the indices output with spatial dims that are not static"),
     "maxpool_ceil_dynamic_past_end": (lambda: _pool("MaxPool", "opset8", [1, 1, 5], [1], dynamic=True, strides=[3],

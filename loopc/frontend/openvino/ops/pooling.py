@@ -11,7 +11,7 @@ average just as OpenVINO counts them. A window wholly in the padding has no ONNX
 gives -FLT_MAX, or 0 / 0): loopc refuses it.
 
 MaxPool-8's indices count in the unpadded input flattened from ``axis``. TensorRT's pooling gives none,
-so they are found from the window's taps (:func:`_indices`) — only when something reads them.
+so they are found from the window's taps (:func:`max_indices`) — only when something reads them.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.frontend.openvino.importer import Op
-from loopc.frontend.openvino.ops._common import axis as normalize_axis, cast, dim
+from loopc.frontend.openvino.ops._common import axis as normalize_axis, cast, dim, output_used
 from loopc.frontend.openvino.ops._window import Window, spatial_list, spatial_rank, window
 from loopc.frontend.openvino.registry import translates
 from loopc.ir import Value
@@ -83,11 +83,6 @@ def _dynamic_ceil_mode(op: Op, w: Window, rounding: str, empty_ok: bool) -> int:
     return int(rounding != "floor")
 
 
-def _consumed(op: Op, k: int) -> bool:
-    port = op.layer.outputs[k].id
-    return any(e.from_layer == op.layer.id and e.from_port == port for e in op.net.edges)
-
-
 @translates("MaxPool", 1, 8, 14)
 def max_pool(op: Op) -> list[Value]:
     x = op.inputs[0] if op.inputs else None
@@ -102,10 +97,10 @@ def max_pool(op: Op) -> list[Value]:
     rank = op.rank(0)
     start = normalize_axis(op, op.int_attr("axis", 0), rank)
     pooled = op.op("MaxPool", [x], attrs)
-    if not _consumed(op, 1):
+    if not output_used(op, 1):
         _, indices = op.em.multi("MaxPool", [x], 2, attrs)  # nothing reads it: a dead node that goes
         return [pooled, indices]
-    indices = _indices(op, x, pooled, w, start)
+    indices = max_indices(op, x, pooled, w, start)
     if start > 1:
         inner = [dim(x, k) for k in range(start, rank)]
         static = [d for d in inner if d is not None]
@@ -115,7 +110,7 @@ def max_pool(op: Op) -> list[Value]:
     return [pooled, cast(op, indices, index_type)]
 
 
-def _indices(op: Op, x: Value, pooled: Value, w: Window, start: int) -> Value:
+def max_indices(op: Op, x: Value, pooled: Value, w: Window, start: int) -> Value:
     """Where each maximum is, counted from axis 0 (``start`` 0) or within each image (1), from the taps.
 
     TensorRT's pooling gives no indices, so each window tap is a strided Slice of the input padded with
