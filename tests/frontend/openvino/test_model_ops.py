@@ -395,6 +395,7 @@ def _sdpa(q: list[int], k: list[int], v: list[int], causal: bool, mask: list[int
 ATTENTION: dict[str, Callable[[], Case]] = {
     "sdpa": lambda: _sdpa([2, 5, 8], [2, 6, 8], [2, 6, 4], False),
     "sdpa_causal": lambda: _sdpa([2, 3, 5, 8], [2, 3, 5, 8], [2, 3, 5, 8], True),
+    "sdpa_causal_ignores_mask": lambda: _sdpa([2, 2, 4, 8], [2, 2, 4, 8], [2, 2, 4, 8], True, [2, 1, 4, 4]),
     "sdpa_causal_rectangular": lambda: _sdpa([1, 2, 4, 8], [1, 2, 6, 8], [1, 2, 6, 3], True),
     "sdpa_float_mask": lambda: _sdpa([2, 2, 4, 8], [2, 2, 6, 8], [2, 2, 6, 8], False, [2, 1, 4, 6]),
     "sdpa_bool_mask_broadcast_rows": lambda: _sdpa([2, 2, 4, 8], [2, 2, 6, 8], [2, 2, 6, 8], False, [2, 2, 1, 6],
