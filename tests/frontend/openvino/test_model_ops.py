@@ -469,6 +469,15 @@ def _interp_computed_sizes() -> Case:
     return [out], [x, like], {"x": data(1, 2, 3, 4), "like": data(6, 7)}
 
 
+def _interp_dynamic(mode: str, **attrs: Any) -> Case:
+    x = param("x", [-1, 2, -1, -1])
+    by_sizes = "sizes" in attrs
+    values = const(attrs.pop("sizes"), np.int64) if by_sizes else const(attrs.pop("scales"))
+    out = node("opset11", "Interpolate", [x, values, const([2, 3], np.int64)],
+               {"mode": mode, "shape_calculation_mode": "sizes" if by_sizes else "scales", **attrs})
+    return [out], [x], {"x": data(3, 2, 4, 5)}
+
+
 NCHW = [1, 2, 4, 5]
 INTERPOLATE: dict[str, Callable[[], Case]] = {
     "interp4_nearest_sizes": lambda: _interp4(NCHW, "nearest", sizes=[7, 9], axes=[2, 3]),
@@ -528,6 +537,13 @@ INTERPOLATE: dict[str, Callable[[], Case]] = {
     "interp11_bicubic_pillow_up": lambda: _interp4(NCHW, "bicubic_pillow", sizes=[7, 9], axes=[2, 3],
                                                    opset="opset11", cube_coeff=-0.5),
     "interp11_computed_sizes": _interp_computed_sizes,
+    "interp11_dynamic_sizes": lambda: _interp_dynamic("linear_onnx", sizes=[7, 3]),
+    "interp11_dynamic_scales": lambda: _interp_dynamic("nearest", scales=[2.0, 3.0],
+                                                       coordinate_transformation_mode="asymmetric",
+                                                       nearest_mode="floor"),
+    "interp11_dynamic_fractional_scales": lambda: _interp_dynamic("nearest", scales=[2.0, 0.5],
+                                                                  coordinate_transformation_mode="asymmetric",
+                                                                  nearest_mode="floor"),
     "interp1_nearest": lambda: _interp1(NCHW, [2, 3], [8, 10], "nearest"),
     "interp1_nearest_down": lambda: _interp1([1, 2, 8, 9], [2, 3], [3, 4], "nearest"),
     "interp1_linear": lambda: _interp1(NCHW, [2, 3], [7, 9], "linear"),
@@ -559,6 +575,8 @@ REFUSED.update({
 BACKEND_REFUSES = {
     "interp11_bilinear_pillow_down": "antialias",  # TensorRT's resize has no antialiasing filter
     "interp11_bicubic_pillow_down": "antialias",
+    # TensorRT maps coordinates by the lengths' ratio, the scale only when length × scale is whole
+    "interp11_dynamic_fractional_scales": "known only at run time",
 }
 
 
