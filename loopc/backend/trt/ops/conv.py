@@ -116,6 +116,7 @@ class _Operands:
     x: Any
     kernel: Any  # trt.Weights or ITensor
     bias: Any  # trt.Weights, ITensor or None
+    kernel_array: np.ndarray | None
     bias_array: np.ndarray | None
 
 
@@ -155,10 +156,10 @@ def _operands(ctx: ConversionContext, node: Node) -> tuple[_Operands, int, list[
     unit_axis = spatial == 1
     if unit_axis:
         x = ctx.unsqueeze(x, [3], node, "x_2d")
-    kernel, _ = _as_layer_operand(ctx, node, node.inputs[1], x, unit_axis, "kernel")
+    kernel, kernel_array = _as_layer_operand(ctx, node, node.inputs[1], x, unit_axis, "kernel")
     bias_value = node.inputs[2] if len(node.inputs) > 2 else None
     bias, bias_array = _as_layer_operand(ctx, node, bias_value, x, False, "bias")
-    return _Operands(x, kernel, bias, bias_array), spatial, weight_shape
+    return _Operands(x, kernel, bias, kernel_array, bias_array), spatial, weight_shape
 
 
 def _groups(node: Node, channels: int, maps: int, weight_channels: int | None) -> int:
@@ -326,10 +327,17 @@ def conv_transpose(ctx: ConversionContext, node: Node) -> None:
     cropped = [max(end - op, 0) for end, op in zip(ends, output_padding)]
     extra = [max(op - end, 0) for end, op in zip(ends, output_padding)]
     extended = any(extra)
-    layer = _add_layer(ctx, node, ops, maps, list(_lowered(window.kernel, spatial, 1)), True, not extended)
+    kernel = list(_lowered(window.kernel, spatial, 1))
+    dilations = _lowered(window.dilations, spatial, 1)
+    if max(window.strides) > 1 and max(dilations) > 1:
+        # TensorRT's builder refuses a deconvolution both strided and dilated: the kernel is dilated instead
+        ops.kernel = _dilated_kernel(ctx, node, ops, [channels, weight_shape[1]] + kernel, dilations)
+        kernel = [(k - 1) * d + 1 for k, d in zip(kernel, dilations)]
+        dilations = (1,) * len(kernel)
+    layer = _add_layer(ctx, node, ops, maps, kernel, True, not extended)
     layer.num_groups = group
     layer.stride_nd = _lowered(window.strides, spatial, 1)
-    layer.dilation_nd = _lowered(window.dilations, spatial, 1)
+    layer.dilation_nd = dilations
     layer.pre_padding = _lowered(begins, spatial, 0)
     layer.post_padding = _lowered(cropped, spatial, 0)
     y = _finish(ctx, node, layer, spatial, last=not extended)
@@ -346,3 +354,20 @@ def _bias_column(ctx: ConversionContext, node: Node, ops: _Operands, maps: int, 
     if ops.bias_array is not None:
         return ctx.constant(ops.bias_array.reshape(shape), node, "bias")
     return ctx.reshape(ops.bias, shape, node, "bias")
+
+
+def _dilated_kernel(ctx: ConversionContext, node: Node, ops: _Operands, shape: list[int],
+                    dilations: Sequence[int]) -> Any:
+    """The kernel [C, M/G, k...] with d - 1 zeros between taps along each axis: (k - 1) d + 1 long, dilation 1."""
+    spatial = len(dilations)
+    dilated = shape[:2] + [(k - 1) * d + 1 for k, d in zip(shape[2:], dilations)]
+    if ops.kernel_array is not None:
+        array = np.zeros(dilated, ops.kernel_array.dtype)
+        array[(slice(None), slice(None)) + tuple(slice(None, None, d) for d in dilations)] = ops.kernel_array
+        return ctx.weights(array)
+    # each tap followed by d - 1 zeros ([.., k, 1] -> [.., k, d], zero filled), flattened, the trailing zeros cut
+    taps = ctx.reshape(ops.kernel, shape[:2] + [n for k in shape[2:] for n in (k, 1)], node, "kernel_taps")
+    axes = list(range(3, 3 + 2 * spatial, 2))
+    spread = sampled_slice(ctx, node, taps, axes, [0] * spatial, list(dilations), "FILL")
+    flat = ctx.reshape(spread, shape[:2] + [k * d for k, d in zip(shape[2:], dilations)], node, "kernel_spread")
+    return sampled_slice(ctx, node, flat, list(range(2, 2 + spatial)), [0] * spatial, dilated[2:], "STRICT_BOUNDS")

@@ -1,0 +1,300 @@
+"""Conv and ConvTranspose against onnxruntime: every form the converters take (groups, depthwise, strides,
+dilations, asymmetric pads, each auto_pad, 1-D / 2-D / 3-D, constant and computed weights, ConvTranspose's
+output_padding and output_shape), and the forms they refuse, by node."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import onnx.parser
+import pytest
+
+from loopc.backend.trt import to_network
+from loopc.backend.trt.registry import converter_for
+from loopc.errors import UnsupportedConversionError
+from loopc.frontend.onnx import import_model
+from loopc.ir import Node, Value
+from onnx.reference import ReferenceEvaluator
+
+from tests.backend.trt.oracle import build_and_simulate, check_onnx
+
+HEADER = '<ir_version: 8, opset_import: ["" : 19]>'
+F32 = np.dtype(np.float32)
+TOLERANCE = {"rtol": 1e-4, "atol": 1e-5}
+
+
+def data(shape: tuple[int, ...], seed: int) -> np.ndarray:
+    return np.random.default_rng(seed).uniform(-1, 1, size=shape).astype(np.float32)
+
+
+def constant(name: str, array: np.ndarray) -> str:
+    dims = ",".join(str(d) for d in array.shape)
+    values = ", ".join(repr(float(v)) for v in array.reshape(-1))
+    return f"{name} = Constant <value = float[{dims}] {{{values}}}> ()"
+
+
+def dims_text(shape: tuple[int | str, ...]) -> str:
+    return ",".join(str(d) for d in shape)
+
+
+def model(op: str, attrs: str, x_dims: tuple[int | str, ...], w: np.ndarray | None = None,
+          b: np.ndarray | None = None, w_dims: tuple[int | str, ...] | None = None) -> str:
+    """One Conv / ConvTranspose of input x; weights and bias constants when given, else inputs w (and b)."""
+    inputs = [f"float[{dims_text(x_dims)}] x"]
+    body = []
+    if w is None:
+        inputs.append(f"float[{dims_text(w_dims or ())}] w")
+    else:
+        body.append(constant("w", w))
+    operands = "x, w"
+    if b is not None:
+        body.append(constant("b", b))
+        operands += ", b"
+    out = ",".join(f"o{i}" for i in range(len(x_dims)))
+    attributes = f" <{attrs}>" if attrs else ""
+    body.append(f"y = {op}{attributes} ({operands})")
+    lines = "\n            ".join(body)
+    return f"""{HEADER}
+        g ({", ".join(inputs)}) => (float[{out}] y) {{
+            {lines}
+        }}"""
+
+
+def check(op: str, attrs: str, x: np.ndarray, w: np.ndarray, b: np.ndarray | None = None,
+          x_dims: tuple[int | str, ...] | None = None) -> dict[str, Any]:
+    return check_onnx(model(op, attrs, x_dims or x.shape, w, b), {"x": x}, **TOLERANCE)
+
+
+def refusal(text: str) -> str:
+    with pytest.raises(UnsupportedConversionError) as caught:
+        to_network(import_model(onnx.parser.parse_model(text)))
+    return str(caught.value)
+
+
+# -- Conv -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("attrs, w_shape", [
+    ("", (4, 3, 3, 3)),
+    ("pads = [1, 1, 1, 1]", (4, 3, 3, 3)),
+    ("pads = [0, 2, 1, 0], strides = [2, 1]", (4, 3, 3, 2)),  # asymmetric
+    ("strides = [2, 3], pads = [1, 1, 1, 1]", (4, 3, 3, 3)),
+    ("dilations = [2, 1], pads = [2, 0, 1, 1]", (4, 3, 2, 3)),
+    ("group = 3", (6, 1, 3, 3)),  # depthwise with a channel multiplier of 2
+    ("kernel_shape = [3, 3], auto_pad = \"SAME_UPPER\", strides = [2, 2]", (4, 3, 3, 3)),
+    ("auto_pad = \"SAME_UPPER\", strides = [2, 2]", (4, 3, 2, 2)),  # odd padding: the extra one at the end
+    ("auto_pad = \"SAME_LOWER\", strides = [2, 2]", (4, 3, 2, 2)),  # ... at the start
+    ("auto_pad = \"SAME_UPPER\", strides = [3, 3]", (4, 3, 1, 2)),  # kernels shorter than the stride
+    ("auto_pad = \"VALID\", strides = [2, 2]", (4, 3, 3, 3)),
+])
+def test_conv_2d_with_constant_weights_and_bias(attrs, w_shape):
+    check("Conv", attrs, data((2, 3, 7, 8), 1), data(w_shape, 2), data((w_shape[0],), 3))
+
+
+@pytest.mark.parametrize("auto_pad", ["SAME_UPPER", "SAME_LOWER"])
+def test_conv_same_padding_of_a_dilated_kernel(auto_pad):
+    """onnxruntime refuses auto_pad SAME with dilations; ONNX's reference implementation is the oracle."""
+    x, w = data((1, 2, 7, 6), 26), data((3, 2, 2, 3), 27)
+    text = model("Conv", f'auto_pad = "{auto_pad}", dilations = [2, 2], strides = [2, 1]', x.shape, w)
+    proto = onnx.parser.parse_model(text)
+    _, got = build_and_simulate(import_model(proto), {"x": x})
+    want = ReferenceEvaluator(proto).run(None, {"x": x})[0]
+    assert got["y"].shape == want.shape == (1, 3, 4, 6)
+    np.testing.assert_allclose(got["y"], want, **TOLERANCE)
+
+
+def test_conv_groups_of_several_channels():
+    check("Conv", "group = 2, pads = [1, 0, 1, 2]", data((1, 4, 6, 5), 4), data((6, 2, 3, 3), 5))
+
+
+def test_conv_1d_is_lowered_to_2d():
+    got = check("Conv", "strides = [2], pads = [2, 1], dilations = [2]", data((2, 3, 11), 6), data((5, 3, 3), 7),
+                data((5,), 8))
+    assert got["y"].shape == (2, 5, 5)
+
+
+def test_conv_1d_depthwise_auto_pad_same():
+    check("Conv", "group = 4, auto_pad = \"SAME_UPPER\"", data((1, 4, 9), 9), data((4, 1, 4), 10))
+
+
+def test_conv_3d():
+    check("Conv", "strides = [1, 2, 2], pads = [1, 0, 1, 1, 1, 0], group = 2", data((1, 4, 5, 6, 7), 11),
+          data((6, 2, 3, 2, 3), 12), data((6,), 13))
+
+
+@pytest.mark.parametrize("attrs, kernel", [
+    ("auto_pad = \"SAME_UPPER\", strides = [2, 2]", (3, 3)),  # TensorRT's SAME mode on the dynamic axes
+    ("auto_pad = \"SAME_LOWER\", strides = [2, 2]", (2, 2)),
+    ("auto_pad = \"SAME_UPPER\", strides = [2, 2]", (1, 1)),  # no padding at all
+    ("pads = [1, 0, 0, 1]", (3, 3)),
+])
+@pytest.mark.parametrize("size", [(7, 8), (6, 5)])
+def test_conv_of_dynamic_spatial_dims(attrs, kernel, size):
+    x = data((2, 3) + size, 14)
+    check("Conv", attrs, x, data((4, 3) + kernel, 15), x_dims=("N", 3, "H", "W"))
+
+
+def test_conv_weights_and_bias_as_inputs():
+    """Weights that are network inputs are the layer's inputs 1 and 2 (TensorRT takes a kernel tensor)."""
+    text = f"""{HEADER}
+        g (float[N,4,6,6] x, float[6,2,3,3] w, float[6] b) => (float[N,6,4,4] y) {{
+            y = Conv <group = 2> (x, w, b)
+        }}"""
+    check_onnx(text, {"x": data((2, 4, 6, 6), 16), "w": data((6, 2, 3, 3), 17), "b": data((6,), 18)}, **TOLERANCE)
+
+
+def test_conv_of_computed_weights_without_kernel_shape():
+    text = f"""{HEADER}
+        g (float[1,3,5,5] x, float[4,3,2,2] w) => (float[1,4,4,4] y) {{
+            two = Constant <value = float {{2.0}}> ()
+            scaled = Mul(w, two)
+            y = Conv (x, scaled)
+        }}"""
+    check_onnx(text, {"x": data((1, 3, 5, 5), 19), "w": data((4, 3, 2, 2), 20)}, **TOLERANCE)
+
+
+def test_conv_1d_of_computed_weights():
+    text = f"""{HEADER}
+        g (float[2,3,9] x, float[4,3,3] w, float[4] b) => (float[2,4,9] y) {{
+            y = Conv <pads = [1, 1]> (x, w, b)
+        }}"""
+    check_onnx(text, {"x": data((2, 3, 9), 21), "w": data((4, 3, 3), 22), "b": data((4,), 23)}, **TOLERANCE)
+
+
+def test_conv_float16():
+    text = f"""{HEADER}
+        g (float16[1,2,6,6] x, float16[3,2,3,3] w) => (float16[1,3,6,6] y) {{
+            y = Conv <pads = [1, 1, 1, 1]> (x, w)
+        }}"""
+    check_onnx(text, {"x": data((1, 2, 6, 6), 24).astype(np.float16), "w": data((3, 2, 3, 3), 25).astype(np.float16)},
+               rtol=1e-2, atol=1e-2)
+
+
+# -- ConvTranspose ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("attrs, w_shape", [
+    ("", (3, 2, 3, 3)),
+    ("strides = [2, 3]", (3, 2, 3, 3)),
+    ("strides = [2, 2], pads = [1, 0, 0, 2]", (3, 2, 3, 3)),
+    ("dilations = [2, 3]", (3, 2, 2, 3)),
+    ("dilations = [2, 1], strides = [2, 2]", (3, 2, 2, 3)),  # the builder's refusal bridged: a dilated kernel
+    ("dilations = [1, 2], strides = [3, 1], group = 3", (3, 1, 3, 2)),
+    ("group = 3, strides = [2, 2]", (3, 1, 3, 3)),  # depthwise
+    ("strides = [2, 2], output_padding = [1, 0], pads = [1, 1, 1, 1]", (3, 2, 3, 3)),  # within the end pad
+    ("strides = [3, 2], output_padding = [2, 1]", (3, 2, 3, 3)),  # beyond it: zeros, then the bias
+    ("strides = [2, 2], output_padding = [1, 1], pads = [0, 1, 0, 0]", (3, 2, 3, 3)),
+    ("strides = [2, 2], output_shape = [10, 9]", (3, 2, 3, 3)),  # smaller than the full 11 x 11
+    ("strides = [2, 2], output_shape = [12, 11]", (3, 2, 3, 3)),  # larger: zeros at the end
+    ("strides = [2, 2], output_shape = [10, 9], auto_pad = \"SAME_UPPER\"", (3, 2, 3, 3)),
+    ("strides = [2, 2], output_shape = [10, 9], output_padding = [1, 1]", (3, 2, 3, 3)),
+    ("strides = [2, 2], auto_pad = \"SAME_UPPER\"", (3, 2, 3, 3)),
+    ("strides = [2, 2], auto_pad = \"SAME_LOWER\"", (3, 2, 4, 4)),
+    ("strides = [2, 2], auto_pad = \"SAME_UPPER\", output_padding = [1, 1]", (3, 2, 3, 2)),
+    ("strides = [2, 2], auto_pad = \"VALID\", output_padding = [1, 1]", (3, 2, 3, 3)),
+    ("kernel_shape = [3, 3], strides = [2, 2]", (3, 2, 3, 3)),
+])
+def test_conv_transpose_2d(attrs, w_shape):
+    check("ConvTranspose", attrs, data((2, 3, 5, 5), 30), data(w_shape, 31), data((w_shape[1] * _group(attrs),), 32))
+
+
+def _group(attrs: str) -> int:
+    return 3 if "group = 3" in attrs else 1
+
+
+def test_conv_transpose_strided_and_dilated_of_computed_weights():
+    """The kernel tensor is dilated by layers (TensorRT's builder refuses a strided and dilated deconvolution)."""
+    text = f"""{HEADER}
+        g (float[2,4,3,4] x, float[4,3,2,3] w) => (float[2,6,7,13] y) {{
+            y = ConvTranspose <group = 2, strides = [2, 3], dilations = [3, 2], pads = [0, 1, 1, 0]> (x, w)
+        }}"""
+    check_onnx(text, {"x": data((2, 4, 3, 4), 48), "w": data((4, 3, 2, 3), 49)}, **TOLERANCE)
+
+
+def test_conv_transpose_groups_of_several_channels():
+    check("ConvTranspose", "group = 2, strides = [2, 1]", data((1, 4, 3, 4), 33), data((4, 3, 2, 2), 34),
+          data((6,), 35))
+
+
+def test_conv_transpose_1d_with_output_padding_beyond_the_pads():
+    got = check("ConvTranspose", "strides = [3], output_padding = [2]", data((2, 3, 4), 36), data((3, 2, 3), 37),
+                data((2,), 38))
+    assert got["y"].shape == (2, 2, 3 * 3 + 3 + 2)
+
+
+def test_conv_transpose_3d():
+    check("ConvTranspose", "strides = [1, 2, 2], pads = [0, 1, 0, 1, 0, 1], output_padding = [0, 1, 1]",
+          data((1, 2, 3, 4, 3), 39), data((2, 3, 2, 3, 3), 40), data((3,), 41))
+
+
+@pytest.mark.parametrize("attrs", ["strides = [2, 2], output_padding = [1, 1]",  # a slice sized at run time
+                                   "strides = [2, 2], auto_pad = \"SAME_LOWER\"",
+                                   "strides = [2, 2], pads = [1, 1, 0, 1]"])
+def test_conv_transpose_of_dynamic_spatial_dims(attrs):
+    check("ConvTranspose", attrs, data((2, 3, 4, 5), 42), data((3, 2, 3, 3), 43), data((2,), 44),
+          x_dims=("N", 3, "H", "W"))
+
+
+def test_conv_transpose_weights_and_bias_as_inputs():
+    text = f"""{HEADER}
+        g (float[1,4,3,3] x, float[4,1,3,3] w, float[2] b) => (float[1,2,8,8] y) {{
+            y = ConvTranspose <group = 2, strides = [2, 2], output_padding = [1, 1]> (x, w, b)
+        }}"""
+    check_onnx(text, {"x": data((1, 4, 3, 3), 45), "w": data((4, 1, 3, 3), 46), "b": data((2,), 47)}, **TOLERANCE)
+
+
+# -- refusals -------------------------------------------------------------------------------------------
+
+
+def test_dynamic_channel_count_is_refused_by_node():
+    message = refusal(model("Conv", "", ("N", "C", 5, 5), data((2, 3, 3, 3), 50)))
+    assert message.startswith("node 'y' (Conv, opset 19): a dynamic channel count (input dim 1)")
+
+
+def test_computed_weights_of_dynamic_output_channels_are_refused():
+    message = refusal(model("Conv", "kernel_shape = [3, 3]", (1, 3, 5, 5), w_dims=("M", 3, 3, 3)))
+    assert "dynamic output-channel count (dim 0)" in message
+
+
+def test_computed_weights_of_dynamic_spatial_dims_need_kernel_shape():
+    message = refusal(model("Conv", "", (1, 3, 5, 5), w_dims=(4, 3, "k", "k")))
+    assert "without kernel_shape" in message
+
+
+@pytest.mark.parametrize("op, attrs, reason", [
+    ("Conv", {"pads": [-1, 0, 0, 0]}, "negative pads [-1, 0, 0, 0]"),
+    ("ConvTranspose", {"auto_pad": "SAME"}, "auto_pad='SAME'"),
+    ("Conv", {"strides": [0, 1]}, "strides=[0, 1]"),
+    ("ConvTranspose", {"output_padding": [-1, 0]}, "negative output_padding [-1, 0]"),
+])
+def test_attributes_no_shape_makes_valid_are_refused_before_conversion(op, attrs, reason):
+    """The capability check reads the node alone (ONNX's shape inference refuses most of these earlier)."""
+    x, w, y = Value("x", F32, (1, 3, 5, 5)), Value("w", F32, (3, 3, 3, 3)), Value("y", F32, None)
+    node = Node(op, [x, w], [y], attrs, name="n", origin=f"node 'n' ({op}, opset 19)")
+    with pytest.raises(UnsupportedConversionError, match=re.escape(reason)):
+        converter_for(node)
+
+
+def test_four_spatial_axes_are_refused():
+    message = refusal(model("Conv", "", (1, 1, 3, 3, 3, 3), data((1, 1, 2, 2, 2, 2), 52)))
+    assert "rank-6 input" in message
+
+
+def test_same_padding_of_dynamic_dims_that_tensorrt_pads_differently_is_refused():
+    message = refusal(model("Conv", "auto_pad = \"SAME_UPPER\", strides = [3, 3]", (1, 3, "H", "W"),
+                            data((2, 3, 2, 2), 53)))
+    assert "shorter than the strides" in message
+
+
+def test_conv_transpose_output_shape_of_dynamic_dims_is_refused():
+    message = refusal(model("ConvTranspose", "strides = [2, 2], output_shape = [10, 10]", (1, 3, "H", "W"),
+                            data((3, 2, 3, 3), 54)))
+    assert "output_shape with a dynamic input spatial dim" in message
+
+
+def test_conv_transpose_same_padding_where_runtimes_disagree_is_refused():
+    message = refusal(model("ConvTranspose", "strides = [3, 3], auto_pad = \"SAME_UPPER\"", (1, 3, 4, 4),
+                            data((3, 2, 2, 2), 55)))
+    assert "onnxruntime makes it the full deconvolution" in message
