@@ -298,3 +298,39 @@ def test_conv_transpose_same_padding_where_runtimes_disagree_is_refused():
     message = refusal(model("ConvTranspose", "strides = [3, 3], auto_pad = \"SAME_UPPER\"", (1, 3, 4, 4),
                             data((3, 2, 2, 2), 55)))
     assert "onnxruntime makes it the full deconvolution" in message
+
+
+# -- ONNX's node tests ----------------------------------------------------------------------------------
+
+#: Conv node tests loopc refuses, and why (the refusal is not the convolution's).
+NODE_REFUSED = {
+    # ConstantOfShape of a [2, 4, 0] shape feeds CastLike: TensorRT tensors cannot be empty in loopc's backend
+    "test_causal_conv_with_state_kernel_size_one_expanded": "is empty (shape (2, 4, 0))",
+}
+
+
+def conv_node_cases() -> list[Any]:
+    """Every ONNX node test with a Conv or ConvTranspose node (test_conv*, test_convtranspose*, the
+    causal-conv expansions, ...)."""
+    from loopc.conformance import node_test_cases
+
+    return [c for c in node_test_cases() if {n.op_type for n in c.model.graph.node} & {"Conv", "ConvTranspose"}]
+
+
+def test_conv_node_tests_match_through_loopc():
+    """One test over all cases (collecting ONNX's node tests takes seconds: not at collection time)."""
+    from loopc.conformance import MATCH, PARSE_FAILED, run_case
+
+    cases = conv_node_cases()
+    names = {c.name for c in cases}
+    assert len(cases) >= 30 and set(NODE_REFUSED) <= names, sorted(names)
+    wrong = []
+    for case in cases:
+        result = run_case(case, "loopc")
+        if case.name in NODE_REFUSED:
+            ok = result.status == PARSE_FAILED and NODE_REFUSED[case.name] in result.detail
+        else:
+            ok = result.status == MATCH
+        if not ok:
+            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+    assert not wrong, "\n".join(wrong)
