@@ -153,12 +153,33 @@ def windows(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int], dilatio
     return as_strided(x, x.shape[:2] + tuple(out) + tuple(kernel), strides, writeable=False)
 
 
+def grouped_product(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a[g] @ b[g] for each group g: one BLAS product per group (NumPy's stacked matmul is far slower
+    than a loop over a few 2-D products); many small groups (depthwise) as one stacked product."""
+    if a.shape[0] > _STACKED_GROUPS:
+        return np.matmul(a, b)
+    out = np.empty((a.shape[0], a.shape[1], b.shape[2]), np.result_type(a, b))
+    for i in range(a.shape[0]):
+        np.matmul(a[i], b[i], out=out[i])
+    return out
+
+
+#: Above this many groups, one stacked product beats a loop of 2-D ones.
+_STACKED_GROUPS = 16
+
+
+def _conv_matrix(w: np.ndarray, g: _Geometry, per_group: int, volume: int) -> np.ndarray:
+    """A GKCRS kernel as [G, C/G * F, M/G]: the right operand of each group's patch product."""
+    return np.ascontiguousarray(w.reshape(g.groups, g.maps // g.groups, per_group * volume).transpose(0, 2, 1))
+
+
 @simulates("CONVOLUTION")
 def convolution(layer: Any) -> Kernel:
-    """Grouped N-D correlation: per group, im2col patches [N, P, C/G * F] times the kernel [C/G * F, M/G]."""
+    """Grouped N-D correlation: per group, im2col patches [N P, C/G * F] times the kernel [C/G * F, M/G]."""
     g = _geometry(layer)
     spatial = len(g.kernel)
     volume = math.prod(g.kernel)
+    fixed: dict[int, np.ndarray] = {}  # weights set on the layer, as a matrix, by channels per group
 
     def run(ins: Any) -> list[np.ndarray]:
         x = _float_input(ins[0], spatial)
@@ -170,17 +191,21 @@ def convolution(layer: Any) -> Kernel:
         if w.size != g.maps * per_group * volume:
             raise SimulationError(f"a kernel of {w.size} values; {g.maps} maps of {per_group} channels x "
                                   f"{g.kernel} need {g.maps * per_group * volume}")
+        kernel = fixed.get(per_group) if g.weights is not None else None
+        if kernel is None:
+            kernel = _conv_matrix(w, g, per_group, volume)
+            if g.weights is not None:
+                fixed[per_group] = kernel
         padded = np.pad(x, [(0, 0), (0, 0)] + conv_padding(g, x.shape[2:]))
         view = windows(padded, g.kernel, g.stride, g.dilation)  # [N, C, *O, *F]
         out_sizes = view.shape[2:2 + spatial]
-        # [N, G, C/G, *O, *F] -> [N, G, *O, C/G, *F]: one row of C/G * F values per output position
+        # [N, G, C/G, *O, *F] -> [G, N, *O, C/G, *F]: per group, one row of C/G * F values per output position
         grouped = view.reshape((n, g.groups, per_group) + view.shape[2:])
-        order = (0, 1, *range(3, 3 + spatial), 2, *range(3 + spatial, 3 + 2 * spatial))
-        patches = grouped.transpose(order).reshape(n, g.groups, math.prod(out_sizes), per_group * volume)
-        kernel = w.reshape(g.groups, g.maps // g.groups, per_group * volume).transpose(0, 2, 1)
-        product = np.matmul(patches, kernel)  # [N, G, P, M/G]
-        out = product.transpose(0, 1, 3, 2).reshape((n, g.maps) + tuple(out_sizes))
-        return [_add_bias(out, _bias(g, ins), g.maps)]
+        order = (1, 0, *range(3, 3 + spatial), 2, *range(3 + spatial, 3 + 2 * spatial))
+        patches = grouped.transpose(order).reshape(g.groups, n * math.prod(out_sizes), per_group * volume)
+        product = grouped_product(patches, kernel)  # [G, N P, M/G]
+        out = product.reshape(g.groups, n, -1, g.maps // g.groups).transpose(1, 0, 3, 2)
+        return [_add_bias(out.reshape((n, g.maps) + tuple(out_sizes)), _bias(g, ins), g.maps)]
 
     return run
 
@@ -204,15 +229,22 @@ def deconv_cropping(g: _Geometry, sizes: Sequence[int]) -> Pads:
     return crops
 
 
+def _deconv_matrix(w: np.ndarray, g: _Geometry, per_group: int, volume: int) -> np.ndarray:
+    """A CKRS kernel as [G, M/G * F, C/G]: the left operand of each group's product with its inputs."""
+    maps_per_group = g.maps // g.groups
+    return np.ascontiguousarray(w.reshape(g.groups, per_group, maps_per_group * volume).transpose(0, 2, 1))
+
+
 @simulates("DECONVOLUTION")
 def deconvolution(layer: Any) -> Kernel:
-    """Transposed grouped convolution: per group, the kernel [M/G * F, C/G] times the input [C/G, I]
-    gives every (output map, kernel position, input position) term; each kernel position's terms
-    are added into the output at a strided offset."""
+    """Transposed grouped convolution: per group, the kernel [M/G * F, C/G] times the inputs [C/G, N I]
+    gives every (output map, kernel position, input element) term; each kernel position's terms are
+    added into the output at a strided offset."""
     g = _geometry(layer)
     spatial = len(g.kernel)
     volume = math.prod(g.kernel)
     maps_per_group = g.maps // g.groups
+    fixed: dict[int, np.ndarray] = {}
 
     def run(ins: Any) -> list[np.ndarray]:
         x = _float_input(ins[0], spatial)
@@ -223,16 +255,23 @@ def deconvolution(layer: Any) -> Kernel:
             raise SimulationError(f"a kernel of {w.size} values for {c} input channels in {g.groups} groups; "
                                   f"{g.maps} maps x {g.kernel} need {c * maps_per_group * volume}")
         per_group = c // g.groups
-        kernel = w.reshape(g.groups, per_group, maps_per_group * volume).transpose(0, 2, 1)
-        product = np.matmul(kernel, x.reshape(n, g.groups, per_group, math.prod(sizes)))
-        terms = product.reshape((n, g.maps) + g.kernel + tuple(sizes))  # [N, M, *F, *I]
+        kernel = fixed.get(per_group) if g.weights is not None else None
+        if kernel is None:
+            kernel = _deconv_matrix(w, g, per_group, volume)
+            if g.weights is not None:
+                fixed[per_group] = kernel
+        # [N, G, C/G, I] -> [G, C/G, N I]
+        inputs = x.reshape(n, g.groups, per_group, -1).transpose(1, 2, 0, 3).reshape(g.groups, per_group, -1)
+        terms = grouped_product(kernel, inputs).reshape((g.groups, maps_per_group) + g.kernel + (n,) + tuple(sizes))
         full = tuple((size - 1) * s + dk for size, s, dk in zip(sizes, g.stride, g.extents))
-        out = np.zeros((n, g.maps) + full, np.float32)
+        out = np.zeros((g.groups, maps_per_group, n) + full, np.float32)
         for position in itertools.product(*(range(f) for f in g.kernel)):
             target = tuple(slice(k * d, k * d + (size - 1) * s + 1, s)
                            for k, d, size, s in zip(position, g.dilation, sizes, g.stride))
-            out[(slice(None), slice(None)) + target] += terms[(slice(None), slice(None)) + position]
+            out[(slice(None),) * 3 + target] += terms[(slice(None), slice(None)) + position]
         crop = tuple(slice(before, length - after) for (before, after), length in zip(deconv_cropping(g, sizes), full))
-        return [_add_bias(out[(slice(None), slice(None)) + crop], _bias(g, ins), g.maps)]
+        cropped = out[(slice(None),) * 3 + crop]
+        maps_first = cropped.transpose((2, 0, 1) + tuple(range(3, 3 + spatial))).reshape((n, g.maps) + cropped.shape[3:])
+        return [_add_bias(maps_first, _bias(g, ins), g.maps)]
 
     return run

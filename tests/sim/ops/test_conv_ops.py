@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from loopc.errors import SimulationError
-from loopc.sim import simulate
+from loopc.sim import Simulator, simulate
 
 
 def data(shape: tuple[int, ...], seed: int) -> np.ndarray:
@@ -220,6 +220,20 @@ def test_deconvolution_with_output_padding_as_loopc_builds_it(nb: Any) -> None:
     got = nb.build_and_simulate({"x": x})["y"]
     want = np.pad(naive_deconv(x, w, None, (3, 2), (0, 0), (0, 0), (1, 1), 1), [(0, 0), (0, 0), (0, 1), (0, 1)])
     np.testing.assert_allclose(got, want + b.reshape(1, 3, 1, 1), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_a_network_runs_again_on_new_inputs(nb: Any, transposed: bool) -> None:
+    """Kernels prepare weight matrices once: later runs (other inputs, another batch) still use them right."""
+    w = data((4, 2, 3, 3), 20)
+    reference = naive_deconv if transposed else naive_conv
+    layer_net(nb, transposed, data((1, 4, 5, 5), 21), w, None, 4, num_groups=2, stride_nd=(2, 1))
+    nb.serialize({"x": data((1, 4, 5, 5), 21)})
+    simulator = Simulator(nb.network)
+    for seed in (22, 23):
+        x = data((1, 4, 5, 5), seed)
+        np.testing.assert_allclose(simulator.run({"x": x})["y"],
+                                   reference(x, w, None, (2, 1), (0, 0), (0, 0), (1, 1), 2), rtol=1e-5, atol=1e-5)
 
 
 def test_float16_is_computed_in_float32_and_rounded(nb: Any) -> None:
