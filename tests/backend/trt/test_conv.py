@@ -9,14 +9,15 @@ from typing import Any
 
 import numpy as np
 import onnx.parser
+import onnx.printer
 import pytest
+from onnx.reference import ReferenceEvaluator
 
 from loopc.backend.trt import to_network
 from loopc.backend.trt.registry import converter_for
 from loopc.errors import UnsupportedConversionError
 from loopc.frontend.onnx import import_model
 from loopc.ir import Node, Value
-from onnx.reference import ReferenceEvaluator
 
 from tests.backend.trt.oracle import build_and_simulate, check_onnx
 
@@ -163,13 +164,64 @@ def test_conv_1d_of_computed_weights():
     check_onnx(text, {"x": data((2, 3, 9), 21), "w": data((4, 3, 3), 22), "b": data((4,), 23)}, **TOLERANCE)
 
 
-def test_conv_float16():
+@pytest.mark.parametrize("op, attrs, w_shape, y_shape", [
+    ("Conv", "pads = [1, 1, 1, 1]", (3, 2, 3, 3), (1, 3, 6, 6)),
+    ("ConvTranspose", "strides = [2, 2], output_padding = [1, 1]", (2, 3, 3, 3), (1, 3, 14, 14)),
+])
+def test_float16(op, attrs, w_shape, y_shape):
     text = f"""{HEADER}
-        g (float16[1,2,6,6] x, float16[3,2,3,3] w) => (float16[1,3,6,6] y) {{
-            y = Conv <pads = [1, 1, 1, 1]> (x, w)
+        g (float16[1,2,6,6] x, float16[{dims_text(w_shape)}] w, float16[3] b) => (float16[{dims_text(y_shape)}] y) {{
+            y = {op} <{attrs}> (x, w, b)
         }}"""
-    check_onnx(text, {"x": data((1, 2, 6, 6), 24).astype(np.float16), "w": data((3, 2, 3, 3), 25).astype(np.float16)},
-               rtol=1e-2, atol=1e-2)
+    half = {"x": data((1, 2, 6, 6), 24), "w": data(w_shape, 25), "b": data((3,), 26)}
+    check_onnx(text, {k: v.astype(np.float16) for k, v in half.items()}, rtol=1e-2, atol=1e-2)
+    constants = retyped(onnx.parser.parse_model(model(op, attrs, (1, 2, 6, 6), half["w"], half["b"])),
+                        np.dtype(np.float16))
+    check_onnx(onnx.printer.to_text(constants), {"x": half["x"].astype(np.float16)}, rtol=1e-2, atol=1e-2)
+
+
+def retyped(proto: onnx.ModelProto, dtype: np.dtype[Any]) -> onnx.ModelProto:
+    """The same float model in float16 or bfloat16 (opset 22, whose Conv and ConvTranspose take it):
+    its inputs, outputs and constants."""
+    from onnx import helper, numpy_helper
+
+    narrow = onnx.ModelProto()
+    narrow.CopyFrom(proto)
+    elem = helper.np_dtype_to_tensor_dtype(dtype)
+    if elem == onnx.TensorProto.BFLOAT16:
+        narrow.ir_version = 10
+        narrow.opset_import[0].version = 22
+    for value in list(narrow.graph.input) + list(narrow.graph.output):
+        value.type.tensor_type.elem_type = elem
+    for node in narrow.graph.node:
+        for attr in node.attribute:
+            if attr.name == "value":
+                attr.t.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(attr.t).astype(dtype), attr.t.name))
+    return narrow
+
+
+@pytest.mark.parametrize("op, attrs, w_shape", [
+    ("Conv", "pads = [1, 0, 1, 1]", (3, 2, 3, 3)),
+    ("ConvTranspose", "strides = [2, 2], output_padding = [1, 1]", (2, 3, 3, 3)),  # the bias after the slice
+    ("ConvTranspose", "strides = [2, 2], dilations = [2, 1]", (2, 3, 3, 3)),
+])
+def test_bfloat16_with_constant_weights(op, attrs, w_shape):
+    """TensorRT wants bfloat16 weights, which its Python API cannot take: they are constant tensors; its
+    builder has no bfloat16 deconvolution: that is computed in float32. The oracle is onnxruntime on the
+    same values in float32."""
+    import ml_dtypes
+    import onnxruntime as ort
+
+    def rounded(a: np.ndarray) -> np.ndarray:
+        return a.astype(ml_dtypes.bfloat16).astype(np.float32)
+
+    x, w, b = rounded(data((1, 2, 5, 5), 60)), rounded(data(w_shape, 61)), rounded(data((3,), 62))
+    wide = onnx.parser.parse_model(model(op, attrs, x.shape, w, b))
+    _, got = build_and_simulate(import_model(retyped(wide, np.dtype(ml_dtypes.bfloat16))),
+                                {"x": x.astype(ml_dtypes.bfloat16)})
+    want = ort.InferenceSession(wide.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert got["y"].dtype == np.dtype(ml_dtypes.bfloat16)
+    np.testing.assert_allclose(got["y"].astype(np.float32), want, rtol=2e-2, atol=2e-2)
 
 
 # -- ConvTranspose ------------------------------------------------------------------------------------

@@ -122,21 +122,28 @@ class _Operands:
 
 def _as_layer_operand(ctx: ConversionContext, node: Node, value: Value | None, x: Any, unit_axis: bool,
                       what: str) -> tuple[Any, np.ndarray | None]:
-    """A constant as weights of the input's type (kept alive until the build), else its tensor."""
+    """A constant as weights of the input's type (kept alive until the build) and its array, else a tensor.
+
+    TensorRT wants the weights in the input's type, and its Python API takes no bfloat16 arrays: a
+    bfloat16 constant is a float32 constant tensor cast to BF16, like a computed operand."""
     if value is None:
         return None, None
     array = ctx.constant_of(value)
-    if array is not None:
+    if array is None:
+        tensor = ctx.cast(ctx.get(value, node), x.dtype, node, f"{what}_typed")
+    else:
         typed = np.ascontiguousarray(array, dtype=np_dtype(x.dtype))
         if unit_axis:
             typed = typed.reshape(typed.shape + (1,))
-        return ctx.weights(typed), typed
-    tensor = ctx.get(value, node)
+        if x.dtype != trt().bfloat16:
+            return ctx.weights(typed), typed
+        return ctx.cast(ctx.constant(typed, node, what), x.dtype, node, f"{what}_bf16"), None
     return (ctx.unsqueeze(tensor, [len(tensor.shape)], node, f"{what}_2d") if unit_axis else tensor), None
 
 
-def _operands(ctx: ConversionContext, node: Node) -> tuple[_Operands, int, list[int]]:
-    """The layer's operands, the op's spatial rank, and the weights' shape (a computed one's may hold -1)."""
+def _operands(ctx: ConversionContext, node: Node, compute: Any = None) -> tuple[_Operands, int, list[int]]:
+    """The layer's operands (in TensorRT type ``compute`` if given), the op's spatial rank, and the
+    weights' shape (a computed one's may hold -1)."""
     x = ctx.get(node.inputs[0], node)
     shape = list(x.shape)
     spatial = len(shape) - 2
@@ -153,6 +160,7 @@ def _operands(ctx: ConversionContext, node: Node) -> tuple[_Operands, int, list[
     if shape[1] == -1:
         raise unsupported(node, "a dynamic channel count (input dim 1); TensorRT needs it when it builds",
                           hint="give the input a static channel dim")
+    x = x if compute is None else ctx.cast(x, compute, node, "x_typed")
     unit_axis = spatial == 1
     if unit_axis:
         x = ctx.unsqueeze(x, [3], node, "x_2d")
@@ -308,7 +316,9 @@ def _extend(ctx: ConversionContext, node: Node, y: Any, axes: list[int], extra: 
 
 @converter("ConvTranspose", capability=_attribute_refusal)
 def conv_transpose(ctx: ConversionContext, node: Node) -> None:
-    ops, spatial, weight_shape = _operands(ctx, node)
+    narrow = ctx.get(node.inputs[0], node).dtype
+    widened = narrow == trt().bfloat16  # TensorRT's builder has no bfloat16 deconvolution: computed in float32
+    ops, spatial, weight_shape = _operands(ctx, node, trt().float32 if widened else None)
     if weight_shape[1] == -1:
         raise unsupported(node, "computed weights with a dynamic output-channel count (dim 1); TensorRT needs "
                                 "num_output_maps when it builds")
@@ -340,19 +350,19 @@ def conv_transpose(ctx: ConversionContext, node: Node) -> None:
     layer.dilation_nd = dilations
     layer.pre_padding = _lowered(begins, spatial, 0)
     layer.post_padding = _lowered(cropped, spatial, 0)
-    y = _finish(ctx, node, layer, spatial, last=not extended)
+    y = _finish(ctx, node, layer, spatial, last=not (extended or widened))
     if extended:
         y = _extend(ctx, node, y, list(range(2, 2 + spatial)), extra)
         if ops.bias is not None:
             y = ctx.elementwise(y, _bias_column(ctx, node, ops, maps, spatial), "SUM", node, "biased")
-    ctx.set(node.outputs[0], y)
+    ctx.set(node.outputs[0], ctx.cast(y, narrow, node) if widened else y)
 
 
 def _bias_column(ctx: ConversionContext, node: Node, ops: _Operands, maps: int, spatial: int) -> Any:
     """The bias as [1, M, 1, ...] to add after the output was extended."""
     shape = [1, maps] + [1] * spatial
     if ops.bias_array is not None:
-        return ctx.constant(ops.bias_array.reshape(shape), node, "bias")
+        return ctx.constant(ops.bias_array.reshape(shape), node, "bias")  # already in the input's type
     return ctx.reshape(ops.bias, shape, node, "bias")
 
 
