@@ -5,7 +5,8 @@ D dilation, DK = 1 + D (F - 1) the dilated filter, M = I + B + A.
 
 * Convolution: EXPLICIT_ROUND_DOWN / _UP give floor / ceil((M - DK) / S) + 1 outputs (a last window
   that runs past the padding reads zeros); SAME_UPPER / SAME_LOWER give ceil(I / S) outputs with
-  P = floor((I - 1) / S) S + DK - I padding, the odd element after (UPPER) or before (LOWER).
+  P = floor((I - 1) / S) S + DK - I padding, the odd element after (UPPER) or before (LOWER); a
+  negative P (a dilated filter shorter than the stride) has no documented meaning and is an error.
 * Deconvolution: the full output is (I - 1) S + DK long; EXPLICIT modes drop B elements at its start
   and A at its end; SAME modes drop P = max(DK - S, 0) the same way as a convolution pads.
 
@@ -149,7 +150,8 @@ def windows(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int], dilatio
     spatial = x.ndim - 2
     out = [(x.shape[2 + i] - (1 + dilation[i] * (kernel[i] - 1))) // stride[i] + 1 for i in range(spatial)]
     steps = x.strides[2:]
-    strides = x.strides[:2] + tuple(st * s for st, s in zip(steps, stride)) + tuple(st * d for st, d in zip(steps, dilation))
+    strides = (x.strides[:2] + tuple(st * s for st, s in zip(steps, stride))
+               + tuple(st * d for st, d in zip(steps, dilation)))
     return as_strided(x, x.shape[:2] + tuple(out) + tuple(kernel), strides, writeable=False)
 
 
@@ -271,7 +273,8 @@ def deconvolution(layer: Any) -> Kernel:
             out[(slice(None),) * 3 + target] += terms[(slice(None), slice(None)) + position]
         crop = tuple(slice(before, length - after) for (before, after), length in zip(deconv_cropping(g, sizes), full))
         cropped = out[(slice(None),) * 3 + crop]
-        maps_first = cropped.transpose((2, 0, 1) + tuple(range(3, 3 + spatial))).reshape((n, g.maps) + cropped.shape[3:])
+        maps_first = cropped.transpose((2, 0, 1) + tuple(range(3, 3 + spatial)))
+        maps_first = maps_first.reshape((n, g.maps) + cropped.shape[3:])
         return [_add_bias(maps_first, _bias(g, ins), g.maps)]
 
     return run

@@ -386,3 +386,20 @@ def test_conv_node_tests_match_through_loopc():
         if not ok:
             wrong.append(f"{case.name}: {result.status}: {result.detail}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_conv_inside_a_scan_body():
+    """A convolution per trip: the body reads the outer constant weights and carries a running sum."""
+    w, b = data((2, 2, 3, 3), 70), data((2,), 71)
+    text = f"""{HEADER}
+        g (float[4,1,2,5,5] xs, float[1,2,5,5] s0) => (float[1,2,5,5] s, float[4,1,2,5,5] ys) {{
+            {constant("w", w)}
+            {constant("b", b)}
+            s, ys = Scan <num_scan_inputs = 1,
+                          body = f (float[1,2,5,5] acc, float[1,2,5,5] x) => (float[1,2,5,5] acc_out,
+                                                                              float[1,2,5,5] y) {{
+                y = Conv <pads = [1, 1, 1, 1]> (x, w, b)
+                acc_out = Add (acc, y)
+            }}> (s0, xs)
+        }}"""
+    check_onnx(text, {"xs": data((4, 1, 2, 5, 5), 72), "s0": data((1, 2, 5, 5), 73)}, **TOLERANCE)
