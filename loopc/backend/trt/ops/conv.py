@@ -48,7 +48,7 @@ def _attribute_refusal(node: Node) -> str | None:
         return f"auto_pad={auto_pad!r} (ONNX defines {', '.join(_AUTO_PADS)})"
     pads = _ints(node, "pads") or []
     if any(p < 0 for p in pads):
-        return f"negative pads {pads}; TensorRT pads convolutions by >= 0 (crop with a Slice instead)"
+        return f"negative pads {pads} (TensorRT pads a convolution by >= 0)"
     for name in ("strides", "dilations"):
         if any(v < 1 for v in _ints(node, name) or []):
             return f"{name}={_ints(node, name)} (each must be >= 1)"
@@ -231,12 +231,14 @@ def _conv_padding(node: Node, window: _Window, sizes: Sequence[int]) -> tuple[st
             pre.append(begin)
             post.append(end)
         return "EXPLICIT_ROUND_DOWN", pre, post
-    if all(dk >= s for s, dk in zip(window.strides, window.extents)):
+    short = [i + 2 for i, (s, dk) in enumerate(zip(window.strides, window.extents)) if dk < s]
+    if not short:
         # TensorRT's SAME padding, floor((I - 1) / S) S + DK - I, is ONNX's when it cannot be negative
         return window.auto_pad, [0] * spatial, [0] * spatial
     raise unsupported(node, f"auto_pad={window.auto_pad} on dynamic spatial dims {list(sizes)} with a dilated "
-                            f"kernel {window.extents} shorter than the strides {window.strides} (TensorRT's SAME "
-                            "padding differs from ONNX's there)", hint="give the input static spatial dims")
+                            f"kernel {window.extents} shorter than the strides {window.strides} on axes {short} "
+                            "(TensorRT's SAME padding differs from ONNX's there)",
+                      hint="give the input static spatial dims")
 
 
 @converter("Conv", capability=_attribute_refusal)
@@ -378,6 +380,7 @@ def _dilated_kernel(ctx: ConversionContext, node: Node, ops: _Operands, shape: l
     # each tap followed by d - 1 zeros ([.., k, 1] -> [.., k, d], zero filled), flattened, the trailing zeros cut
     taps = ctx.reshape(ops.kernel, shape[:2] + [n for k in shape[2:] for n in (k, 1)], node, "kernel_taps")
     axes = list(range(3, 3 + 2 * spatial, 2))
-    spread = sampled_slice(ctx, node, taps, axes, [0] * spatial, list(dilations), "FILL")
+    spread = sampled_slice(ctx, node, taps, axes, [0] * spatial, list(dilations), "FILL", suffix="kernel_zeros")
     flat = ctx.reshape(spread, shape[:2] + [k * d for k, d in zip(shape[2:], dilations)], node, "kernel_spread")
-    return sampled_slice(ctx, node, flat, list(range(2, 2 + spatial)), [0] * spatial, dilated[2:], "STRICT_BOUNDS")
+    return sampled_slice(ctx, node, flat, list(range(2, 2 + spatial)), [0] * spatial, dilated[2:], "STRICT_BOUNDS",
+                         suffix="kernel_dilated")
