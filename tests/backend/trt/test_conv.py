@@ -403,3 +403,65 @@ def test_conv_inside_a_scan_body():
             }}> (s0, xs)
         }}"""
     check_onnx(text, {"xs": data((4, 1, 2, 5, 5), 72), "s0": data((1, 2, 5, 5), 73)}, **TOLERANCE)
+
+
+# -- random forms -------------------------------------------------------------------------------------
+
+#: What the converters may refuse in a random form: the forms whose answer TensorRT cannot be made to give.
+KNOWN_REFUSALS = ("shorter than the strides", "onnxruntime makes it the full deconvolution",
+                  "output_shape with a dynamic input spatial dim")
+
+
+def random_form(seed: int) -> tuple[str, dict[str, np.ndarray]]:
+    """A random Conv or ConvTranspose: 1 to 3 spatial axes, groups, strides, dilations, pads or auto_pad,
+    output_padding or output_shape, constant or computed weights, with or without bias, static or dynamic."""
+    rnd = np.random.default_rng(seed)
+
+    def pick(*options: Any) -> Any:
+        return options[int(rnd.integers(len(options)))]
+
+    op = pick("Conv", "ConvTranspose")
+    spatial = pick(1, 2, 2, 3)
+    group, per_group, maps_per_group = pick(1, 1, 2, 3), pick(1, 2), pick(1, 2)
+    channels, maps = group * per_group, group * maps_per_group
+    kernel = [pick(1, 2, 3) for _ in range(spatial)]
+    strides = [pick(1, 2, 3) for _ in range(spatial)]
+    dilations = [pick(1, 1, 2) for _ in range(spatial)]
+    sizes = [max(pick(3, 4, 5, 7), (k - 1) * d + 1) for k, d in zip(kernel, dilations)]  # a window fits
+    attrs = [f"group = {group}", f"strides = {strides}", f"dilations = {dilations}"]
+    if rnd.random() < 0.5:
+        attrs.append(f"kernel_shape = {kernel}")
+    auto_pad = pick("NOTSET", "NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+    if op == "Conv" and auto_pad.startswith("SAME") and max(dilations) > 1:
+        auto_pad = "NOTSET"  # onnxruntime refuses it (test_conv_same_padding_of_a_dilated_kernel has it)
+    if auto_pad != "NOTSET":
+        attrs.append(f'auto_pad = "{auto_pad}"')
+    elif rnd.random() < 0.7:
+        attrs.append(f"pads = {[pick(0, 1, 2) for _ in range(2 * spatial)]}")
+    if op == "ConvTranspose" and rnd.random() < 0.5:
+        attrs.append(f"output_padding = {[int(rnd.integers(max(s, d))) for s, d in zip(strides, dilations)]}")
+    if op == "ConvTranspose" and auto_pad == "NOTSET" and rnd.random() < 0.3:
+        attrs = [a for a in attrs if not a.startswith(("pads", "output_padding"))]
+        full = [(i - 1) * s + (k - 1) * d + 1 for i, s, k, d in zip(sizes, strides, kernel, dilations)]
+        attrs.append(f"output_shape = {[f - pick(0, 1, 2) for f in full]}")
+    w_shape = (channels, maps_per_group, *kernel) if op == "ConvTranspose" else (maps, per_group, *kernel)
+    x, w, b = data((2, channels, *sizes), seed), data(w_shape, seed + 1), data((maps,), seed + 2)
+    with_bias, computed, dynamic = rnd.random() < 0.6, rnd.random() < 0.3, rnd.random() < 0.3
+    x_dims = ("N", channels, *[f"d{i}" for i in range(spatial)]) if dynamic else x.shape
+    if not computed:
+        return model(op, ", ".join(attrs), x_dims, w, b if with_bias else None), {"x": x}
+    text = model(op, ", ".join(attrs), x_dims, w_dims=w_shape)
+    if with_bias:
+        text = text.replace(f"{dims_text(w_shape)}] w", f"{dims_text(w_shape)}] w, float[{maps}] b")
+        text = text.replace("(x, w)", "(x, w, b)")
+        return text, {"x": x, "w": w, "b": b}
+    return text, {"x": x, "w": w}
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_random_forms_match_onnxruntime(seed):
+    text, feeds = random_form(seed)
+    try:
+        check_onnx(text, feeds, **TOLERANCE)
+    except UnsupportedConversionError as refused:
+        assert any(reason in str(refused) for reason in KNOWN_REFUSALS), refused
