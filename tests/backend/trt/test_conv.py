@@ -465,3 +465,41 @@ def test_random_forms_match_onnxruntime(seed):
         check_onnx(text, feeds, **TOLERANCE)
     except UnsupportedConversionError as refused:
         assert any(reason in str(refused) for reason in KNOWN_REFUSALS), refused
+
+
+def small_unet(size: int) -> str:
+    """A two-level UNet: 3x3 convolutions with ReLU, strided convolutions down, ConvTranspose up, and
+    skip connections concatenated on the channels."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    nodes: list[Any] = []
+    weights: list[Any] = []
+    rng = np.random.default_rng(80)
+
+    def layer(name: str, x: str, cin: int, cout: int, k: int = 3, stride: int = 1, up: bool = False) -> str:
+        shape = (cin, cout, k, k) if up else (cout, cin, k, k)
+        weights.append(numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(cin * k * k)).astype(np.float32),
+                                               f"{name}_w"))
+        weights.append(numpy_helper.from_array((rng.standard_normal(cout) * 0.1).astype(np.float32), f"{name}_b"))
+        attrs: dict[str, Any] = {"strides": [stride, stride]} if up else {"strides": [stride, stride], "pads": [1] * 4}
+        nodes.append(helper.make_node("ConvTranspose" if up else "Conv", [x, f"{name}_w", f"{name}_b"], [name], **attrs))
+        nodes.append(helper.make_node("Relu", [name], [f"{name}_relu"]))
+        return f"{name}_relu"
+
+    top = layer("enc1", "x", 3, 8)
+    middle = layer("enc2", layer("down1", top, 8, 16, stride=2), 16, 16)
+    bottom = layer("enc3", layer("down2", middle, 16, 32, stride=2), 32, 32)
+    nodes.append(helper.make_node("Concat", [layer("up2", bottom, 32, 16, k=2, stride=2, up=True), middle], ["cat2"],
+                                  axis=1))
+    nodes.append(helper.make_node("Concat", [layer("up1", layer("dec2", "cat2", 32, 16), 16, 8, k=2, stride=2, up=True),
+                                             top], ["cat1"], axis=1))
+    nodes.append(helper.make_node("Conv", [layer("dec1", "cat1", 16, 8), "head_w"], ["y"]))
+    weights.append(numpy_helper.from_array(rng.standard_normal((2, 8, 1, 1)).astype(np.float32), "head_w"))
+    graph = helper.make_graph(nodes, "unet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, size, size])], weights)
+    proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    return onnx.printer.to_text(proto)
+
+
+def test_small_unet():
+    check_onnx(small_unet(32), {"x": data((1, 3, 32, 32), 81)}, **TOLERANCE)
