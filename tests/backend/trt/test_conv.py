@@ -478,8 +478,8 @@ def small_unet(size: int) -> str:
 
     def layer(name: str, x: str, cin: int, cout: int, k: int = 3, stride: int = 1, up: bool = False) -> str:
         shape = (cin, cout, k, k) if up else (cout, cin, k, k)
-        weights.append(numpy_helper.from_array((rng.standard_normal(shape) / np.sqrt(cin * k * k)).astype(np.float32),
-                                               f"{name}_w"))
+        kernel = (rng.standard_normal(shape) / np.sqrt(cin * k * k)).astype(np.float32)
+        weights.append(numpy_helper.from_array(kernel, f"{name}_w"))
         weights.append(numpy_helper.from_array((rng.standard_normal(cout) * 0.1).astype(np.float32), f"{name}_b"))
         attrs: dict[str, Any] = {"strides": [stride, stride]} if up else {"strides": [stride, stride], "pads": [1] * 4}
         nodes.append(helper.make_node("ConvTranspose" if up else "Conv", [x, f"{name}_w", f"{name}_b"], [name], **attrs))
@@ -495,7 +495,8 @@ def small_unet(size: int) -> str:
                                              top], ["cat1"], axis=1))
     nodes.append(helper.make_node("Conv", [layer("dec1", "cat1", 16, 8), "head_w"], ["y"]))
     weights.append(numpy_helper.from_array(rng.standard_normal((2, 8, 1, 1)).astype(np.float32), "head_w"))
-    graph = helper.make_graph(nodes, "unet", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
+    graph = helper.make_graph(nodes, "unet",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, size, size])],
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, size, size])], weights)
     proto = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     return onnx.printer.to_text(proto)
