@@ -482,7 +482,8 @@ def small_unet(size: int) -> str:
         weights.append(numpy_helper.from_array(kernel, f"{name}_w"))
         weights.append(numpy_helper.from_array((rng.standard_normal(cout) * 0.1).astype(np.float32), f"{name}_b"))
         attrs: dict[str, Any] = {"strides": [stride, stride]} if up else {"strides": [stride, stride], "pads": [1] * 4}
-        nodes.append(helper.make_node("ConvTranspose" if up else "Conv", [x, f"{name}_w", f"{name}_b"], [name], **attrs))
+        op = "ConvTranspose" if up else "Conv"
+        nodes.append(helper.make_node(op, [x, f"{name}_w", f"{name}_b"], [name], **attrs))
         nodes.append(helper.make_node("Relu", [name], [f"{name}_relu"]))
         return f"{name}_relu"
 
