@@ -356,17 +356,20 @@ def test_conv_transpose_same_padding_where_runtimes_disagree_is_refused():
 
 #: Conv node tests loopc refuses, and why (the refusal is not the convolution's).
 NODE_REFUSED = {
-    # ConstantOfShape of a [2, 4, 0] shape feeds CastLike: TensorRT tensors cannot be empty in loopc's backend
+    # a kernel of 1 carries an empty [2, 4, 0] state (the expansion makes it with ConstantOfShape and CastLike):
+    # TensorRT tensors cannot be empty in loopc's backend
     "test_causal_conv_with_state_kernel_size_one_expanded": "is empty (shape (2, 4, 0))",
+    "test_causal_conv_with_state_kernel_size_one": "is empty (shape (2, 4, 0))",
 }
 
 
 def conv_node_cases() -> list[Any]:
-    """Every ONNX node test with a Conv or ConvTranspose node (test_conv*, test_convtranspose*, the
-    causal-conv expansions, ...)."""
+    """Every ONNX node test with a Conv, ConvTranspose or CausalConvWithState node (test_conv*,
+    test_convtranspose*, the causal convolutions and their expansions)."""
     from loopc.conformance import node_test_cases
 
-    return [c for c in node_test_cases() if {n.op_type for n in c.model.graph.node} & {"Conv", "ConvTranspose"}]
+    ops = {"Conv", "ConvTranspose", "CausalConvWithState"}
+    return [c for c in node_test_cases() if {n.op_type for n in c.model.graph.node} & ops]
 
 
 def test_conv_node_tests_match_through_loopc():
@@ -375,7 +378,7 @@ def test_conv_node_tests_match_through_loopc():
 
     cases = conv_node_cases()
     names = {c.name for c in cases}
-    assert len(cases) >= 30 and set(NODE_REFUSED) <= names, sorted(names)
+    assert len(cases) >= 43 and set(NODE_REFUSED) <= names, sorted(names)
     wrong = []
     for case in cases:
         result = run_case(case, "loopc")
@@ -505,3 +508,28 @@ def small_unet(size: int) -> str:
 
 def test_small_unet():
     check_onnx(small_unet(32), {"x": data((1, 3, 32, 32), 81)}, **TOLERANCE)
+
+
+
+# -- CausalConvWithState --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("past, activation", [(False, "none"), (True, "silu"), (True, "none")])
+@pytest.mark.parametrize("length", [1, 2, 6])
+def test_causal_conv_with_state_of_a_dynamic_length(past, activation, length):
+    """The state's slice starts where the input's length says (before it, zero filled, when the input is
+    shorter than the kernel). onnxruntime runs no opset 27: ONNX's reference implementation is the oracle."""
+    inputs = "float[N,3,L] x, float[3,1,4] w, float[3] b" + (", float[N,3,3] past" if past else "")
+    text = f"""<ir_version: 10, opset_import: ["" : 27]>
+        g ({inputs}) => (float[N,3,L] y, float[N,3,3] state) {{
+            y, state = CausalConvWithState <activation = "{activation}"> (x, w, b{", past" if past else ""})
+        }}"""
+    proto = onnx.parser.parse_model(text)
+    feeds = {"x": data((2, 3, length), 90), "w": data((3, 1, 4), 91), "b": data((3,), 92)}
+    if past:
+        feeds["past"] = data((2, 3, 3), 93)
+    _, got = build_and_simulate(import_model(proto), feeds)
+    want = ReferenceEvaluator(proto).run(None, feeds)
+    for name, expected in zip(("y", "state"), want):
+        assert got[name].shape == expected.shape
+        np.testing.assert_allclose(got[name], expected, **TOLERANCE, err_msg=name)

@@ -1,4 +1,5 @@
-"""Conv and ConvTranspose as IConvolutionLayer / IDeconvolutionLayer.
+"""Conv and ConvTranspose as IConvolutionLayer / IDeconvolutionLayer; CausalConvWithState as a depthwise
+convolution of its state and input.
 
 TensorRT convolves 2 or 3 spatial axes, so a 1-D op gets a trailing unit axis (input, kernel and
 every per-axis attribute) and loses it after, as onnx-tensorrt does. Weights known when building are
@@ -384,3 +385,76 @@ def _dilated_kernel(ctx: ConversionContext, node: Node, ops: _Operands, shape: l
     flat = ctx.reshape(spread, shape[:2] + [k * d for k, d in zip(shape[2:], dilations)], node, "kernel_spread")
     return sampled_slice(ctx, node, flat, list(range(2, 2 + spatial)), [0] * spatial, dilated[2:], "STRICT_BOUNDS",
                          suffix="kernel_dilated")
+
+
+# -- CausalConvWithState --------------------------------------------------------------------------
+
+_CAUSAL_ACTIVATIONS = ("none", "silu", "swish")
+
+
+def _causal_refusal(node: Node) -> str | None:
+    activation = _text(node.attrs.get("activation", "none"))
+    if activation not in _CAUSAL_ACTIVATIONS:
+        return f"activation={activation!r} (ONNX defines {', '.join(_CAUSAL_ACTIVATIONS)})"
+    return None
+
+
+@converter("CausalConvWithState", capability=_causal_refusal)
+def causal_conv_with_state(ctx: ConversionContext, node: Node) -> None:
+    """A depthwise causal 1-D convolution that carries its last k - 1 inputs: the past state (zeros
+    when absent: the layer's pre padding) before the input, one group per channel, then y * sigmoid(y)
+    for silu / swish; the present state is the last k - 1 positions of state and input together."""
+    x = ctx.get(node.inputs[0], node)
+    shape = list(x.shape)
+    if len(shape) != 3 or shape[1] == -1:
+        raise unsupported(node, f"a CausalConvWithState input of shape {shape}; it needs [N, C, L] with C static")
+    channels = int(shape[1])
+    weights = ctx.constant_of(node.inputs[1])
+    weight_shape = list(weights.shape) if weights is not None else list(ctx.get(node.inputs[1], node).shape)
+    if len(weight_shape) != 3 or weight_shape[0] not in (-1, channels) or weight_shape[1] not in (-1, 1) \
+            or weight_shape[2] == -1:
+        raise unsupported(node, f"weights of shape {weight_shape} for {channels} channels (they must be "
+                                "[C, 1, k] with k static)")
+    k = int(weight_shape[2])
+    past = node.inputs[3] if len(node.inputs) > 3 else None
+    padded = x if past is None else ctx.concat([ctx.get(past, node), x], node, "padded", axis=2)
+    lowered = ctx.unsqueeze(padded, [3], node, "x_2d")
+    kernel, kernel_array = _as_layer_operand(ctx, node, node.inputs[1], lowered, True, "kernel")
+    bias_value = node.inputs[2] if len(node.inputs) > 2 else None
+    bias, bias_array = _as_layer_operand(ctx, node, bias_value, lowered, False, "bias")
+    layer = _add_layer(ctx, node, _Operands(lowered, kernel, bias, kernel_array, bias_array), channels, [k, 1],
+                       False, True)
+    layer.num_groups = channels
+    layer.pre_padding = (k - 1 if past is None else 0, 0)
+    layer.post_padding = (0, 0)
+    activated = _text(node.attrs.get("activation", "none")) != "none"
+    y = ctx.squeeze(ctx.out(layer, node, "conv"), [3], node, "conv_1d" if activated else "")
+    if activated:
+        sigmoid = ctx.out(ctx.network.add_activation(y, trt().ActivationType.SIGMOID), node, "sigmoid")
+        y = ctx.elementwise(y, sigmoid, "PROD", node)
+    ctx.set(node.outputs[0], y)
+    if len(node.outputs) > 1:
+        _carry_state(ctx, node, x, padded, past is not None, k)
+
+
+def _carry_state(ctx: ConversionContext, node: Node, x: Any, padded: Any, has_past: bool, k: int) -> None:
+    """present_state: ``padded`` from the input's length on (past state given), else the input's last
+    k - 1 positions, zeros where it is shorter (a FILL slice starting before it)."""
+    if k == 1:  # an empty state: known now, as empties are (see ConversionContext.empties)
+        batch = int(x.shape[0])
+        if batch == -1:
+            raise unsupported(node, "a kernel of 1 with a dynamic batch: the present state is empty, and TensorRT "
+                                    "tensors cannot be")
+        ctx.set_array(node.outputs[1], np.zeros((batch, int(x.shape[1]), 0), np_dtype(x.dtype)), node)
+        return
+    length = int(x.shape[2])
+    source = padded if has_past else x
+    if length != -1:
+        start: Any = [length if has_past else length - (k - 1)]
+    else:
+        lengths = ctx.gather1(ctx.shape_of(x, node, "input_shape"), [2], node, "length")
+        start = lengths if has_past else ctx.elementwise(
+            lengths, ctx.constant(np.array([k - 1], np.int64), node, "carried"), "SUB", node, "state_start")
+    state = sampled_slice(ctx, node, source, [2], start, [k - 1], "STRICT_BOUNDS" if has_past else "FILL",
+                          suffix="state")
+    ctx.set(node.outputs[1], state)
