@@ -533,3 +533,28 @@ def test_causal_conv_with_state_of_a_dynamic_length(past, activation, length):
     for name, expected in zip(("y", "state"), want):
         assert got[name].shape == expected.shape
         np.testing.assert_allclose(got[name], expected, **TOLERANCE, err_msg=name)
+
+
+def test_causal_conv_decoding_step_by_step_in_a_scan():
+    """The decoder's form: one position a trip, the state carried by the loop. Its outputs are the whole
+    sequence's (ONNX's reference runs both)."""
+    loop = """<ir_version: 10, opset_import: ["" : 27]>
+        g (float[6,2,3] xs, float[3,1,4] w, float[3] b, float[2,3,3] s0) => (float[2,3,3] s, float[6,2,3] ys) {
+            s, ys = Scan <num_scan_inputs = 1,
+                          body = f (float[2,3,3] state, float[2,3] x) => (float[2,3,3] next, float[2,3] y) {
+                axis = Constant <value = int64[1] {2}> ()
+                column = Unsqueeze (x, axis)
+                out, next = CausalConvWithState <activation = "silu"> (column, w, b, state)
+                y = Squeeze (out, axis)
+            }> (s0, xs)
+        }"""
+    whole = """<ir_version: 10, opset_import: ["" : 27]>
+        g (float[2,3,6] x, float[3,1,4] w, float[3] b, float[2,3,3] s0) => (float[2,3,6] y, float[2,3,3] s) {
+            y, s = CausalConvWithState <activation = "silu"> (x, w, b, s0)
+        }"""
+    xs, w, b, s0 = data((6, 2, 3), 94), data((3, 1, 4), 95), data((3,), 96), data((2, 3, 3), 97)
+    _, got = build_and_simulate(import_model(onnx.parser.parse_model(loop)), {"xs": xs, "w": w, "b": b, "s0": s0})
+    y, s = ReferenceEvaluator(onnx.parser.parse_model(whole)).run(None, {"x": xs.transpose(1, 2, 0), "w": w, "b": b,
+                                                                       "s0": s0})
+    np.testing.assert_allclose(got["ys"], y.transpose(2, 0, 1), **TOLERANCE)
+    np.testing.assert_allclose(got["s"], s, **TOLERANCE)
