@@ -65,16 +65,15 @@ def test_unsupported_layer_inside_a_loop(nb):
     trt, net = nb.trt, nb.network
     loop = net.add_loop()
     loop.add_trip_limit(nb.const(2, np.int32), trt.TripLimit.COUNT)
-    image = loop.add_iterator(nb.input("x", trt.float32, (2, 1, 1, 3, 3))).get_output(0)
-    kernel = np.ones((1, 1, 2, 2), np.float32)
-    conv = net.add_convolution_nd(image, 1, (2, 2), kernel, np.zeros(1, np.float32))
-    conv.name = "smooth"
-    out = loop.add_loop_output(conv.get_output(0), trt.LoopOutput.CONCATENATE, 0)
+    rows = loop.add_iterator(nb.input("x", trt.float32, (2, 1, 1, 3))).get_output(0)
+    ragged = net.add_ragged_softmax(rows, nb.const(np.full((1, 1, 1), 3, np.int32)))
+    ragged.name = "smooth"
+    out = loop.add_loop_output(ragged.get_output(0), trt.LoopOutput.CONCATENATE, 0)
     out.set_input(1, nb.const(2, np.int32))
     nb.output(out.get_output(0), "y")
 
-    with pytest.raises(SimulationError, match=r"'smooth' \(CONVOLUTION\)"):
-        simulate(net, {"x": np.zeros((2, 1, 1, 3, 3), np.float32)})
+    with pytest.raises(SimulationError, match=r"'smooth' \(RAGGED_SOFTMAX\)"):
+        simulate(net, {"x": np.zeros((2, 1, 1, 3), np.float32)})
 
 
 # -- loops that misbehave ---------------------------------------------------------------------
