@@ -100,28 +100,50 @@ def onnx_output_sizes(window: Window, spatial: tuple[int, ...]) -> tuple[int, ..
     return tuple(sizes)
 
 
-def plan(window: Window, spatial: tuple[int, ...]) -> Plan | str:
-    """TensorRT's padding for an undilated ``window`` over ``spatial`` (-1: dynamic), or why there is none."""
+#: What an average divides by, which decides the padding a plan may change: NOTHING (a max, or an
+#: average over the input cells only: any padding will do), PADDED (the window's overlap with the
+#: padded input: the pads must stay), WHOLE (the full window: no window may run past the padding).
+NOTHING, PADDED, WHOLE = "nothing", "padded", "whole"
+
+
+def plan(window: Window, spatial: tuple[int, ...], counts: str = NOTHING) -> Plan | str:
+    """TensorRT's padding for an undilated ``window`` over ``spatial`` (-1: dynamic), or why there is none.
+
+    A static ceil_mode pool is sized exactly: padded at the end just far enough for the windows ONNX
+    keeps (TensorRT refuses an exclusive average's padding as long as its window, which rounding up
+    past the end can make); or, where the pads count, rounded up with the windows ONNX drops sliced off.
+    """
     n = len(spatial)
     dynamic = -1 in spatial
+    everything = (None,) * n
     if window.auto_pad in ("SAME_UPPER", "SAME_LOWER"):
         if not dynamic:
             begin, end = onnx_pads(window, spatial)
-            return Plan("EXPLICIT_ROUND_DOWN", begin, end, (None,) * n)
+            return Plan("EXPLICIT_ROUND_DOWN", begin, end, everything)
         if any(f < s for f, s in zip(window.kernel, window.strides)):
             return f"auto_pad={window.auto_pad} with a stride longer than the kernel on a dynamic spatial size"
-        return Plan(window.auto_pad, (0,) * n, (0,) * n, (None,) * n)
+        return Plan(window.auto_pad, (0,) * n, (0,) * n, everything)
     begin, end = onnx_pads(window, tuple(max(i, 0) for i in spatial))
     if not window.ceil:
-        return Plan("EXPLICIT_ROUND_DOWN", begin, end, (None,) * n)
+        return Plan("EXPLICIT_ROUND_DOWN", begin, end, everything)
     if dynamic:
+        if counts == WHOLE:
+            return "ceil_mode=1 on a dynamic spatial size (its last windows may run past the padding)"
         # the last ceil window can start in the end padding only when F < S + A
         if any(f < s + a for f, s, a in zip(window.kernel, window.strides, end)):
             return "ceil_mode=1 on a dynamic spatial size whose last window may start in the padding"
-        return Plan("EXPLICIT_ROUND_UP", begin, end, (None,) * n)
+        return Plan("EXPLICIT_ROUND_UP", begin, end, everything)
     wanted = onnx_output_sizes(window, spatial)
-    made = [-(-(i + b + a - f) // s) + 1 for i, b, a, f, s in zip(spatial, begin, end, window.kernel, window.strides)]
-    return Plan("EXPLICIT_ROUND_UP", begin, end, tuple(None if w == m else w for w, m in zip(wanted, made)))
+    geometry = list(zip(wanted, spatial, window.kernel, window.strides, begin, end))
+    if counts == PADDED:
+        made = [-(-(i + b + a - f) // s) + 1 for _, i, f, s, b, a in geometry]
+        return Plan("EXPLICIT_ROUND_UP", begin, end, tuple(None if w == m else w for w, m in zip(wanted, made)))
+    reach = [(w - 1) * s + f - i - b for w, i, f, s, b, _ in geometry]  # end padding the last kept window reads
+    if counts == NOTHING:
+        return Plan("EXPLICIT_ROUND_DOWN", begin, tuple(max(0, r) for r in reach), everything)
+    end = tuple(max(a, r) for a, r in zip(end, reach))
+    made = [(i + b + a - f) // s + 1 for i, f, s, b, a in zip(spatial, window.kernel, window.strides, begin, end)]
+    return Plan("EXPLICIT_ROUND_DOWN", begin, end, tuple(None if w == m else w for w, m in zip(wanted, made)))
 
 
 def window_refusal(node: Node) -> str | None:
@@ -148,22 +170,9 @@ def _lp_refusal(node: Node) -> str | None:
     return window_refusal(node)
 
 
-def _whole_windows(node: Node, found: Plan, window: Window, spatial: tuple[int, ...]) -> Plan:
-    """``found`` with end padding long enough that no window runs past it (rounding down then
-    makes as many windows): TensorRT's average then counts every window's full size."""
-    if -1 in spatial:
-        raise unsupported(node, f"ceil_mode=1 {node.op} on a dynamic spatial size")
-    end = []
-    for i, f, s, b, a in zip(spatial, window.kernel, window.strides, found.begin, found.end):
-        made = -(-(i + b + a - f) // s) + 1
-        end.append(max(a, (made - 1) * s + f - i - b))
-    return Plan("EXPLICIT_ROUND_DOWN", found.begin, tuple(end), found.keep)
-
-
-def pool(ctx: ConversionContext, node: Node, x: Any, kind: str, exclude_padding: bool = True,
-         whole_windows: bool = False) -> Any:
-    """``x`` [N, C, *spatial] pooled as ``node``'s window says; ``kind`` is a PoolingType name.
-    ``whole_windows``: no window may run past the padding (the average must count whole windows)."""
+def pool(ctx: ConversionContext, node: Node, x: Any, kind: str, counts: str = NOTHING) -> Any:
+    """``x`` [N, C, *spatial] pooled as ``node``'s window says; ``kind`` is a PoolingType name and
+    ``counts`` what an average divides by (see :data:`NOTHING`)."""
     window = Window.of(node)
     rank = len(x.shape)
     n = len(window.kernel)
@@ -172,11 +181,9 @@ def pool(ctx: ConversionContext, node: Node, x: Any, kind: str, exclude_padding:
     if any(d != 1 for d in window.dilations):
         raise unsupported(node, f"dilations={list(window.dilations)}")
     spatial = tuple(int(d) for d in x.shape[2:])
-    found = plan(window, spatial)
+    found = plan(window, spatial, counts)
     if isinstance(found, str):
         raise unsupported(node, found)
-    if whole_windows and found.mode == "EXPLICIT_ROUND_UP":
-        found = _whole_windows(node, found, window, spatial)
     if n == 1:  # TensorRT pools 2-D and 3-D windows: [N, C, L] runs as [N, C, L, 1]
         window = Window(window.kernel + (1,), window.strides + (1,), (1, 1), window.begin, window.end,
                         window.auto_pad, window.ceil)
@@ -187,7 +194,7 @@ def pool(ctx: ConversionContext, node: Node, x: Any, kind: str, exclude_padding:
     layer.pre_padding = found.begin
     layer.post_padding = found.end
     layer.padding_mode = getattr(trt().PaddingMode, found.mode)
-    layer.average_count_excludes_padding = exclude_padding
+    layer.average_count_excludes_padding = counts == NOTHING
     y = ctx.out(layer, node, "pool")
     if any(k is not None for k in found.keep):
         axes = [2 + i for i, k in enumerate(found.keep) if k is not None]
@@ -216,8 +223,8 @@ def max_pool(ctx: ConversionContext, node: Node) -> None:
 @converter("AveragePool", capability=window_refusal)
 def average_pool(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
-    exclude = not int(node.attrs.get("count_include_pad", 0))
-    ctx.set(node.outputs[0], pool(ctx, node, x, "AVERAGE", exclude))
+    counts = PADDED if int(node.attrs.get("count_include_pad", 0)) else NOTHING
+    ctx.set(node.outputs[0], pool(ctx, node, x, "AVERAGE", counts))
 
 
 def _power(ctx: ConversionContext, node: Node, x: Any, p: float, suffix: str) -> Any:
@@ -246,7 +253,7 @@ def lp_pool(ctx: ConversionContext, node: Node) -> None:
     times the window's size, with windows that all lie within the padding."""
     x = ctx.get(node.inputs[0], node)
     p = int(node.attrs.get("p", 2))
-    mean = pool(ctx, node, _magnitude_power(ctx, node, x, p), "AVERAGE", exclude_padding=False, whole_windows=True)
+    mean = pool(ctx, node, _magnitude_power(ctx, node, x, p), "AVERAGE", WHOLE)
     size = float(np.prod(Window.of(node).kernel))
     total = ctx.elementwise(mean, scalar_like(ctx, size, mean, node, "window"), "PROD", node, "sum")
     ctx.set(node.outputs[0], _root(ctx, node, total, p))

@@ -1,0 +1,185 @@
+"""MaxPool, AveragePool, LpPool, GlobalLpPool, DepthToSpace and SpaceToDepth against onnxruntime,
+each attribute form; the forms TensorRT cannot express are refused by node."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx.parser
+import pytest
+
+from loopc.backend.trt import to_network
+from loopc.errors import UnsupportedConversionError
+from loopc.frontend.onnx import import_model
+from tests.backend.trt.oracle import build_and_simulate, check_onnx
+
+RNG = np.random.default_rng(11)
+
+
+def _model(op: str, attrs: str, dims: str, dtype: str = "float", opset: int = 22) -> str:
+    """One ``op`` node from x to y, y of x's rank (its dims left to the op)."""
+    out = ",".join(f"o{i}" for i in range(dims.count(",") + 1))
+    return f"""<ir_version: 10, opset_import: ["" : {opset}]>
+        g ({dtype}[{dims}] x) => ({dtype}[{out}] y) {{
+            y = {op} <{attrs}> (x)
+        }}"""
+
+
+def _refusal(text: str) -> str:
+    with pytest.raises(UnsupportedConversionError) as err:
+        to_network(import_model(onnx.parser.parse_model(text)))
+    return str(err.value)
+
+
+X2 = RNG.standard_normal((2, 3, 9, 8)).astype(np.float32)
+
+WINDOWS = [
+    "kernel_shape = [3, 3]",
+    "kernel_shape = [3, 2], strides = [2, 3]",
+    "kernel_shape = [3, 3], pads = [1, 0, 2, 1]",
+    "kernel_shape = [3, 3], strides = [2, 2], auto_pad = \"SAME_UPPER\"",
+    "kernel_shape = [3, 2], strides = [2, 3], auto_pad = \"SAME_LOWER\"",
+    "kernel_shape = [2, 3], strides = [4, 3], auto_pad = \"SAME_UPPER\"",  # a stride longer than the kernel
+    "kernel_shape = [3, 3], strides = [2, 2], auto_pad = \"VALID\"",
+    "kernel_shape = [3, 3], strides = [2, 2], ceil_mode = 1",
+    "kernel_shape = [3, 2], strides = [3, 3], pads = [1, 1, 1, 1], ceil_mode = 1",  # a last window on the pad
+    "kernel_shape = [1, 1], strides = [2, 3], ceil_mode = 1",  # ONNX drops windows TensorRT's rounding keeps
+]
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+def test_max_pool_2d(window: str) -> None:
+    check_onnx(_model("MaxPool", window, "2,3,9,8"), {"x": X2})
+
+
+@pytest.mark.parametrize("window", WINDOWS)
+@pytest.mark.parametrize("include", [0, 1])
+def test_average_pool_2d(window: str, include: int) -> None:
+    check_onnx(_model("AveragePool", f"{window}, count_include_pad = {include}", "2,3,9,8"), {"x": X2})
+
+
+@pytest.mark.parametrize("op, extra", [("MaxPool", ""), ("AveragePool", ", count_include_pad = 1"),
+                                       ("LpPool", ", p = 3")])
+@pytest.mark.parametrize("window", ["kernel_shape = [3], strides = [2], pads = [1, 2], ceil_mode = 1",
+                                    "kernel_shape = [4], auto_pad = \"SAME_LOWER\""])
+def test_pools_1d(op: str, extra: str, window: str) -> None:
+    check_onnx(_model(op, window + extra, "2,3,11"), {"x": RNG.standard_normal((2, 3, 11)).astype(np.float32)},
+               rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op, extra", [("MaxPool", ""), ("AveragePool", ", count_include_pad = 0"),
+                                       ("AveragePool", ", count_include_pad = 1"), ("LpPool", ", p = 2")])
+@pytest.mark.parametrize("window", ["kernel_shape = [2, 3, 2], strides = [1, 2, 2], pads = [1, 0, 1, 0, 1, 1]",
+                                    "kernel_shape = [3, 3, 3], strides = [2, 2, 2], ceil_mode = 1",
+                                    "kernel_shape = [2, 2, 3], strides = [2, 1, 2], auto_pad = \"SAME_UPPER\""])
+def test_pools_3d(op: str, extra: str, window: str) -> None:
+    x = RNG.standard_normal((1, 2, 5, 6, 7)).astype(np.float32)
+    check_onnx(_model(op, window + extra, "1,2,5,6,7"), {"x": x}, rtol=1e-5, atol=1e-5)
+
+
+def test_max_pool_storage_order_without_indices_changes_nothing() -> None:
+    check_onnx(_model("MaxPool", "kernel_shape = [2, 2], storage_order = 1", "2,3,9,8"), {"x": X2})
+
+
+@pytest.mark.parametrize("dtype, numpy", [("uint8", np.uint8), ("int8", np.int8), ("float16", np.float16)])
+def test_max_pool_of_integers_and_halves(dtype: str, numpy: type) -> None:
+    info = np.iinfo(numpy) if numpy != np.float16 else None
+    x = (RNG.integers(info.min, info.max + 1, (1, 2, 6, 6)) if info else RNG.standard_normal((1, 2, 6, 6)))
+    check_onnx(_model("MaxPool", "kernel_shape = [3, 3], pads = [1, 1, 1, 1]", "1,2,6,6", dtype=dtype),
+               {"x": x.astype(numpy)})
+
+
+def test_average_pool_of_halves() -> None:
+    x = RNG.standard_normal((1, 2, 6, 6)).astype(np.float16)
+    check_onnx(_model("AveragePool", "kernel_shape = [3, 3], pads = [1, 1, 1, 1]", "1,2,6,6", dtype="float16"),
+               {"x": x}, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+@pytest.mark.parametrize("window", ["kernel_shape = [3, 3], pads = [1, 0, 2, 1]",
+                                    "kernel_shape = [2, 3], strides = [2, 2], auto_pad = \"SAME_LOWER\"",
+                                    "kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 1, 1], ceil_mode = 1"])
+def test_lp_pool(p: int, window: str) -> None:
+    check_onnx(_model("LpPool", f"{window}, p = {p}", "2,3,9,8"), {"x": X2}, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("p", [1, 2, 3])
+@pytest.mark.parametrize("dims", ["2,3,7", "2,3,5,4", "1,2,3,4,5"])
+def test_global_lp_pool(p: int, dims: str) -> None:
+    """onnxruntime has no GlobalLpPool: the spec's (sum of |x|^p over the spatial axes)^(1/p)."""
+    shape = tuple(int(d) for d in dims.split(","))
+    x = RNG.standard_normal(shape).astype(np.float32)
+    model = import_model(onnx.parser.parse_model(_model("GlobalLpPool", f"p = {p}", dims)))
+    _, got = build_and_simulate(model, {"x": x})
+    spatial = tuple(range(2, len(shape)))
+    want = (np.abs(x.astype(np.float64)) ** p).sum(axis=spatial, keepdims=True) ** (1 / p)
+    np.testing.assert_allclose(got["y"], want, rtol=1e-5)
+
+
+# -- dynamic spatial sizes ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("op, window", [
+    ("MaxPool", "kernel_shape = [3, 3], strides = [2, 2], auto_pad = \"SAME_UPPER\""),
+    ("AveragePool", "kernel_shape = [3, 2], strides = [2, 2], auto_pad = \"SAME_LOWER\", count_include_pad = 1"),
+    ("AveragePool", "kernel_shape = [3, 3], strides = [2, 2], pads = [1, 1, 0, 0], ceil_mode = 1"),
+    ("MaxPool", "kernel_shape = [3, 3], strides = [2, 1], pads = [0, 1, 1, 0]"),
+])
+def test_pools_of_dynamic_sizes(op: str, window: str) -> None:
+    check_onnx(_model(op, window, "N,3,H,W"), {"x": X2})
+
+
+@pytest.mark.parametrize("window, why", [
+    ("kernel_shape = [2, 2], strides = [3, 3], auto_pad = \"SAME_UPPER\"", "stride longer than the kernel"),
+    ("kernel_shape = [2, 2], strides = [3, 3], ceil_mode = 1", "last window may start in the padding"),
+])
+def test_dynamic_sizes_where_tensorrt_sizes_differently_are_refused(window: str, why: str) -> None:
+    message = _refusal(_model("MaxPool", window, "N,3,H,W"))
+    assert why in message and "'y' (MaxPool" in message
+
+
+def test_max_pool_indices_are_refused() -> None:
+    text = """<ir_version: 10, opset_import: ["" : 22]>
+        g (float[1,1,4,4] x) => (float[1,1,3,3] y, int64[1,1,3,3] i) {
+            y, i = MaxPool <kernel_shape = [2, 2]> (x)
+        }"""
+    assert "Indices output" in _refusal(text)
+
+
+def test_lp_pool_of_p_zero_is_refused() -> None:
+    assert "p=0" in _refusal(_model("LpPool", "kernel_shape = [2, 2], p = 0", "1,1,4,4"))
+
+
+# -- DepthToSpace, SpaceToDepth -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+@pytest.mark.parametrize("dims", ["2,12,3,4", "N,12,H,W"])
+def test_depth_to_space(mode: str, dims: str) -> None:
+    x = RNG.standard_normal((2, 12, 3, 4)).astype(np.float32)
+    check_onnx(_model("DepthToSpace", f"blocksize = 2, mode = \"{mode}\"", dims, opset=13), {"x": x})
+
+
+@pytest.mark.parametrize("dims", ["2,3,6,4", "N,3,H,W"])
+def test_space_to_depth(dims: str) -> None:
+    x = RNG.standard_normal((2, 3, 6, 4)).astype(np.float32)
+    check_onnx(_model("SpaceToDepth", "blocksize = 2", dims, opset=13), {"x": x})
+
+
+@pytest.mark.parametrize("mode", ["DCR", "CRD"])
+def test_space_to_depth_modes_against_the_spec(mode: str) -> None:
+    """Opset 28's mode, which onnxruntime does not run: each output channel read from the definition,
+    DCR channel = (row offset · b + column offset) · C + c, CRD channel = (c · b + row offset) · b + column offset."""
+    b, c = 2, 3
+    x = RNG.standard_normal((1, c, 4, 6)).astype(np.float32)
+    want = np.empty((1, c * b * b, 2, 3), np.float32)
+    for ch, dy, dx in np.ndindex(c, b, b):
+        channel = (dy * b + dx) * c + ch if mode == "DCR" else (ch * b + dy) * b + dx
+        want[0, channel] = x[0, ch, dy::b, dx::b]
+    model = import_model(onnx.parser.parse_model(_model("SpaceToDepth", f"blocksize = 2, mode = \"{mode}\"",
+                                                        "1,3,4,6", opset=28)))
+    _, got = build_and_simulate(model, {"x": x})
+    np.testing.assert_array_equal(got["y"], want)
+
+
+def test_depth_to_space_of_channels_the_block_does_not_divide_is_refused() -> None:
+    assert "b² must divide" in _refusal(_model("DepthToSpace", "blocksize = 2", "1,6,2,2", opset=13))
