@@ -168,7 +168,8 @@ def test_space_to_depth(dims: str) -> None:
 @pytest.mark.parametrize("mode", ["DCR", "CRD"])
 def test_space_to_depth_modes_against_the_spec(mode: str) -> None:
     """Opset 28's mode, which onnxruntime does not run: each output channel read from the definition,
-    DCR channel = (row offset · b + column offset) · C + c, CRD channel = (c · b + row offset) · b + column offset."""
+    DCR channel = (row offset · b + column offset) · C + c,
+    CRD channel = (c · b + row offset) · b + column offset."""
     b, c = 2, 3
     x = RNG.standard_normal((1, c, 4, 6)).astype(np.float32)
     want = np.empty((1, c * b * b, 2, 3), np.float32)
@@ -183,3 +184,89 @@ def test_space_to_depth_modes_against_the_spec(mode: str) -> None:
 
 def test_depth_to_space_of_channels_the_block_does_not_divide_is_refused() -> None:
     assert "b² must divide" in _refusal(_model("DepthToSpace", "blocksize = 2", "1,6,2,2", opset=13))
+
+
+# -- dilations (pooled by phase) ----------------------------------------------------------------
+
+DILATED = [
+    "kernel_shape = [2, 2], dilations = [2, 2]",
+    "kernel_shape = [3, 2], dilations = [2, 3], strides = [1, 2], pads = [2, 1, 1, 1]",
+    "kernel_shape = [2, 3], dilations = [3, 2], strides = [3, 2], ceil_mode = 1",
+    "kernel_shape = [3, 2], dilations = [2, 3], strides = [2, 3], pads = [1, 1, 2, 1], ceil_mode = 1",
+]
+POOLS = [("MaxPool", ""), ("AveragePool", ", count_include_pad = 0"), ("AveragePool", ", count_include_pad = 1"),
+         ("LpPool", ", p = 2")]
+
+
+@pytest.mark.parametrize("window", DILATED)
+@pytest.mark.parametrize("op, extra", POOLS)
+def test_dilated_pools_2d(op: str, extra: str, window: str) -> None:
+    check_onnx(_model(op, window + extra, "2,3,9,8"), {"x": X2}, rtol=1e-5, atol=1e-5)
+
+
+def _same_pool_reference(x: np.ndarray, op: str, kernel: tuple[int, int], strides: tuple[int, int],
+                         dilations: tuple[int, int], auto_pad: str, include: bool) -> np.ndarray:
+    """ONNX's pool definition, one output at a time: SAME gives ceil(I / S) outputs and pads by
+    (O - 1)·S + (F - 1)·D + 1 - I, the odd pad at the end for SAME_UPPER, at the start for SAME_LOWER."""
+    outs, begins, ends = [], [], []
+    for i, f, s, d in zip(x.shape[2:], kernel, strides, dilations):
+        o = -(-i // s)
+        total = max(0, (o - 1) * s + (f - 1) * d + 1 - i)
+        begin = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+        outs.append(o)
+        begins.append(begin)
+        ends.append(total - begin)
+    y = np.zeros(x.shape[:2] + tuple(outs), np.float64)
+    for oh, ow in np.ndindex(*outs):
+        cells, padded = [], 0
+        for jh, jw in np.ndindex(*kernel):
+            h = oh * strides[0] + jh * dilations[0] - begins[0]
+            w = ow * strides[1] + jw * dilations[1] - begins[1]
+            if 0 <= h < x.shape[2] and 0 <= w < x.shape[3]:
+                cells.append(x[:, :, h, w].astype(np.float64))
+            else:
+                padded += 1
+        stack = np.stack(cells)
+        if op == "MaxPool":
+            y[:, :, oh, ow] = stack.max(axis=0)
+        elif op == "AveragePool":
+            y[:, :, oh, ow] = stack.sum(axis=0) / (len(cells) + (padded if include else 0))
+        else:
+            y[:, :, oh, ow] = np.sqrt((stack ** 2).sum(axis=0))
+    return y
+
+
+@pytest.mark.parametrize("kernel, dilations, strides, auto_pad", [
+    ((3, 2), (2, 2), (2, 1), "SAME_UPPER"),
+    ((2, 3), (3, 2), (1, 3), "SAME_LOWER"),
+])
+@pytest.mark.parametrize("op, extra", POOLS)
+def test_dilated_pools_with_same_padding(op: str, extra: str, kernel: tuple[int, int], dilations: tuple[int, int],
+                                         strides: tuple[int, int], auto_pad: str) -> None:
+    """onnxruntime pads a dilated SAME pool as if it were undilated (fewer outputs than ceil(I / S)),
+    and ONNX's reference evaluator miscounts SAME_LOWER's: the spec's definition is the oracle."""
+    window = (f"kernel_shape = {list(kernel)}, dilations = {list(dilations)}, strides = {list(strides)}, "
+              f"auto_pad = \"{auto_pad}\"")
+    model = import_model(onnx.parser.parse_model(_model(op, window + extra, "2,3,9,8")))
+    _, got = build_and_simulate(model, {"x": X2})
+    want = _same_pool_reference(X2, op, kernel, strides, dilations, auto_pad, "count_include_pad = 1" in extra)
+    np.testing.assert_allclose(got["y"], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("op", ["MaxPool", "AveragePool"])
+def test_dilated_pools_1d_and_3d(op: str) -> None:
+    x1 = RNG.standard_normal((2, 3, 13)).astype(np.float32)
+    check_onnx(_model(op, "kernel_shape = [3], dilations = [3], strides = [2], pads = [2, 1]", "2,3,13"), {"x": x1})
+    x3 = RNG.standard_normal((1, 2, 7, 6, 8)).astype(np.float32)
+    window = "kernel_shape = [2, 2, 3], dilations = [2, 3, 2], strides = [1, 2, 2], pads = [1, 0, 1, 1, 1, 0]"
+    check_onnx(_model(op, window, "1,2,7,6,8"), {"x": x3}, rtol=1e-5, atol=1e-6)
+
+
+def test_dilated_max_pool_of_a_dynamic_batch() -> None:
+    check_onnx(_model("MaxPool", "kernel_shape = [2, 2], dilations = [2, 2], strides = [2, 1]", "N,3,9,8"),
+               {"x": X2})
+
+
+def test_dilated_pool_of_dynamic_spatial_sizes_is_refused() -> None:
+    message = _refusal(_model("MaxPool", "kernel_shape = [2, 2], dilations = [2, 2]", "1,3,H,W"))
+    assert "dilations=[2, 2] on a dynamic channel count or spatial size" in message
