@@ -3,11 +3,14 @@ each attribute form; the forms TensorRT cannot express are refused by node."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import onnx.parser
 import pytest
 
 from loopc.backend.trt import to_network
+from loopc.conformance import MATCH, MISMATCH, PARSE_FAILED, WRONG_SHAPE, node_test_cases, run_case
 from loopc.errors import UnsupportedConversionError
 from loopc.frontend.onnx import import_model
 from tests.backend.trt.oracle import build_and_simulate, check_onnx
@@ -270,3 +273,52 @@ def test_dilated_max_pool_of_a_dynamic_batch() -> None:
 def test_dilated_pool_of_dynamic_spatial_sizes_is_refused() -> None:
     message = _refusal(_model("MaxPool", "kernel_shape = [2, 2], dilations = [2, 2]", "1,3,H,W"))
     assert "dilations=[2, 2] on a dynamic channel count or spatial size" in message
+
+
+# -- ONNX's node tests --------------------------------------------------------------------------
+
+NODE_OPS = {"MaxPool", "AveragePool", "LpPool", "GlobalLpPool", "GlobalMaxPool", "GlobalAveragePool", "DepthToSpace",
+            "SpaceToDepth"}
+#: Refused by loopc, and why.
+NODE_REFUSED = {"test_maxpool_with_argmax_2d_precomputed_pads": "Indices output",
+                "test_maxpool_with_argmax_2d_precomputed_strides": "Indices output"}
+#: Where the network TensorRT's own parser builds is not what ONNX asks: it keeps the ceil window ONNX
+#: drops (a wrong output shape), and it ignores SpaceToDepth's mode.
+PARSER_WRONG = {"test_maxpool_2d_ceil_output_size_reduce_by_one": WRONG_SHAPE,
+                "test_averagepool_2d_ceil_last_window_starts_on_pad": WRONG_SHAPE,
+                "test_spacetodepth_crd_mode_example": MISMATCH}
+
+
+def _node_cases() -> list[Any]:
+    return [c for c in node_test_cases() if {n.op_type for n in c.model.graph.node} & NODE_OPS]
+
+
+def test_node_tests_through_loopc() -> None:
+    """Every node test of these ops builds with the real builder and matches ONNX's expected outputs,
+    the dilated and LpPool ones TensorRT's parser refuses included, or is refused for its reason."""
+    cases = _node_cases()
+    assert len(cases) >= 57 and set(NODE_REFUSED) <= {c.name for c in cases}
+    wrong = []
+    for case in cases:
+        result = run_case(case, "loopc")
+        if case.name in NODE_REFUSED:
+            ok = result.status == PARSE_FAILED and NODE_REFUSED[case.name] in result.detail
+        else:
+            ok = result.status == MATCH
+        if not ok:
+            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_parser_built_networks_simulate_to_a_match() -> None:
+    """The POOLING kernel run on networks NVIDIA's parser built: every one it builds matches, but where
+    its network is not the op ONNX defines."""
+    wrong, judged = [], 0
+    for case in _node_cases():
+        result = run_case(case, "trt-onnx")
+        if not result.built:
+            continue
+        judged += 1
+        if result.status != PARSER_WRONG.get(case.name, MATCH):
+            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+    assert judged >= 38 and not wrong, "\n".join(wrong)
