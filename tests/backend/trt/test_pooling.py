@@ -322,3 +322,23 @@ def test_parser_built_networks_simulate_to_a_match() -> None:
         if result.status != PARSER_WRONG.get(case.name, MATCH):
             wrong.append(f"{case.name}: {result.status}: {result.detail}")
     assert judged >= 38 and not wrong, "\n".join(wrong)
+
+
+def test_pools_in_a_loop_body() -> None:
+    """A state image downsampled and upsampled every trip (MaxPool with ceil, a dilated AveragePool,
+    SpaceToDepth then DepthToSpace): pools inside a TensorRT loop."""
+    x = RNG.standard_normal((1, 2, 6, 6)).astype(np.float32)
+    check_onnx("""<ir_version: 10, opset_import: ["" : 19]>
+        g (int64 n, float[1,2,6,6] x) => (float[1,2,6,6] final) {
+            t = Constant <value = bool {1}> ()
+            final = Loop (n, t, x) <body = b (int64 i, bool c, float[1,2,6,6] s) => (bool c2, float[1,2,6,6] s2) {
+                small = MaxPool <kernel_shape = [3, 3], strides = [2, 2], pads = [0, 0, 1, 1], ceil_mode = 1> (s)
+                blur = AveragePool <kernel_shape = [2, 2], dilations = [2, 2], pads = [1, 1, 1, 1]> (s)
+                deep = SpaceToDepth <blocksize = 2> (blur)
+                back = DepthToSpace <blocksize = 2, mode = "CRD"> (deep)
+                reps = Constant <value = int64[4] {1, 1, 2, 2}> ()
+                up = Tile (small, reps)
+                s2 = Add (back, up)
+                c2 = Identity (c)
+            }>
+        }""", {"n": np.array(3), "x": x}, rtol=1e-5, atol=1e-5)
