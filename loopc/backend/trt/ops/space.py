@@ -19,17 +19,13 @@ from loopc.ir import Node
 #: A target dim: a constant, or (axis, factor): the input's dim ``axis`` times ``factor``.
 Dim = int | tuple[int, Fraction]
 
-#: mode -> (the six-axis view of [N, C, H, W], its transpose); b is the block size.
 _ONE = Fraction(1)
+#: mode -> (the six-axis view of [N, C, H, W] for block size b, its transpose).
 _DEPTH_TO_SPACE = {
     "DCR": (lambda b: ((0, _ONE), b, b, (1, Fraction(1, b * b)), (2, _ONE), (3, _ONE)), (0, 3, 4, 1, 5, 2)),
     "CRD": (lambda b: ((0, _ONE), (1, Fraction(1, b * b)), b, b, (2, _ONE), (3, _ONE)), (0, 1, 4, 2, 5, 3)),
 }
 _SPACE_TO_DEPTH = {"DCR": (0, 3, 5, 1, 2, 4), "CRD": (0, 1, 3, 5, 2, 4)}
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _dims(ctx: ConversionContext, node: Node, x: Any, spec: tuple[Dim, ...], suffix: str) -> Any:
@@ -71,7 +67,8 @@ def _shuffle(ctx: ConversionContext, node: Node, x: Any, view: tuple[Dim, ...], 
 def _block(node: Node) -> tuple[int, str] | str:
     """The block size and mode, or why they cannot be converted."""
     b = int(node.attrs.get("blocksize", 0))
-    mode = _text(node.attrs.get("mode", "DCR")).upper()
+    mode = node.attrs.get("mode", "DCR")
+    mode = (mode.decode() if isinstance(mode, bytes) else str(mode)).upper()
     if b < 1:
         return f"blocksize={b}"
     if mode not in _SPACE_TO_DEPTH:
