@@ -140,12 +140,48 @@ def test_dynamic_sizes_where_tensorrt_sizes_differently_are_refused(window: str,
     assert why in message and "'y' (MaxPool" in message
 
 
-def test_max_pool_indices_are_refused() -> None:
-    text = """<ir_version: 10, opset_import: ["" : 22]>
-        g (float[1,1,4,4] x) => (float[1,1,3,3] y, int64[1,1,3,3] i) {
-            y, i = MaxPool <kernel_shape = [2, 2]> (x)
-        }"""
-    assert "Indices output" in _refusal(text)
+def _with_indices(window: str, dims: str, out: str, dtype: str = "float") -> str:
+    return f"""<ir_version: 10, opset_import: ["" : 22]>
+        g ({dtype}[{dims}] x) => ({dtype}[{out}] y, int64[{out}] i) {{
+            y, i = MaxPool <{window}> (x)
+        }}"""
+
+
+@pytest.mark.parametrize("window, out", [
+    ("kernel_shape = [3, 3], pads = [1, 0, 2, 1]", "2,3,10,7"),
+    ("kernel_shape = [3, 2], strides = [2, 3], storage_order = 1", "2,3,4,3"),
+    ("kernel_shape = [2, 3], strides = [2, 2], pads = [1, 1, 1, 1], ceil_mode = 1, storage_order = 1", "2,3,5,5"),
+    ("kernel_shape = [2, 2], dilations = [2, 3], strides = [1, 2], pads = [1, 1, 0, 1]", "2,3,8,4"),
+    ("kernel_shape = [3, 3], strides = [2, 2], auto_pad = \"SAME_LOWER\"", "2,3,5,4"),
+])
+def test_max_pool_indices(window: str, out: str) -> None:
+    """Ties included: rounded values make equal maxima, where the first in window order wins."""
+    x = np.round(X2 * 2) / 2
+    check_onnx(_with_indices(window, "2,3,9,8", out), {"x": x})
+
+
+@pytest.mark.parametrize("storage_order", [0, 1])
+def test_max_pool_indices_1d_and_3d(storage_order: int) -> None:
+    x1 = np.round(RNG.standard_normal((2, 3, 11)) * 2).astype(np.float32)
+    check_onnx(_with_indices(f"kernel_shape = [3], strides = [2], pads = [1, 1], storage_order = {storage_order}",
+                             "2,3,11", "2,3,6"), {"x": x1})
+    x3 = RNG.standard_normal((1, 2, 5, 6, 4)).astype(np.float32)
+    window = ("kernel_shape = [2, 3, 2], strides = [2, 2, 1], pads = [1, 0, 1, 0, 1, 0], "
+              f"storage_order = {storage_order}")
+    check_onnx(_with_indices(window, "1,2,5,6,4", "1,2,3,3,4"), {"x": x3})
+
+
+def test_max_pool_indices_of_uint8() -> None:
+    x = RNG.integers(0, 4, (1, 2, 6, 6)).astype(np.uint8)
+    check_onnx(_with_indices("kernel_shape = [2, 2], strides = [2, 2]", "1,2,6,6", "1,2,3,3", "uint8"), {"x": x})
+
+
+@pytest.mark.parametrize("dims, window, why", [
+    ("N,3,9,8", "kernel_shape = [2, 2]", "Indices output of an input of dynamic shape"),
+    ("1,3,9,8", "kernel_shape = [2, 2], pads = [2, 0, 0, 0]", "pads as long as the kernel"),
+])
+def test_max_pool_indices_refusals(dims: str, window: str, why: str) -> None:
+    assert why in _refusal(_with_indices(window, dims, "a,b,c,d"))
 
 
 def test_lp_pool_of_p_zero_is_refused() -> None:
@@ -280,8 +316,7 @@ def test_dilated_pool_of_dynamic_spatial_sizes_is_refused() -> None:
 NODE_OPS = {"MaxPool", "AveragePool", "LpPool", "GlobalLpPool", "GlobalMaxPool", "GlobalAveragePool", "DepthToSpace",
             "SpaceToDepth"}
 #: Refused by loopc, and why.
-NODE_REFUSED = {"test_maxpool_with_argmax_2d_precomputed_pads": "Indices output",
-                "test_maxpool_with_argmax_2d_precomputed_strides": "Indices output"}
+NODE_REFUSED: dict[str, str] = {}
 #: Where the network TensorRT's own parser builds is not what ONNX asks: it keeps the ceil window ONNX
 #: drops (a wrong output shape), and it ignores SpaceToDepth's mode.
 PARSER_WRONG = {"test_maxpool_2d_ceil_output_size_reduce_by_one": WRONG_SHAPE,
@@ -295,7 +330,7 @@ def _node_cases() -> list[Any]:
 
 def test_node_tests_through_loopc() -> None:
     """Every node test of these ops builds with the real builder and matches ONNX's expected outputs,
-    the dilated and LpPool ones TensorRT's parser refuses included, or is refused for its reason."""
+    the dilated, LpPool and MaxPool-with-indices ones TensorRT's parser refuses included."""
     cases = _node_cases()
     assert len(cases) >= 57 and set(NODE_REFUSED) <= {c.name for c in cases}
     wrong = []

@@ -153,6 +153,4 @@ def window_refusal(node: Node) -> str | None:
         return f"auto_pad={window.auto_pad!r}"
     if any(len(v) != n for v in (window.strides, window.dilations, window.begin, window.end)):
         return f"{node.op} attributes whose lengths differ from kernel_shape's {n}"
-    if len(node.outputs) > 1 and node.outputs[1].is_used():
-        return "MaxPool's Indices output (TensorRT's pooling layer does not say where its maxima are)"
     return None

@@ -1,8 +1,10 @@
 """Windowed pools: MaxPool, AveragePool, LpPool (an IPoolingLayer each, 1-D run as 2-D; sized as
 ONNX sizes them by :mod:`~loopc.backend.trt.ops.pool_windows`, dilated ones by
-:mod:`~loopc.backend.trt.ops.dilated_pooling`) and GlobalLpPool (a reduction). Integer MaxPool
-pools exact float32 values; LpPool is an average of |x|^p that counts the padding (zeros add
-nothing) times the window's size, then the p-th root.
+:mod:`~loopc.backend.trt.ops.dilated_pooling`) and GlobalLpPool (a reduction).
+
+Integer MaxPool pools exact float32 values; its Indices output comes from
+:mod:`~loopc.backend.trt.ops.max_pool_indices`. LpPool is an average of |x|^p that counts the
+padding (zeros add nothing) times the window's size, then the p-th root.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 
 from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.ops.dilated_pooling import dilated_pool
+from loopc.backend.trt.ops.max_pool_indices import max_pool_with_indices
 from loopc.backend.trt.ops.pool_windows import NOTHING, PADDED, WHOLE, Window, plan, window_refusal
 from loopc.backend.trt.ops.reduce import mask
 from loopc.backend.trt.ops.shape import slice_axes
@@ -76,8 +79,27 @@ def _as_float(ctx: ConversionContext, node: Node, x: Any) -> Any:
 @converter("MaxPool", capability=window_refusal)
 def max_pool(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
-    y = pool(ctx, node, _as_float(ctx, node, x), "MAX")
+    if len(node.outputs) > 1 and node.outputs[1].is_used():
+        y, indices = _max_pool_indices(ctx, node, _as_float(ctx, node, x))
+        ctx.set(node.outputs[1], indices)
+    else:
+        y = pool(ctx, node, _as_float(ctx, node, x), "MAX")
     ctx.set(node.outputs[0], ctx.cast(y, x.dtype, node, "typed"))
+
+
+def _max_pool_indices(ctx: ConversionContext, node: Node, x: Any) -> tuple[Any, Any]:
+    """The max and its flat index per window (1-D run as 2-D over [L, 1], where both index orders
+    agree)."""
+    window = Window.of(node)
+    n = len(window.kernel)
+    if len(x.shape) != n + 2:
+        raise unsupported(node, f"a {n}-D window over a rank-{len(x.shape)} input (it needs [N, C, {n} spatial dims])")
+    column_major = bool(int(node.attrs.get("storage_order", 0)))
+    if n > 1:
+        return max_pool_with_indices(ctx, node, x, window, column_major)
+    lifted = ctx.unsqueeze(x, [3], node, "as2d")
+    values, indices = max_pool_with_indices(ctx, node, lifted, window.lifted(), column_major)
+    return ctx.squeeze(values, [3], node, "as1d"), ctx.squeeze(indices, [3], node, "indices1d")
 
 
 @converter("AveragePool", capability=window_refusal)
