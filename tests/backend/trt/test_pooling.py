@@ -184,6 +184,41 @@ def test_max_pool_indices_refusals(dims: str, window: str, why: str) -> None:
     assert why in _refusal(_with_indices(window, dims, "a,b,c,d"))
 
 
+@pytest.mark.parametrize("window, dims, pooled, output_shape", [
+    ("kernel_shape = [2, 2], strides = [2, 2]", "2,3,8,6", "2,3,4,3", None),
+    ("kernel_shape = [3, 2], strides = [3, 2], pads = [1, 0, 1, 0]", "2,3,7,6", "2,3,3,3", "2,3,7,6"),
+    ("kernel_shape = [3], strides = [3]", "2,3,9", "2,3,3", None),
+    ("kernel_shape = [2, 2, 2], strides = [2, 2, 2]", "1,2,4,6,4", "1,2,2,3,2", None),
+])
+def test_max_unpool_of_max_pool(window: str, dims: str, pooled: str, output_shape: str | None) -> None:
+    """MaxPool's values and indices written back where they came from (zeros elsewhere)."""
+    shape_input = ", shape" if output_shape else ""
+    shape_const = (f"shape = Constant <value = int64[{dims.count(',') + 1}] {{{output_shape}}}> ()"
+                   if output_shape else "")
+    text = f"""<ir_version: 10, opset_import: ["" : 22]>
+        g (float[{dims}] x) => (float[{dims}] y) {{
+            {shape_const}
+            p, i = MaxPool <{window}> (x)
+            y = MaxUnpool <{window}> (p, i{shape_input})
+        }}"""
+    x = RNG.standard_normal(tuple(int(d) for d in dims.split(","))).astype(np.float32)
+    check_onnx(text, {"x": x})
+
+
+@pytest.mark.parametrize("window, shape, why", [
+    ("kernel_shape = [3, 3], strides = [2, 2]", "", "overlapping windows"),
+    ("kernel_shape = [2, 2], strides = [2, 2]", ", s", "output_shape [1, 1, 7, 7] other than the unpooled"),
+    ("kernel_shape = [2, 2], strides = [2, 2]", ", n", "a computed output_shape"),
+])
+def test_max_unpool_refusals(window: str, shape: str, why: str) -> None:
+    text = f"""<ir_version: 10, opset_import: ["" : 22]>
+        g (float[1,1,3,3] p, int64[1,1,3,3] i, int64[4] n) => (float[1,1,a,b] y) {{
+            s = Constant <value = int64[4] {{1, 1, 7, 7}}> ()
+            y = MaxUnpool <{window}> (p, i{shape})
+        }}"""
+    assert why in _refusal(text)
+
+
 def test_lp_pool_of_p_zero_is_refused() -> None:
     assert "p=0" in _refusal(_model("LpPool", "kernel_shape = [2, 2], p = 0", "1,1,4,4"))
 
@@ -313,10 +348,11 @@ def test_dilated_pool_of_dynamic_spatial_sizes_is_refused() -> None:
 
 # -- ONNX's node tests --------------------------------------------------------------------------
 
-NODE_OPS = {"MaxPool", "AveragePool", "LpPool", "GlobalLpPool", "GlobalMaxPool", "GlobalAveragePool", "DepthToSpace",
-            "SpaceToDepth"}
-#: Refused by loopc, and why.
-NODE_REFUSED: dict[str, str] = {}
+NODE_OPS = {"MaxPool", "AveragePool", "LpPool", "GlobalLpPool", "GlobalMaxPool", "GlobalAveragePool", "MaxUnpool",
+            "DepthToSpace", "SpaceToDepth"}
+#: Refused by loopc, and why: the test's expected output places the indices as ONNX's reference does,
+#: which is not what the spec says of output_shape (nor what onnxruntime and PyTorch do).
+NODE_REFUSED = {"test_maxunpool_export_with_output_shape": "a computed output_shape"}
 #: Where the network TensorRT's own parser builds is not what ONNX asks: it keeps the ceil window ONNX
 #: drops (a wrong output shape), and it ignores SpaceToDepth's mode.
 PARSER_WRONG = {"test_maxpool_2d_ceil_output_size_reduce_by_one": WRONG_SHAPE,
@@ -330,9 +366,10 @@ def _node_cases() -> list[Any]:
 
 def test_node_tests_through_loopc() -> None:
     """Every node test of these ops builds with the real builder and matches ONNX's expected outputs,
-    the dilated, LpPool and MaxPool-with-indices ones TensorRT's parser refuses included."""
+    the dilated, LpPool, MaxPool-with-indices and MaxUnpool ones TensorRT's parser refuses included,
+    or is refused for its reason."""
     cases = _node_cases()
-    assert len(cases) >= 57 and set(NODE_REFUSED) <= {c.name for c in cases}
+    assert len(cases) >= 59 and set(NODE_REFUSED) <= {c.name for c in cases}
     wrong = []
     for case in cases:
         result = run_case(case, "loopc")

@@ -1,6 +1,6 @@
 """Windowed pools: MaxPool, AveragePool, LpPool (an IPoolingLayer each, 1-D run as 2-D; sized as
 ONNX sizes them by :mod:`~loopc.backend.trt.ops.pool_windows`, dilated ones by
-:mod:`~loopc.backend.trt.ops.dilated_pooling`) and GlobalLpPool (a reduction).
+:mod:`~loopc.backend.trt.ops.dilated_pooling`), GlobalLpPool (a reduction) and MaxUnpool (a scatter).
 
 Integer MaxPool pools exact float32 values; its Indices output comes from
 :mod:`~loopc.backend.trt.ops.max_pool_indices`. LpPool is an average of |x|^p that counts the
@@ -154,3 +154,49 @@ def global_lp_pool(ctx: ConversionContext, node: Node) -> None:
     powered = _magnitude_power(ctx, node, x, p)
     layer = ctx.network.add_reduce(powered, trt().ReduceOperation.SUM, mask(list(range(2, rank)), rank), True)
     ctx.set(node.outputs[0], _root(ctx, node, ctx.out(layer, node, "sum"), p))
+
+
+def _unpool_refusal(node: Node) -> str | None:
+    found = window_refusal(node)
+    if found is not None:
+        return found
+    window = Window.of(node)
+    if any(s < f for s, f in zip(window.strides, window.kernel)):
+        return ("MaxUnpool of overlapping windows (a stride shorter than the kernel): a max two windows share "
+                "is written twice, which TensorRT's scatter leaves undefined")
+    return None
+
+
+@converter("MaxUnpool", capability=_unpool_refusal)
+def max_unpool(ctx: ConversionContext, node: Node) -> None:
+    """x's values written at their flat indices into zeros of the shape the pool read,
+    (in - 1)·S - pads + F per spatial axis: an IScatterLayer on the flattened zeros. Windows must not
+    overlap, so that no index repeats.
+
+    An ``output_shape`` other than that shape is refused: the spec places the indices in it (as
+    onnxruntime and PyTorch do), ONNX's reference and node test in the computed shape, padded after.
+    """
+    x, indices = ctx.get(node.inputs[0], node), ctx.get(node.inputs[1], node)
+    shape = tuple(int(d) for d in x.shape)
+    window = Window.of(node)
+    if -1 in shape:
+        raise unsupported(node, f"MaxUnpool of an input of dynamic shape {list(shape)}")
+    if len(shape) != len(window.kernel) + 2:
+        raise unsupported(node, f"a {len(window.kernel)}-D MaxUnpool of a rank-{len(shape)} input")
+    unpooled = [*shape[:2], *((i - 1) * s - b - a + f for i, s, b, a, f in
+                              zip(shape[2:], window.strides, window.begin, window.end, window.kernel))]
+    given = node.inputs[2] if len(node.inputs) > 2 else None
+    if given is not None:
+        known = ctx.constant_of(given)
+        if known is None:
+            raise unsupported(node, "MaxUnpool with a computed output_shape (where its indices go is ambiguous "
+                                    "unless it is the unpooled shape)")
+        if [int(d) for d in known.reshape(-1)] != unpooled:
+            raise unsupported(node, f"MaxUnpool to output_shape {[int(d) for d in known.reshape(-1)]} other than "
+                                    f"the unpooled {unpooled} (ONNX's spec and its reference place the indices "
+                                    "differently)")
+    zero = ctx.cast(ctx.constant(np.zeros(1, np.float32), node, "zero"), x.dtype, node, "zero_typed")
+    zeros = ctx.out(ctx.network.add_slice(zero, [0], [int(np.prod(unpooled))], [0]), node, "zeros")
+    where = ctx.reshape(ctx.cast(indices, trt().int64, node, "indices64"), [-1, 1], node, "where")
+    layer = ctx.network.add_scatter(zeros, where, ctx.reshape(x, [-1], node, "values"), trt().ScatterMode.ND)
+    ctx.set(node.outputs[0], ctx.reshape(ctx.out(layer, node, "scatter"), unpooled, node))
