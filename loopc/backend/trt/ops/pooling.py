@@ -32,15 +32,20 @@ def _lp_refusal(node: Node) -> str | None:
     return window_refusal(node)
 
 
+def _window_over(node: Node, x: Any) -> Window:
+    """``node``'s window, which must fit ``x`` [N, C, *spatial]."""
+    window = Window.of(node)
+    n, rank = len(window.kernel), len(x.shape)
+    if rank != n + 2:
+        raise unsupported(node, f"a {n}-D window over a rank-{rank} input (it needs [N, C, {n} spatial dims])")
+    return window
+
+
 def pool(ctx: ConversionContext, node: Node, x: Any, kind: str, counts: str = NOTHING) -> Any:
     """``x`` [N, C, *spatial] pooled as ``node``'s window says; ``kind`` is a PoolingType name and
     ``counts`` what an average divides by (see :data:`NOTHING`)."""
-    window = Window.of(node)
-    rank = len(x.shape)
-    n = len(window.kernel)
-    if rank != n + 2:
-        raise unsupported(node, f"a {n}-D window over a rank-{rank} input (it needs [N, C, {n} spatial dims])")
-    if n == 1:  # TensorRT pools 2-D and 3-D windows: [N, C, L] runs as [N, C, L, 1]
+    window = _window_over(node, x)
+    if len(window.kernel) == 1:  # TensorRT pools 2-D and 3-D windows: [N, C, L] runs as [N, C, L, 1]
         lifted = ctx.unsqueeze(x, [3], node, "as2d")
         return ctx.squeeze(_pool_nd(ctx, node, lifted, window.lifted(), kind, counts), [3], node, "as1d")
     return _pool_nd(ctx, node, x, window, kind, counts)
@@ -90,12 +95,9 @@ def max_pool(ctx: ConversionContext, node: Node) -> None:
 def _max_pool_indices(ctx: ConversionContext, node: Node, x: Any) -> tuple[Any, Any]:
     """The max and its flat index per window (1-D run as 2-D over [L, 1], where both index orders
     agree)."""
-    window = Window.of(node)
-    n = len(window.kernel)
-    if len(x.shape) != n + 2:
-        raise unsupported(node, f"a {n}-D window over a rank-{len(x.shape)} input (it needs [N, C, {n} spatial dims])")
+    window = _window_over(node, x)
     column_major = bool(int(node.attrs.get("storage_order", 0)))
-    if n > 1:
+    if len(window.kernel) > 1:
         return max_pool_with_indices(ctx, node, x, window, column_major)
     lifted = ctx.unsqueeze(x, [3], node, "as2d")
     values, indices = max_pool_with_indices(ctx, node, lifted, window.lifted(), column_major)
@@ -177,12 +179,10 @@ def max_unpool(ctx: ConversionContext, node: Node) -> None:
     onnxruntime and PyTorch do), ONNX's reference and node test in the computed shape, padded after.
     """
     x, indices = ctx.get(node.inputs[0], node), ctx.get(node.inputs[1], node)
+    window = _window_over(node, x)
     shape = tuple(int(d) for d in x.shape)
-    window = Window.of(node)
     if -1 in shape:
         raise unsupported(node, f"MaxUnpool of an input of dynamic shape {list(shape)}")
-    if len(shape) != len(window.kernel) + 2:
-        raise unsupported(node, f"a {len(window.kernel)}-D MaxUnpool of a rank-{len(shape)} input")
     unpooled = [*shape[:2], *((i - 1) * s - b - a + f for i, s, b, a, f in
                               zip(shape[2:], window.strides, window.begin, window.end, window.kernel))]
     given = node.inputs[2] if len(node.inputs) > 2 else None
