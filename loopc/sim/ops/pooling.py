@@ -87,6 +87,7 @@ def _counts(geometry: Geometry, window: tuple[int, ...], stride: tuple[int, ...]
 
 @simulates("POOLING")
 def pooling(layer: Any) -> Kernel:
+    """MAX / AVERAGE / MAX_AVERAGE_BLEND over windows of the last len(window_size_nd) axes."""
     kind = layer.type.name
     window = dims(layer.window_size_nd)
     stride = dims(layer.stride_nd)
