@@ -52,24 +52,25 @@ def pool_geometry(mode: str, size: tuple[int, ...], window: tuple[int, ...], str
     return geometry
 
 
-def _windows(x: np.ndarray, geometry: Geometry, window: tuple[int, ...], stride: tuple[int, ...],
-             fill: Any) -> np.ndarray:
-    """A view [..., O1, .., Ok, F1, .., Fk] of ``x`` padded with ``fill`` (trimmed where padding is negative)."""
+def _pool(x: np.ndarray, geometry: Geometry, window: tuple[int, ...], stride: tuple[int, ...], fill: Any,
+          reduce: Any) -> np.ndarray:
+    """``reduce`` (np.max or np.sum) over every window of ``x`` padded with ``fill`` (trimmed where
+    padding is negative). Both reductions are separable, so the axes are pooled one at a time with a
+    sliding_window_view each: F1 + ... + Fk reads per output, not F1 * ... * Fk."""
     k = len(window)
-    spatial = x.shape[-k:]
-    widths = [(0, 0)] * (x.ndim - k)
-    crop = [slice(None)] * x.ndim
-    for axis, ((o, b, _), f, s, i) in enumerate(zip(geometry, window, stride, spatial)):
+    for axis, ((o, b, _), f, s) in enumerate(zip(geometry, window, stride)):
+        axis += x.ndim - k
+        i = x.shape[axis]
         need = (o - 1) * s + f  # the padded length the windows read
-        lead, trail = max(b, 0), max(need - b - i, 0)
-        widths.append((lead, trail))
-        start = max(-b, 0)
-        crop[x.ndim - k + axis] = slice(start, start + need)
-    padded = np.pad(x, widths, constant_values=fill)[tuple(crop)]
-    view = sliding_window_view(padded, window, axis=tuple(range(x.ndim - k, x.ndim)))
-    steps: list[slice] = [slice(None)] * (view.ndim - 2 * k)
-    steps += [slice(None, None, s) for s in stride] + [slice(None)] * k
-    return view[tuple(steps)]
+        widths = [(0, 0)] * x.ndim
+        widths[axis] = (max(b, 0), max(need - b - i, 0))
+        crop = [slice(None)] * x.ndim
+        crop[axis] = slice(max(-b, 0), max(-b, 0) + need)
+        padded = np.pad(x, widths, constant_values=fill)[tuple(crop)]
+        steps = [slice(None)] * (x.ndim + 1)
+        steps[axis] = slice(None, None, s)
+        x = reduce(sliding_window_view(padded, f, axis=axis)[tuple(steps)], axis=-1)
+    return x
 
 
 def _counts(geometry: Geometry, window: tuple[int, ...], stride: tuple[int, ...], spatial: tuple[int, ...],
@@ -107,13 +108,12 @@ def pooling(layer: Any) -> Kernel:
             raise SimulationError(f"{kind} pooling of {x.dtype} is not supported")
         spatial = x.shape[-k:]
         geometry = pool_geometry(mode, spatial, window, stride, pre, post)
-        axes = tuple(range(-k, 0))
         results = []
         if kind != "AVERAGE":
             low = -np.inf if is_float(x.dtype) else np.iinfo(x.dtype).min
-            results.append(np.max(_windows(x, geometry, window, stride, low), axis=axes))
+            results.append(_pool(x, geometry, window, stride, low, np.max))
         if kind != "MAX":
-            sums = np.sum(_windows(x, geometry, window, stride, 0), axis=axes, dtype=x.dtype)
+            sums = _pool(x, geometry, window, stride, 0, np.sum)
             counts = _counts(geometry, window, stride, spatial, exclude_padding).astype(x.dtype)
             with np.errstate(all="ignore"):
                 results.append(sums / counts)
