@@ -414,3 +414,18 @@ def test_pools_in_a_loop_body() -> None:
                 c2 = Identity (c)
             }>
         }""", {"n": np.array(3), "x": x}, rtol=1e-5, atol=1e-5)
+
+
+def test_opset_1_lp_pools_take_a_fractional_p() -> None:
+    """LpPool-1 and GlobalLpPool-1 have a float p (onnxruntime runs neither): (Σ |x|^p)^(1/p) by NumPy."""
+    x = RNG.standard_normal((2, 3, 5, 4)).astype(np.float32)
+    text = """<ir_version: 3, opset_import: ["" : 1]>
+        g (float[2,3,5,4] x) => (float[2,3,2,3] y, float[2,3,1,1] z) {
+            y = LpPool <kernel_shape = [3, 2], strides = [2, 1], p = 1.5> (x)
+            z = GlobalLpPool <p = 2.5> (x)
+        }"""
+    _, got = build_and_simulate(import_model(onnx.parser.parse_model(text)), {"x": x})
+    magnitude = np.abs(x.astype(np.float64))
+    windows = np.lib.stride_tricks.sliding_window_view(magnitude ** 1.5, (3, 2), axis=(2, 3))[:, :, ::2]
+    np.testing.assert_allclose(got["y"], windows.sum(axis=(-2, -1)) ** (1 / 1.5), rtol=1e-5)
+    np.testing.assert_allclose(got["z"], (magnitude ** 2.5).sum(axis=(2, 3), keepdims=True) ** (1 / 2.5), rtol=1e-5)

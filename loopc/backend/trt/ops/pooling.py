@@ -25,11 +25,18 @@ from loopc.ir import Node
 from loopc.trt import trt
 
 
+def _norm_order(node: Node) -> float:
+    """LpPool's and GlobalLpPool's p: an int since opset 2, a float in opset 1."""
+    return float(node.attrs.get("p", 2))
+
+
+def _p_refusal(node: Node) -> str | None:
+    p = _norm_order(node)
+    return f"{node.op} with p={p:g} (p must be positive)" if p <= 0 else None
+
+
 def _lp_refusal(node: Node) -> str | None:
-    p = int(node.attrs.get("p", 2))
-    if p < 1:
-        return f"LpPool with p={p} (p must be 1 or more)"
-    return window_refusal(node)
+    return _p_refusal(node) or window_refusal(node)
 
 
 def _window_over(node: Node, x: Any) -> Window:
@@ -115,15 +122,15 @@ def _power(ctx: ConversionContext, node: Node, x: Any, p: float, suffix: str) ->
     return ctx.elementwise(x, scalar_like(ctx, p, x, node, f"{suffix}_p"), "POW", node, suffix)
 
 
-def _magnitude_power(ctx: ConversionContext, node: Node, x: Any, p: int) -> Any:
+def _magnitude_power(ctx: ConversionContext, node: Node, x: Any, p: float) -> Any:
     """|x|^p: ABS for p = 1, x·x for p = 2, else POW of |x| (exact for even p as well)."""
     if p == 2:
         return ctx.elementwise(x, x, "PROD", node, "square")
     magnitude = ctx.unary(x, "ABS", node, "abs")
-    return magnitude if p == 1 else _power(ctx, node, magnitude, float(p), "pow")
+    return magnitude if p == 1 else _power(ctx, node, magnitude, p, "pow")
 
 
-def _root(ctx: ConversionContext, node: Node, x: Any, p: int) -> Any:
+def _root(ctx: ConversionContext, node: Node, x: Any, p: float) -> Any:
     if p == 1:
         return x
     if p == 2:
@@ -136,23 +143,21 @@ def lp_pool(ctx: ConversionContext, node: Node) -> None:
     """(sum over the window of |x|^p)^(1/p): an average that counts the padding (zeros add nothing)
     times the window's size, with windows that all lie within the padding."""
     x = ctx.get(node.inputs[0], node)
-    p = int(node.attrs.get("p", 2))
+    p = _norm_order(node)
     mean = pool(ctx, node, _magnitude_power(ctx, node, x, p), "AVERAGE", WHOLE)
     size = float(np.prod(Window.of(node).kernel))
     total = ctx.elementwise(mean, scalar_like(ctx, size, mean, node, "window"), "PROD", node, "sum")
     ctx.set(node.outputs[0], _root(ctx, node, total, p))
 
 
-@converter("GlobalLpPool")
+@converter("GlobalLpPool", capability=_p_refusal)
 def global_lp_pool(ctx: ConversionContext, node: Node) -> None:
     """(sum over the spatial axes of |x|^p)^(1/p), kept as ones."""
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
     if rank < 3:
         raise unsupported(node, f"GlobalLpPool of a rank-{rank} input (it needs [N, C, D1, ...])")
-    p = int(node.attrs.get("p", 2))
-    if p < 1:
-        raise unsupported(node, f"GlobalLpPool with p={p} (p must be 1 or more)")
+    p = _norm_order(node)
     powered = _magnitude_power(ctx, node, x, p)
     layer = ctx.network.add_reduce(powered, trt().ReduceOperation.SUM, mask(list(range(2, rank)), rank), True)
     ctx.set(node.outputs[0], _root(ctx, node, ctx.out(layer, node, "sum"), p))
