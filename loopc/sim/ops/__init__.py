@@ -1,3 +1,5 @@
 """Kernels for each TensorRT layer family; importing this package registers them all."""
 
-from loopc.sim.ops import elementwise, fill, gather, linalg, pooling, reduce, shuffle, tensors  # noqa: F401
+from loopc.sim.ops import (  # noqa: F401
+    elementwise, fill, gather, linalg, normalization, pooling, reduce, shuffle, tensors,
+)

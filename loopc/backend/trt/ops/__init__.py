@@ -1,6 +1,6 @@
 """Converters by op family; importing this package registers them all."""
 
 from loopc.backend.trt.ops import (  # noqa: F401
-    elementwise, gather, linalg, masks, nonzero, normalization, pooling, reduce, sampling, shape, space, tensors,
-    unary,
+    elementwise, gather, linalg, masks, nonzero, normalization, pooling, random_ops, reduce, sampling, shape, space,
+    tensors, unary, windows,
 )
