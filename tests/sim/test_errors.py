@@ -51,14 +51,15 @@ def scan_loop(nb: Any, rows: int, length: int, scan_iterator: bool = True) -> di
 
 
 def test_unsupported_layer_names_the_layer_and_its_type(nb):
-    x = nb.input("x", nb.trt.float32, (1, 1, 4, 4))
-    pool = nb.network.add_pooling_nd(x, nb.trt.PoolingType.MAX, (2, 2))
-    pool.name = "downsample"
-    nb.output(pool.get_output(0), "y")
+    x = nb.input("x", nb.trt.float32, (1, 2, 4))
+    ragged = nb.network.add_ragged_softmax(x, nb.const(np.array([[[3], [4]]], np.int32)))
+    ragged.name = "scores"
+    nb.output(ragged.get_output(0), "y")
 
-    with pytest.raises(SimulationError, match=r"'downsample' \(POOLING\).*does not support layer type POOLING"):
-        simulate(nb.network, {"x": np.zeros((1, 1, 4, 4), np.float32)})
-    assert Simulator(nb.network).unsupported_layers() == ["layer 'downsample' (POOLING)"]
+    unsupported = r"'scores' \(RAGGED_SOFTMAX\).*does not support layer type RAGGED_SOFTMAX"
+    with pytest.raises(SimulationError, match=unsupported):
+        simulate(nb.network, {"x": np.zeros((1, 2, 4), np.float32)})
+    assert Simulator(nb.network).unsupported_layers() == ["layer 'scores' (RAGGED_SOFTMAX)"]
 
 
 def test_unsupported_layer_inside_a_loop(nb):
