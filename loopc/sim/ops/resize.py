@@ -58,7 +58,7 @@ def source_coordinates(transform: str, selector: str, n_in: int, n_out: int) -> 
     raise SimulationError(f"resize coordinate transformation {transform} is not supported")
 
 
-_ROUND: dict[str, Callable[[np.ndarray], np.ndarray]] = {
+ROUNDING: dict[str, Callable[[np.ndarray], np.ndarray]] = {
     "HALF_UP": lambda c: np.floor(c + 0.5),
     "HALF_DOWN": lambda c: np.ceil(c - 0.5),
     "FLOOR": np.floor,
@@ -71,7 +71,7 @@ def axis_taps(layer: dict[str, Any], n_in: int, n_out: int) -> tuple[np.ndarray,
     coord = source_coordinates(layer["transform"], layer["selector"], n_in, n_out)
     mode = layer["mode"]
     if mode == "NEAREST":
-        index = _ROUND[layer["rounding"]](coord).astype(np.int64)
+        index = ROUNDING[layer["rounding"]](coord).astype(np.int64)
         return np.clip(index, 0, n_in - 1)[None], np.ones((1, n_out))
     base = np.floor(coord)
     t = coord - base
