@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from loopc.backend.trt.context import ConversionContext
+from loopc.backend.trt.context import ConversionContext, np_dtype
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
 from loopc.sim.ops.resize import ROUNDING, source_coordinates
@@ -38,6 +38,8 @@ _TRANSFORMS = {
 _NEAREST = {"round_prefer_floor": "HALF_DOWN", "round_prefer_ceil": "HALF_UP", "floor": "FLOOR", "ceil": "CEIL"}
 #: How many innermost axes TensorRT's resize may change in each mode.
 _RESIZABLE = {"NEAREST": 3, "LINEAR": 3, "CUBIC": 2}
+#: Integer types whose every value float32 holds exactly (nearest resizes them as floats).
+_EXACT_IN_FLOAT = {"int8", "uint8", "bool"}
 _GRID_PADDING = {"zeros": "FILL", "border": "CLAMP", "reflection": "REFLECT"}
 
 
@@ -93,6 +95,8 @@ def _disagreement(node: Node, axis: int, spec: _Axis, mode: str, transform: str)
     assert spec.n_out is not None
     n_in, n_out = spec.n_in, spec.n_out
     scale = n_out / n_in if spec.scale is None else spec.scale
+    if n_in == 1 or (n_in == n_out and scale == 1):
+        return None  # every tap reads the one pixel; ONNX leaves an axis of scale 1 as it is, as TensorRT does
     theirs = onnx_coordinates(transform, n_in, n_out, scale)
     trt_transform, selector = _TRANSFORMS[transform]
     ours = source_coordinates(trt_transform, selector, n_in, n_out)
@@ -133,6 +137,10 @@ def resize(ctx: ConversionContext, node: Node) -> None:
         raise unsupported(node, "Resize of a 0-D tensor")
     mode = _MODES[text(node, "mode", "nearest")]
     transform = text(node, "coordinate_transformation_mode", "half_pixel")
+    data_type = np_dtype(x.dtype)
+    if data_type.kind != "f" and (mode != "NEAREST" or data_type.name not in _EXACT_IN_FLOAT):
+        raise unsupported(node, f"{mode.lower()} Resize of {data_type.name} data",
+                          hint="TensorRT resizes floating-point tensors; cast the data first")
     inputs = list(node.inputs) + [None] * (4 - len(node.inputs))
     axes = [int(a) % rank for a in node.attrs.get("axes", range(rank))]
     if len(set(axes)) != len(axes):
@@ -179,8 +187,9 @@ def resize(ctx: ConversionContext, node: Node) -> None:
                           f"resizes only the innermost {_RESIZABLE[mode]} axes in this mode)",
                           hint="transpose the resized axes innermost")
 
-    layer = ctx.network.add_resize(x)
     tr = trt()
+    source = ctx.cast(x, tr.float32, node, "as_float") if data_type.kind != "f" else x
+    layer = ctx.network.add_resize(source)  # nearest only moves values, exact in float32 for these types
     layer.resize_mode = getattr(tr.InterpolationMode, mode)
     trt_transform, selector = _TRANSFORMS[transform]
     layer.coordinate_transformation = getattr(tr.ResizeCoordinateTransformation, trt_transform)
@@ -196,7 +205,10 @@ def resize(ctx: ConversionContext, node: Node) -> None:
         layer.scales = [float(s.scale if s.scale is not None else 1.0) for s in spec]
     else:
         layer.set_input(1, _output_shape(ctx, node, x, spec, axes, sizes_tensor))
-    ctx.set(node.outputs[0], ctx.out(layer, node))
+    if data_type.kind != "f":
+        ctx.set(node.outputs[0], ctx.cast(ctx.out(layer, node), x.dtype, node, "data"))
+    else:
+        ctx.set(node.outputs[0], ctx.out(layer, node))
 
 
 def _sizes_spec(node: Node, spec: list[_Axis], axes: list[int], sizes: list[int]) -> None:
@@ -287,11 +299,16 @@ def grid_sample(ctx: ConversionContext, node: Node) -> None:
         raise unsupported(node, f"GridSample of a rank-{rank} input (TensorRT samples 2-D and 3-D grids)")
     if mode == "CUBIC" and rank != 4:
         raise unsupported(node, "cubic GridSample of a 3-D grid (TensorRT's cubic sampling is 2-D only)")
+    padding = text(node, "padding_mode", "zeros")
+    if mode == "CUBIC" and padding == "border":
+        raise unsupported(node, "cubic GridSample with border padding", hint="ONNX's reference clamps the sampling "
+                          "point and onnxruntime clamps each tap, which differ, and TensorRT does not say which it "
+                          "does; use zeros or reflection padding, or linear sampling")
     if len(grid.shape) != rank:
         raise unsupported(node, f"a rank-{len(grid.shape)} grid for a rank-{rank} input")
     layer = ctx.network.add_grid_sample(x, grid)
     tr = trt()
     layer.interpolation_mode = getattr(tr.InterpolationMode, mode)
     layer.align_corners = bool(int(node.attrs.get("align_corners", 0)))
-    layer.sample_mode = getattr(tr.SampleMode, _GRID_PADDING[text(node, "padding_mode", "zeros")])
+    layer.sample_mode = getattr(tr.SampleMode, _GRID_PADDING[padding])
     ctx.set(node.outputs[0], ctx.out(layer, node))
