@@ -112,6 +112,32 @@ def test_nearest_of_uint8_data():
         }}""", {"x": x})
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+def test_half_precision_data(mode):
+    x = RNG.standard_normal((1, 2, 3, 4)).astype(np.float16)
+    check_onnx(f"""{HEADER}
+        g (float16[1,2,3,4] x) => (float16[A,B,C,D] y) {{
+            s = Constant <value = int64[4] {{1, 2, 5, 7}}> ()
+            y = Resize <mode = "{mode}"> (x, , , s)
+        }}""", {"x": x}, rtol=2e-3, atol=2e-3)
+
+
+def test_resize_inside_a_loop_body():
+    """Each trip doubles the width of the carried row by linear interpolation, then keeps its last 4."""
+    check_onnx(f"""{HEADER}
+        g (float[1,4] x, int64 n) => (float[1,4] y) {{
+            y = Loop (n, , x) <body = b (int64 i, bool c, float[1,4] v) => (bool c_out, float[1,4] w) {{
+                c_out = Identity (c)
+                s = Constant <value = float[2] {{1.0, 2.0}}> ()
+                big = Resize <mode = "linear"> (v, , s)
+                starts = Constant <value = int64[1] {{4}}> ()
+                ends = Constant <value = int64[1] {{8}}> ()
+                axes = Constant <value = int64[1] {{1}}> ()
+                w = Slice (big, starts, ends, axes)
+            }}>
+        }}""", {"x": np.array([[1, 5, 2, 8]], np.float32), "n": np.array(3, np.int64)})
+
+
 def test_linear_of_integer_data_is_refused():
     message = refusal(f"""{HEADER}
         g (int32[1,2,3,4] x) => (int32[A,B,C,D] y) {{

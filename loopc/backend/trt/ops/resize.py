@@ -297,6 +297,9 @@ def grid_sample(ctx: ConversionContext, node: Node) -> None:
     mode = _MODES[text(node, "mode", "linear")]
     if rank not in (4, 5):
         raise unsupported(node, f"GridSample of a rank-{rank} input (TensorRT samples 2-D and 3-D grids)")
+    if np_dtype(x.dtype).kind != "f":
+        raise unsupported(node, f"GridSample of {np_dtype(x.dtype).name} data",
+                          hint="TensorRT samples floating-point tensors; cast the data first")
     if mode == "CUBIC" and rank != 4:
         raise unsupported(node, "cubic GridSample of a 3-D grid (TensorRT's cubic sampling is 2-D only)")
     padding = text(node, "padding_mode", "zeros")
