@@ -128,11 +128,10 @@ def _run_time_disagreement(axis: int, spec: _Axis, mode: str, transform: str) ->
 
 @converter("Resize", capability=_resize_refusal)
 def resize(ctx: ConversionContext, node: Node) -> None:
-    """One IResizeLayer: output lengths from constant scales or sizes (or from computed sizes, as a
-    shape tensor); keep_aspect_ratio_policy's lengths are computed here as ONNX does."""
+    """One IResizeLayer, its output lengths static, from whole scales, or a shape tensor; integer data
+    that float32 holds exactly is resized (nearest) as floats."""
     x = ctx.get(node.inputs[0], node)
-    shape = tuple(x.shape)
-    rank = len(shape)
+    rank = len(x.shape)
     if rank == 0:
         raise unsupported(node, "Resize of a 0-D tensor")
     mode = _MODES[text(node, "mode", "nearest")]
@@ -141,41 +140,10 @@ def resize(ctx: ConversionContext, node: Node) -> None:
     if data_type.kind != "f" and (mode != "NEAREST" or data_type.name not in _EXACT_IN_FLOAT):
         raise unsupported(node, f"{mode.lower()} Resize of {data_type.name} data",
                           hint="TensorRT resizes floating-point tensors; cast the data first")
-    inputs = list(node.inputs) + [None] * (4 - len(node.inputs))
     axes = [int(a) % rank for a in node.attrs.get("axes", range(rank))]
     if len(set(axes)) != len(axes):
         raise unsupported(node, f"repeated axes {axes}")
-    spec = [_Axis(d, d, 1.0) for d in shape]
-    sizes_tensor = None
-    by_scales = False
-    sizes = ctx.constant_of(inputs[3])
-    scales = ctx.constant_of(inputs[2])
-    if inputs[3] is not None and (sizes is None or sizes.size):
-        if sizes is None:
-            sizes_tensor = ctx.cast(ctx.get(inputs[3], node), trt().int64, node, "sizes")
-            if text(node, "keep_aspect_ratio_policy", "stretch") != "stretch":
-                raise unsupported(node, "keep_aspect_ratio_policy with sizes computed at run time",
-                                  hint="give constant sizes")
-            for a in axes:
-                spec[a] = _Axis(shape[a], None)
-        else:
-            _sizes_spec(node, spec, axes, [int(s) for s in sizes.reshape(-1)])
-    elif inputs[2] is not None and (scales is None or scales.size):
-        if scales is None:
-            raise unsupported(node, "scales computed at run time", hint="TensorRT sizes a resize from integer "
-                              "lengths and maps coordinates by their ratio, not by a scale; give constant scales, "
-                              "or sizes")
-        by_scales = True
-        values = [float(s) for s in scales.reshape(-1)]
-        if len(values) != len(axes):
-            raise unsupported(node, f"{len(values)} scales for {len(axes)} axes")
-        for a, s in zip(axes, values):
-            if s <= 0:
-                raise unsupported(node, f"scale {s:g} on axis {a} (scales must be positive)")
-            spec[a] = _Axis(shape[a], int(np.floor(s * shape[a])) if shape[a] != -1 else None, s)
-    else:
-        raise unsupported(node, "Resize with neither scales nor sizes")
-
+    spec, sizes_tensor, by_scales = _lengths(ctx, node, tuple(x.shape), axes)
     if mode != "NEAREST" and int(node.attrs.get("antialias", 0)) and any(_may_shrink(spec[a]) for a in axes):
         raise unsupported(node, f"antialiased {mode.lower()} downscaling", hint="TensorRT's resize has no "
                           "antialiasing filter (antialias changes nothing where no axis shrinks)")
@@ -187,28 +155,63 @@ def resize(ctx: ConversionContext, node: Node) -> None:
                           f"resizes only the innermost {_RESIZABLE[mode]} axes in this mode)",
                           hint="transpose the resized axes innermost")
 
+    exact = data_type.kind != "f"
+    layer = ctx.network.add_resize(ctx.cast(x, trt().float32, node, "as_float") if exact else x)
+    _configure(layer, node, mode, transform)
+    outs = [s.n_out for s in spec]
+    if all(n is not None and n != -1 for n in outs):
+        layer.shape = tuple(int(n) for n in outs)  # type: ignore[arg-type]
+    elif by_scales:  # whole scales on axes of run-time length: floor(length × scale) is exact
+        layer.scales = [float(s.scale) for s in spec if s.scale is not None]
+    else:
+        layer.set_input(1, _output_shape(ctx, node, x, spec, axes, sizes_tensor))
+    y = ctx.out(layer, node)
+    ctx.set(node.outputs[0], ctx.cast(y, x.dtype, node, "data") if exact else y)
+
+
+def _lengths(ctx: ConversionContext, node: Node, shape: tuple[int, ...],
+             axes: list[int]) -> tuple[list[_Axis], Any, bool]:
+    """Each axis' input and output lengths and ONNX scale, from sizes (constant, or computed: then
+    also the sizes as an INT64 tensor) or from constant scales (then True)."""
+    inputs = list(node.inputs) + [None] * (4 - len(node.inputs))
+    spec = [_Axis(d, d, 1.0) for d in shape]
+    sizes, scales = ctx.constant_of(inputs[3]), ctx.constant_of(inputs[2])
+    if inputs[3] is not None and (sizes is None or sizes.size):
+        if sizes is not None:
+            _sizes_spec(node, spec, axes, [int(s) for s in sizes.reshape(-1)])
+            return spec, None, False
+        if text(node, "keep_aspect_ratio_policy", "stretch") != "stretch":
+            raise unsupported(node, "keep_aspect_ratio_policy with sizes computed at run time",
+                              hint="give constant sizes")
+        for a in axes:
+            spec[a] = _Axis(shape[a], None)
+        return spec, ctx.cast(ctx.get(inputs[3], node), trt().int64, node, "sizes"), False
+    if inputs[2] is None or (scales is not None and not scales.size):
+        raise unsupported(node, "Resize with neither scales nor sizes")
+    if scales is None:
+        raise unsupported(node, "scales computed at run time", hint="TensorRT sizes a resize from integer "
+                          "lengths and maps coordinates by their ratio, not by a scale; give constant scales, or sizes")
+    values = [float(s) for s in scales.reshape(-1)]
+    if len(values) != len(axes):
+        raise unsupported(node, f"{len(values)} scales for {len(axes)} axes")
+    for a, s in zip(axes, values):
+        if s <= 0:
+            raise unsupported(node, f"scale {s:g} on axis {a} (scales must be positive)")
+        spec[a] = _Axis(shape[a], int(np.floor(s * shape[a])) if shape[a] != -1 else None, s)
+    return spec, None, True
+
+
+def _configure(layer: Any, node: Node, mode: str, transform: str) -> None:
+    """The interpolation, coordinate mapping, single-pixel selector, rounding and cubic settings."""
     tr = trt()
-    source = ctx.cast(x, tr.float32, node, "as_float") if data_type.kind != "f" else x
-    layer = ctx.network.add_resize(source)  # nearest only moves values, exact in float32 for these types
     layer.resize_mode = getattr(tr.InterpolationMode, mode)
     trt_transform, selector = _TRANSFORMS[transform]
     layer.coordinate_transformation = getattr(tr.ResizeCoordinateTransformation, trt_transform)
     layer.selector_for_single_pixel = getattr(tr.ResizeSelector, selector)
-    layer.nearest_rounding = getattr(tr.ResizeRoundMode, _NEAREST[text(node, "nearest_mode", "round_prefer_floor")]
-                                     if mode == "NEAREST" else "FLOOR")
+    rounding = _NEAREST[text(node, "nearest_mode", "round_prefer_floor")] if mode == "NEAREST" else "FLOOR"
+    layer.nearest_rounding = getattr(tr.ResizeRoundMode, rounding)
     layer.cubic_coeff = float(node.attrs.get("cubic_coeff_a", -0.75))
     layer.exclude_outside = bool(int(node.attrs.get("exclude_outside", 0)))
-    outs = [s.n_out for s in spec]
-    if all(n is not None and n != -1 for n in outs):
-        layer.shape = tuple(int(n) for n in outs)  # type: ignore[arg-type]
-    elif by_scales:  # whole scales on the axes of run-time length: floor(length × scale) is exact
-        layer.scales = [float(s.scale if s.scale is not None else 1.0) for s in spec]
-    else:
-        layer.set_input(1, _output_shape(ctx, node, x, spec, axes, sizes_tensor))
-    if data_type.kind != "f":
-        ctx.set(node.outputs[0], ctx.cast(ctx.out(layer, node), x.dtype, node, "data"))
-    else:
-        ctx.set(node.outputs[0], ctx.out(layer, node))
 
 
 def _sizes_spec(node: Node, spec: list[_Axis], axes: list[int], sizes: list[int]) -> None:
