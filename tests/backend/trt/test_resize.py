@@ -231,6 +231,28 @@ def test_cubic_on_three_axes_is_refused():
     assert "cubic resize of axis 1 of a rank-4 input" in message
 
 
+@pytest.mark.parametrize("opset", [11, 13])
+def test_opset_11_and_13_forms_with_empty_roi_and_scales(opset):
+    """As PyTorch exports F.interpolate(size=...) at these opsets: empty roi and scales, then sizes."""
+    check_onnx(f"""<ir_version: 7, opset_import: ["" : {opset}]>
+        g (float[1,2,3,4] x) => (float[A,B,C,D] y) {{
+            roi = Constant <value = float[0] {{}}> ()
+            scales = Constant <value = float[0] {{}}> ()
+            s = Constant <value = int64[4] {{1, 2, 6, 5}}> ()
+            y = Resize <mode = "linear", coordinate_transformation_mode = "pytorch_half_pixel"> (x, roi, scales, s)
+        }}""", {"x": X})
+
+
+@pytest.mark.parametrize("opset", [11, 13])
+def test_opset_11_and_13_scales_with_an_empty_roi(opset):
+    check_onnx(f"""<ir_version: 7, opset_import: ["" : {opset}]>
+        g (float[1,2,3,4] x) => (float[A,B,C,D] y) {{
+            roi = Constant <value = float[0] {{}}> ()
+            scales = Constant <value = float[4] {{1, 1, 2, 2}}> ()
+            y = Resize <mode = "cubic", coordinate_transformation_mode = "align_corners"> (x, roi, scales)
+        }}""", {"x": X}, atol=1e-5)
+
+
 # -- keep_aspect_ratio_policy and antialias -------------------------------------------------------
 
 
