@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from loopc.errors import SimulationError
+from loopc.sim.dtypes import is_float
 from loopc.sim.ops._common import dims, widen
 from loopc.sim.registry import Kernel, simulates
 
@@ -133,6 +134,9 @@ def resize(layer: Any) -> Kernel:
                                   f"{changed[0]}; TensorRT resizes only the innermost {limit} axes in this mode")
         if any(x.shape[a] == 0 for a in changed):
             raise SimulationError(f"resize of an empty axis to {out_shape}")
+        if params["mode"] != "NEAREST" and not is_float(x.dtype):
+            raise SimulationError(f"{params['mode'].lower()} resize of {x.dtype} data (TensorRT interpolates "
+                                  "quantized data by scales this simulator does not model)")
         y = widen(x) if params["mode"] != "NEAREST" else x
         for axis in changed:
             index, weights = axis_taps(params, x.shape[axis], out_shape[axis])

@@ -279,3 +279,13 @@ def test_grid_sample_3d_matches_the_naive_reference(nb: Any, mode: str, sample: 
     grid_layer(nb, x, grid, mode, sample, False)
     got = nb.build_and_simulate({"x": x, "g": grid})["y"]
     np.testing.assert_allclose(got, naive_grid_sample(x, grid, mode, sample, False), rtol=1e-5, atol=1e-5)
+
+
+def test_interpolating_integer_data_is_an_error(nb: Any) -> None:
+    t = nb.trt
+    layer = nb.network.add_resize(nb.input("x", t.int8, (1, 2)))
+    layer.resize_mode = t.InterpolationMode.LINEAR
+    layer.shape = (1, 4)
+    nb.output(layer.get_output(0), "y")
+    with pytest.raises(SimulationError, match="linear resize of int8 data"):
+        simulate(nb.network, {"x": np.array([[1, 2]], np.int8)})
