@@ -380,6 +380,14 @@ def test_grid_sample_22_cubic_of_run_time_shapes():
         }""", {"x": x, "grid": grid((1, 3, 4, 2))}, atol=1e-5)
 
 
+def test_grid_sample_of_half_data_by_a_float_grid():
+    x = RNG.standard_normal((1, 2, 4, 5)).astype(np.float16)
+    check_onnx("""<ir_version: 9, opset_import: ["" : 20]>
+        g (float16[1,2,4,5] x, float[1,3,3,2] grid) => (float16[A,B,C,D] y) {
+            y = GridSample <mode = "linear", padding_mode = "zeros"> (x, grid)
+        }""", {"x": x, "grid": grid((1, 3, 3, 2))}, rtol=2e-3, atol=2e-3)
+
+
 def test_grid_sample_refusals():
     volumetric_cubic = refusal("""<ir_version: 9, opset_import: ["" : 20]>
         g (float[1,2,3,4,5] x, float[1,2,3,4,3] grid) => (float[A,B,C,D,E] y) {

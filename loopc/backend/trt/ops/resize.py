@@ -312,9 +312,13 @@ def grid_sample(ctx: ConversionContext, node: Node) -> None:
                           "does; use zeros or reflection padding, or linear sampling")
     if len(grid.shape) != rank:
         raise unsupported(node, f"a rank-{len(grid.shape)} grid for a rank-{rank} input")
-    layer = ctx.network.add_grid_sample(x, grid)
     tr = trt()
+    widen = grid.dtype != x.dtype  # TensorRT samples with a grid of the data's type: both in float32
+    if widen:
+        x, grid = ctx.cast(x, tr.float32, node, "data_f32"), ctx.cast(grid, tr.float32, node, "grid_f32")
+    layer = ctx.network.add_grid_sample(x, grid)
     layer.interpolation_mode = getattr(tr.InterpolationMode, mode)
     layer.align_corners = bool(int(node.attrs.get("align_corners", 0)))
     layer.sample_mode = getattr(tr.SampleMode, _GRID_PADDING[padding])
-    ctx.set(node.outputs[0], ctx.out(layer, node))
+    y = ctx.out(layer, node)
+    ctx.set(node.outputs[0], ctx.cast(y, ctx.get(node.inputs[0], node).dtype, node, "data") if widen else y)
