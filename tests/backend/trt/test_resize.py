@@ -93,6 +93,44 @@ def test_nearest_tie_as_onnx_computes_it():
     np.testing.assert_array_equal(check_onnx_free(text, {"x": X})["y"], want)
 
 
+def random_resize(rng: np.random.Generator) -> tuple[str, np.ndarray]:
+    """A Resize of a random image by random constant scales or sizes, mode, transform and rounding."""
+    h, w = (int(d) for d in rng.integers(1, 8, 2))
+    attrs = (f'mode = "{rng.choice(["nearest", "linear", "cubic"])}", coordinate_transformation_mode = '
+             f'"{rng.choice(TRANSFORMS)}", nearest_mode = "{rng.choice(NEAREST_MODES)}"')
+    if rng.random() < 0.5:
+        scales = rng.choice([0.34, 0.5, 0.6, 0.75, 1.0, 1.25, 1.5, 1.7, 2.0, 2.3, 3.0], 2)
+        scales = [max(s, 1 / d) for s, d in zip(scales, (h, w))]  # at least one output pixel
+        text = resize_by_scales([1.0, 1.0, *scales], attrs, f"1,2,{h},{w}")
+    else:
+        text = resize_by_sizes([1, 2, *(int(n) for n in rng.integers(1, 10, 2))], attrs, f"1,2,{h},{w}")
+    return text, rng.standard_normal((1, 2, h, w)).astype(np.float32)
+
+
+def test_random_forms_match_or_are_refused():
+    """No wrong numbers: each random Resize is refused in one line, or matches onnxruntime — or, where
+    onnxruntime's float32 lands a nearest coordinate just off an exact integer, ONNX's reference."""
+    rng = np.random.default_rng(2026)
+    built = refused = 0
+    for _ in range(80):
+        text, x = random_resize(rng)
+        proto = onnx.parser.parse_model(text)
+        try:
+            got = check_onnx_free(text, {"x": x})["y"]
+        except LoopcError as exc:
+            assert "\n" not in str(exc) and "is not supported by the TensorRT backend" in str(exc)
+            refused += 1
+            continue
+        built += 1
+        want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+        if got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5):
+            continue
+        assert 'mode = "nearest"' in text, text
+        reference = ReferenceEvaluator(proto).run(None, {"x": x})[0]
+        np.testing.assert_allclose(got, reference, rtol=1e-5, atol=1e-6, err_msg=text)
+    assert built >= 40 and refused >= 10, (built, refused)
+
+
 def test_trilinear_over_three_axes():
     x = RNG.standard_normal((3, 4, 5)).astype(np.float32)
     check_onnx(f"""{HEADER}

@@ -97,6 +97,9 @@ def _disagreement(node: Node, axis: int, spec: _Axis, mode: str, transform: str)
     scale = n_out / n_in if spec.scale is None else spec.scale
     if n_in == 1 or (n_in == n_out and scale == 1):
         return None  # every tap reads the one pixel; ONNX leaves an axis of scale 1 as it is, as TensorRT does
+    if mode == "CUBIC" and transform == "pytorch_half_pixel" and n_out == 1:
+        return (f"cubic pytorch_half_pixel resize of axis {axis} from {n_in} to 1",
+                "ONNX samples a single output pixel at -0.5, TensorRT at 0, and cubic weights tell them apart")
     theirs = onnx_coordinates(transform, n_in, n_out, scale)
     trt_transform, selector = _TRANSFORMS[transform]
     ours = source_coordinates(trt_transform, selector, n_in, n_out)
