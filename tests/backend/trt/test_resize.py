@@ -131,6 +131,15 @@ def test_random_forms_match_or_are_refused():
     assert built >= 40 and refused >= 10, (built, refused)
 
 
+@pytest.mark.parametrize("mode", ["nearest", "linear"])
+def test_pytorch_half_pixel_to_one_pixel_of_an_odd_length(mode):
+    """49 → 1 by sizes: the output has length 1, so pytorch_half_pixel reads the edge, though (1/49) · 49
+    is 0.9999999999999999 in float64."""
+    x = RNG.standard_normal((1, 1, 3, 49)).astype(np.float32)
+    check_onnx(resize_by_sizes([1, 1, 3, 1], f'mode = "{mode}", coordinate_transformation_mode = "pytorch_half_pixel"',
+                               "1,1,3,49"), {"x": x})
+
+
 def test_trilinear_over_three_axes():
     x = RNG.standard_normal((3, 4, 5)).astype(np.float32)
     check_onnx(f"""{HEADER}

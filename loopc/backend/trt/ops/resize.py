@@ -76,10 +76,10 @@ class _Axis:
     scale: float | None = None
 
 
-def onnx_coordinates(transform: str, n_in: int, n_out: int, scale: float) -> np.ndarray:
-    """The input coordinate ONNX's reference maps each output position to (its formulas, in float64)."""
+def onnx_coordinates(transform: str, n_in: int, n_out: int, scale: float, width: float) -> np.ndarray:
+    """The input coordinate ONNX's reference maps each output position to (its formulas, in float64);
+    ``width`` is the unrounded output length, ``scale`` × ``n_in`` (exactly ``n_out`` for sizes)."""
     x = np.arange(n_out, dtype=np.float64)
-    width = scale * n_in  # ONNX's unrounded output length
     if transform == "align_corners":
         return np.zeros(n_out) if width == 1 else x * (n_in - 1) / (width - 1)
     if transform == "asymmetric":
@@ -100,7 +100,7 @@ def _disagreement(node: Node, axis: int, spec: _Axis, mode: str, transform: str)
     if mode == "CUBIC" and transform == "pytorch_half_pixel" and n_out == 1:
         return (f"cubic pytorch_half_pixel resize of axis {axis} from {n_in} to 1",
                 "ONNX samples a single output pixel at -0.5, TensorRT at 0, and cubic weights tell them apart")
-    theirs = onnx_coordinates(transform, n_in, n_out, scale)
+    theirs = onnx_coordinates(transform, n_in, n_out, scale, n_out if spec.scale is None else scale * n_in)
     trt_transform, selector = _TRANSFORMS[transform]
     ours = source_coordinates(trt_transform, selector, n_in, n_out)
     if mode == "NEAREST":
