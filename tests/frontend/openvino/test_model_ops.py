@@ -17,6 +17,7 @@ import openvino as ov
 import openvino.opset1 as o1
 import openvino.opset5 as o5
 import openvino.opset8 as o8
+import openvino.opset9 as o9
 import openvino.opset13 as o13
 import pytest
 from openvino.utils.node_factory import NodeFactory
@@ -300,7 +301,27 @@ def _space(kind: str, shape: list[int], mode: str, block: int) -> Case:
     return unary(shape, lambda x: node("opset1", kind, [x], {"mode": mode, "block_size": block}))
 
 
+def _shuffle(x: Any, axis: int, group: int) -> Any:
+    return node("opset1", "ShuffleChannels", [x], {"axis": axis, "group": group})
+
+
+def _shuffle_dynamic() -> Case:
+    x = param("x", [-1, 6, -1])
+    return [_shuffle(x, 1, 2)], [x], {"x": data(3, 6, 4)}
+
+
+def _grid_sample(mode: str, padding: str, align: bool) -> Case:
+    x, grid = param("x", [2, 3, 5, 6]), param("grid", [2, 4, 7, 2])
+    out = o9.grid_sample(x, grid, {"mode": mode, "padding_mode": padding, "align_corners": align})
+    # a little past [-1, 1], so the padding modes matter; off the pixel centres and halves, so no rounding ties
+    points = (RNG.uniform(-1.2, 1.2, (2, 4, 7, 2)) + 0.0137).astype(F32)
+    return [out], [x, grid], {"x": data(2, 3, 5, 6), "grid": points}
+
+
 SPACE: dict[str, Callable[[], Case]] = {
+    **{f"grid_sample_{m}_{p}{'_aligned' if a else ''}": (lambda m=m, p=p, a=a: _grid_sample(m, p, a))
+       for m in ("bilinear", "bicubic", "nearest") for p in ("zeros", "border", "reflection") for a in (False, True)
+       if (m, p) != ("bicubic", "border")},
     "depth_to_space_blocks_first": lambda: _space("DepthToSpace", [2, 8, 2, 3], "blocks_first", 2),
     "depth_to_space_depth_first": lambda: _space("DepthToSpace", [2, 8, 2, 3], "depth_first", 2),
     "depth_to_space_3d_blocks_first": lambda: _space("DepthToSpace", [1, 6, 4], "blocks_first", 3),
@@ -309,6 +330,9 @@ SPACE: dict[str, Callable[[], Case]] = {
     "space_to_depth_blocks_first": lambda: _space("SpaceToDepth", [2, 3, 4, 6], "blocks_first", 2),
     "space_to_depth_depth_first": lambda: _space("SpaceToDepth", [2, 3, 4, 6], "depth_first", 2),
     "space_to_depth_3d": lambda: _space("SpaceToDepth", [1, 2, 6], "depth_first", 3),
+    "shuffle_channels": lambda: unary([2, 6, 3, 2], lambda x: _shuffle(x, 1, 3)),
+    "shuffle_channels_last_axis": lambda: unary([2, 3, 8], lambda x: _shuffle(x, -1, 2)),
+    "shuffle_channels_dynamic_batch": lambda: _shuffle_dynamic(),
     "space_to_depth_5d_blocks_first": lambda: _space("SpaceToDepth", [1, 2, 4, 2, 6], "blocks_first", 2),
 }
 
@@ -430,6 +454,8 @@ REFUSED.update({
                                         UnsupportedOpError, "input_low >= input_high"),
     "fake_quantize_reversed_input_range": (lambda: _fake_quantize([2, 3, 2, 4], 5, 0.9, -0.7, 0.0, 4.0),
                                            UnsupportedOpError, "input_low >= input_high"),
+    "grid_sample_bicubic_border": (lambda: _grid_sample("bicubic", "border", False), UnsupportedOpError,
+                                   "clamps each tap"),
     "depth_to_space_5d_dynamic": (lambda: unary([1, 16, -1, 1, 3], lambda x: node(
         "opset1", "DepthToSpace", [x], {"mode": "blocks_first", "block_size": 2}), np.zeros(0, F32)),
         UnsupportedOpError, "are not static"),

@@ -117,7 +117,8 @@ def _one_resize(op: Op, spec: Spec, x: Value, listed: list[int], source: np.ndar
 
 
 def _pad(op: Op, x: Value, pads: list[list[int]]) -> Value:
-    """Zeros before and after, one count per axis (short lists end in zeros, long ones are cut, as OpenVINO reads them)."""
+    """Zeros before and after, one count per axis (short lists end in zeros, long ones are cut, as OpenVINO
+    reads them)."""
     rank = op.rank(0)
     begin, end = ((p + [0] * rank)[:rank] for p in pads)
     if any(p < 0 for p in begin + end):

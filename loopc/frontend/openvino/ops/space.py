@@ -1,4 +1,4 @@
-"""DepthToSpace and SpaceToDepth over any number of spatial axes.
+"""Rearrangements: DepthToSpace and SpaceToDepth over any number of spatial axes, ShuffleChannels.
 
 On 4-D tensors they are ONNX's ops (blocks_first is ONNX's DCR, depth_first CRD; ONNX's SpaceToDepth
 is blocks_first). Other ranks, and SpaceToDepth depth_first, are the Reshape–Transpose–Reshape the
@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.frontend.openvino.importer import Op
-from loopc.frontend.openvino.ops._common import dim
+from loopc.frontend.openvino.ops._common import axis, dim
 from loopc.frontend.openvino.ops._window import spatial_rank
 from loopc.ir import Value
 from loopc.frontend.openvino.registry import translates
@@ -76,3 +76,32 @@ def space_to_depth(op: Op) -> list[Value]:
     places = [2 + 2 * i for i in range(k)]
     perm = [0] + (blocks + [1] if blocks_first else [1] + blocks) + places
     return [_rearrange(op, x, split, perm, [channels * block**k] + [d // block for d in spatial])]
+
+
+@translates("ShuffleChannels")
+def shuffle_channels(op: Op) -> list[Value]:
+    """Channels as ``[group, C / group]``, those two axes swapped, merged back: Reshape–Transpose–Reshape,
+    the shapes read from the input at run time (only the shuffled axis must be static)."""
+    op.expect_inputs(1)
+    x = op.inputs[0]
+    rank = op.rank(0)
+    a = axis(op, op.int_attr("axis", 1), rank)
+    group = op.int_attr("group", 1)
+    channels = dim(x, a)
+    if group < 1:
+        raise op.error(f"group {group} must be positive")
+    if channels is None:
+        raise op.unsupported(f"axis {a} of {x.shape} is not static; the shuffle needs its length")
+    if channels % group:
+        raise op.error(f"{channels} channels do not divide into {group} groups")
+    parts = []
+    if a > 0:
+        parts.append(op.op("Shape", [x], {"end": a}))
+    parts.append(op.const([group, channels // group], np.int64))
+    if a < rank - 1:
+        parts.append(op.op("Shape", [x], {"start": a + 1}))
+    split = op.op("Reshape", [x, op.op("Concat", parts, {"axis": 0})])
+    perm = list(range(rank + 1))
+    perm[a], perm[a + 1] = a + 1, a
+    swapped = op.op("Transpose", [split], {"perm": perm})
+    return [op.op("Reshape", [swapped, op.op("Shape", [x])])]
