@@ -301,6 +301,12 @@ class ConversionContext:
             return self.out(self.network.add_constant(a.shape, weights), node, suffix)
         return self.out(self.network.add_constant(a.shape, a), node, suffix)
 
+    def weights(self, array: np.ndarray) -> Any:
+        """``array`` as a layer's weights (kernel, bias); kept alive until the build, which reads it then."""
+        a = np.ascontiguousarray(array)
+        self._keep.append(a)
+        return trt().Weights(a)
+
     def scalar(self, value: Any, like: Any, node: Node | str, suffix: str = "scalar", rank: int | None = None) -> Any:
         """A constant with ``like``'s dtype, shaped [1]*rank for broadcasting against ``like``."""
         r = len(like.shape) if rank is None else rank

@@ -67,6 +67,9 @@ def _prepared(model: onnx.ModelProto, op: str, opset: int) -> onnx.ModelProto:
         copy = onnx.ModelProto()
         copy.CopyFrom(model)
     copy.graph.value_info.append(onnx.helper.make_tensor_value_info("", onnx.TensorProto.UNDEFINED, None))
+    # The inliner looks types up in the main graph only: the bodies' values are declared there too.
+    for graph in _subgraphs(copy.graph):
+        copy.graph.value_info.extend([*graph.input, *graph.value_info])
     defaults = [a.default_value for a in onnx.defs.get_schema(op, opset).attributes.values()
                 if a.default_value.name]
     for node in _nodes(copy.graph):
@@ -84,16 +87,20 @@ def _declaring(model: onnx.ModelProto, value_info: Iterable[onnx.ValueInfoProto]
     return model
 
 
-def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
-    """Every node of ``graph`` and of the graphs its nodes hold (loop and branch bodies)."""
+def _subgraphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
+    """The graphs ``graph``'s nodes hold (loop and branch bodies), at every depth."""
     for node in graph.node:
-        yield node
         for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from _nodes(attr.g)
-            elif attr.type == onnx.AttributeProto.GRAPHS:
-                for g in attr.graphs:
-                    yield from _nodes(g)
+            for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
+                yield body
+                yield from _subgraphs(body)
+
+
+def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
+    """Every node of ``graph`` and of the graphs its nodes hold."""
+    yield from graph.node
+    for body in _subgraphs(graph):
+        yield from body.node
 
 
 def _op_types(graph: onnx.GraphProto) -> set[str]:

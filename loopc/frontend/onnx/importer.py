@@ -38,6 +38,9 @@ class Context:
     opset: int
     value_info: dict[str, onnx.TypeProto] = field(default_factory=dict)
     counter: int = 0
+    #: Arrays of the initializers and Constant nodes read so far, by name (rewrites of old op forms
+    #: whose meaning depends on a value, as Resize-10's rounding does on its scales).
+    constants: dict[str, np.ndarray] = field(default_factory=dict)
     #: Lower a bidirectional RNN/GRU/LSTM as one loop running both directions (``stack-directions``).
     stack_directions: bool = True
 
@@ -218,6 +221,7 @@ def constant(ctx: Context, scope: Scope, graph: Graph, name: str, array: np.ndar
     value = Value(name, array.dtype, tuple(array.shape))
     graph.add(Node("Constant", [], [value], {"value": array}, name=name))
     scope.bind(name, value)
+    ctx.constants[name] = array
     return value
 
 
