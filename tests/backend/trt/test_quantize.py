@@ -260,3 +260,23 @@ def test_float8_cast_node_tests():
         if not ok:
             wrong.append(f"{case.name}: {result.status}: {result.detail}")
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("activation_type", ["int8", "uint8"])
+def test_qdq_conv_with_per_channel_int8_weights(activation_type):
+    """A quantized convolution as quantization tools export it: symmetric int8 (TensorRT's Q/DQ layers) or
+    uint8 activations with a zero point (the arithmetic), per-output-channel int8 weights."""
+    w = RNG.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8)
+    w_text = ", ".join(str(int(v)) for v in w.reshape(-1))
+    zero = "0" if activation_type == "int8" else "128"
+    check_onnx(f"""{HEADER}
+        g (float[1,3,6,6] x) => (float[1,4,4,4] y) {{
+            sx = Constant <value = float {{0.02}}> ()
+            zx = Constant <value = {activation_type} {{{zero}}}> ()
+            q = QuantizeLinear (x, sx, zx)
+            xd = DequantizeLinear (q, sx, zx)
+            w = Constant <value = int8[4,3,3,3] {{{w_text}}}> ()
+            sw = Constant <value = float[4] {{0.01, 0.02, 0.03, 0.04}}> ()
+            wd = DequantizeLinear <axis = 0> (w, sw)
+            y = Conv (xd, wd)
+        }}""", {"x": RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)}, rtol=1e-4, atol=1e-4)
