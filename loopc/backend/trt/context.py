@@ -43,6 +43,8 @@ _TRT_TYPES = {
 }
 #: The types above that NumPy knows only through ml_dtypes.
 _ML_DTYPES = ("float8_e4m3fn", "int4", "float4_e2m1fn")
+#: Types only TensorRT's Quantize layer makes.
+_QUANTIZED = _ML_DTYPES
 #: How TensorRT names a layer (and its outputs) that nobody named: never a name of ours.
 _TRT_DEFAULT_NAME = "(Unnamed Layer* "
 #: Types TensorRT lacks, computed in the nearest type it has.
@@ -295,10 +297,15 @@ class ConversionContext:
             return self.cast(wide, trt().bfloat16, node, f"{suffix}_bf16" if suffix else "bf16")
         if a.dtype == np.uint8:  # TensorRT takes no uint8 weights and has uint8 only at the network's edges
             a = a.astype(np.int32)
+        if a.dtype.name in _QUANTIZED:
+            # TensorRT's Python API takes no such array (and gives none back to read a network with): the
+            # values, exact in float32, are a float32 constant quantized with scale 1, which is exact too
+            wide = self.constant(a.astype(np.float32).reshape(a.shape or (1,)), node, suffix)
+            one = self.constant(np.array(1.0, np.float32), node, f"{suffix}_unit" if suffix else "unit")
+            to = getattr(trt().DataType, _TRT_TYPES[a.dtype.name])
+            narrow = self.out(self.network.add_quantize(wide, one, to), node, f"{suffix}_q" if suffix else "q")
+            return narrow if a.shape else self.reshape(narrow, [], node, f"{suffix}_0d" if suffix else "0d")
         self._keep.append(a)
-        if a.dtype.name == "float8_e4m3fn":  # TensorRT's Python API takes no float8 array, but takes its bytes
-            weights = trt().Weights(trt().fp8, a.ctypes.data, a.size)
-            return self.out(self.network.add_constant(a.shape, weights), node, suffix)
         return self.out(self.network.add_constant(a.shape, a), node, suffix)
 
     def weights(self, array: np.ndarray) -> Any:

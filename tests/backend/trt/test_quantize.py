@@ -3,8 +3,10 @@ symmetric int8 or float8, elementwise arithmetic for zero points and uint8, refu
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 import onnx.parser
+import onnx.printer
 import pytest
 
 from loopc.backend.trt import to_network
@@ -280,3 +282,19 @@ def test_qdq_conv_with_per_channel_int8_weights(activation_type):
             wd = DequantizeLinear <axis = 0> (w, sw)
             y = Conv (xd, wd)
         }}""", {"x": RNG.standard_normal((1, 3, 6, 6)).astype(np.float32)}, rtol=1e-4, atol=1e-4)
+
+
+def test_float8_weights_dequantized_into_a_matmul():
+    """float8 weights stored in the model: a float32 constant quantized with scale 1 (exact), then the
+    model's DequantizeLinear."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = (RNG.standard_normal((4, 5)) * 8).astype(ml_dtypes.float8_e4m3fn)
+    nodes = [helper.make_node("Constant", [], ["w"], value=numpy_helper.from_array(w, "w")),
+             helper.make_node("Constant", [], ["s"], value=numpy_helper.from_array(np.array(0.05, np.float32))),
+             helper.make_node("DequantizeLinear", ["w", "s"], ["wd"]),
+             helper.make_node("MatMul", ["x", "wd"], ["y"])]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 5])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 21)], ir_version=10)
+    check_onnx(onnx.printer.to_text(model), {"x": RNG.standard_normal((2, 4)).astype(np.float32)})
