@@ -151,3 +151,29 @@ def test_kv_cache_update_writes_each_batch_at_its_index(nb: Any) -> None:
     want = [[[[0, 1], [2, 3], [-1, -2], [-3, -4]]],   # batch 0: rows 2 and 3 replaced
             [[[-5, -6], [-7, -8], [12, 13], [14, 15]]]]  # batch 1: rows 0 and 1 replaced
     np.testing.assert_array_equal(got["present"], want)
+
+
+def test_attention_without_normalization_is_two_products(nb: Any) -> None:
+    """norm NONE: Y = (Q Kᵀ) V, here [[1, 2]]·[[1, 0], [0, 1]]ᵀ = [[1, 2]], times [[1, 1], [2, 0]] = [[5, 1]]."""
+    t = nb.trt
+    q, k, v = (nb.input(n, t.float32, (1, 1, s, 2)) for n, s in (("q", 1), ("k", 2), ("v", 2)))
+    layer = nb.network.add_attention_v2(q, k, v, t.AttentionNormalizationOp.NONE, t.CausalMaskKind.NONE)
+    layer.decomposable = True
+    nb.output(layer.get_output(0), "y")
+    got = nb.build_and_simulate({"q": np.array([[[[1, 2]]]], np.float32),
+                                 "k": np.array([[[[1, 0], [0, 1]]]], np.float32),
+                                 "v": np.array([[[[1, 1], [2, 0]]]], np.float32)})["y"]
+    np.testing.assert_array_equal(got, [[[[5, 1]]]])
+
+
+def test_kv_cache_update_outside_the_cache_is_an_error(nb: Any) -> None:
+    from loopc.errors import SimulationError
+
+    t = nb.trt
+    cache, update = nb.input("cache", t.float32, (1, 1, 3, 2)), nb.input("update", t.float32, (1, 1, 2, 2))
+    layer = nb.network.add_kv_cache_update(cache, update, nb.input("write", t.int32, (1,)), t.KVCacheMode.LINEAR)
+    nb.output(layer.get_output(0), "present")
+    feeds = {"cache": np.zeros((1, 1, 3, 2), np.float32), "update": np.ones((1, 1, 2, 2), np.float32),
+             "write": np.array([2], np.int32)}
+    with pytest.raises(SimulationError, match="outside a cache of length 3"):
+        nb.build_and_simulate(feeds)

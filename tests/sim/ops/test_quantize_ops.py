@@ -78,3 +78,24 @@ def test_int4_quantize_clamps_to_four_bits(nb: Any) -> None:
     nb.output(dq.get_output(0), "y")
     got = nb.build_and_simulate({"x": np.array([9, -9, 2.5, -3.5], np.float32)})["y"]
     np.testing.assert_array_equal(got, [7, -8, 2, -4])
+
+
+def test_fp4_quantize_rounds_to_e2m1_and_saturates_at_six() -> None:
+    """FP4 builds only for Blackwell targets, so the kernel is run on a read-back network built for sm120:
+    /1: 2.5 -> 2 and 5 -> 4 (ties to the even mantissa), 0.75 -> 1, 7 -> 6 (saturated), -0.2 -> 0 (-0)."""
+    from loopc.sim import simulate
+    from loopc.trt import trt
+    from loopc.trt.config import Session, build_serialized, builder_config
+
+    t = trt()
+    session = Session()
+    network = session.create_network()
+    x = network.add_input("x", t.float32, (6,))
+    scale = np.array(1.0, np.float32)
+    q = network.add_quantize(x, network.add_constant((), scale).get_output(0), t.fp4)
+    dq = network.add_dequantize(q.get_output(0), network.add_constant((), scale).get_output(0), t.float32)
+    dq.get_output(0).name = "y"
+    network.mark_output(dq.get_output(0))
+    build_serialized(session, network, builder_config(session, "sm120"))
+    got = simulate(network, {"x": np.array([2.5, 5, 0.75, 7, -0.2, -100], np.float32)})["y"]
+    np.testing.assert_array_equal(got, [2, 4, 1, 6, 0, -6])
