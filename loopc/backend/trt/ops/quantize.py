@@ -6,7 +6,8 @@ other form TensorRT can still compute exactly is arithmetic in float: ``clip(rou
 zero_point)`` cast to the integer type (a Quantize of scale 1 where only a Quantize makes the type:
 FP8, INT4, FP4), and ``(x - zero_point) * scale`` after a Dequantize of scale 1 or a cast. Scales
 per tensor, per axis and per block are all expressed; a block scale is repeated along its axis for
-the arithmetic.
+the arithmetic. 16-bit integers (and a dequantized int32, such as a quantized bias) are computed in
+int32, as loopc computes those types everywhere.
 """
 
 from __future__ import annotations
@@ -34,7 +35,11 @@ _NATIVE = (np.dtype(np.int8), _FP8, _INT4, _FP4)
 #: Quantized types TensorRT holds, and the integer range each one clips to.
 _RANGES: dict[np.dtype[Any], tuple[float, float]] = {
     np.dtype(np.int8): (-128.0, 127.0), np.dtype(np.uint8): (0.0, 255.0), _INT4: (-8.0, 7.0),
+    # TensorRT computes these in int32, which holds them exactly
+    np.dtype(np.int16): (-32768.0, 32767.0), np.dtype(np.uint16): (0.0, 65535.0),
 }
+#: Integer types only DequantizeLinear reads (a quantized bias, typically), computed in int32.
+_DEQUANTIZED_ONLY = (np.dtype(np.int32),)
 #: Types only a Quantize layer makes and only a Dequantize layer reads.
 _LAYER_ONLY = (_FP8, _INT4, _FP4)
 
@@ -55,9 +60,10 @@ def _refusal(node: Node) -> str | None:
     dtype = _quantized_dtype(node)
     if dtype is None:
         return None
-    if dtype not in _RANGES and dtype not in _FLOATS:
-        return (f"{node.op} to or from {dtype.name} (TensorRT quantizes to int8, uint8, float8_e4m3fn, int4 "
-                "and float4_e2m1fn)")
+    readable = dtype in _DEQUANTIZED_ONLY and node.op == "DequantizeLinear"
+    if dtype not in _RANGES and dtype not in _FLOATS and not readable:
+        return (f"{node.op} to or from {dtype.name} (loopc quantizes to int8, uint8, int16, uint16, int4, "
+                "float8_e4m3fn and float4_e2m1fn)")
     if dtype in _FLOATS and node.op == "QuantizeLinear" and not int(node.attrs.get("saturate", 1)):
         return (f"QuantizeLinear to {dtype.name} with saturate=0 (TensorRT's float quantization saturates); "
                 "use saturate=1")
