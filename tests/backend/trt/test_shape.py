@@ -185,3 +185,13 @@ def test_split_sizes_fed_as_an_input(x_type, sizes):
         g ({x_type} x, int64[3] s) => (float[A,2] a, float[B,2] b, float[C,2] c) {{
             a, b, c = Split <axis = 0> (x, s)
         }}""", {"x": x, "s": np.array(sizes, np.int64)})
+
+
+@pytest.mark.parametrize("x_type", ["float[2,3,4]", "float[N,3,4]"])
+def test_unsqueeze_by_no_axes_is_the_input(x_type):
+    """tf2onnx's einsum writes Unsqueeze with an empty axes list (the empty constant was refused)."""
+    check_onnx(f"""{HEADER}
+        g ({x_type} x) => (float[A,3,4] y) {{
+            none = Constant <value = int64[0] {{}}> ()
+            y = Unsqueeze(x, none)
+        }}""", {"x": X})

@@ -147,7 +147,8 @@ def squeeze(ctx: ConversionContext, node: Node) -> None:
 def unsqueeze(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
     axes = const_ints(ctx, node, node.inputs[1], "axes") or []
-    ctx.set(node.outputs[0], ctx.unsqueeze(x, axes, node, ""))
+    y = ctx.unsqueeze(x, axes, node, "") if axes else ctx.out(ctx.network.add_identity(x), node)  # tf2onnx's einsum
+    ctx.set(node.outputs[0], y)
 
 
 @converter("Transpose")
