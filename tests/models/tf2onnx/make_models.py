@@ -210,6 +210,30 @@ def tf_while_tensorarray() -> Case:
                          fn, spec, {"x": _sequence(107, 3, 6)}, opset=17, dynamic="dynamic batch and time")
 
 
+def tf_while_strided_rnn() -> Case:
+    """An RNN over time in a tf.while_loop reading ``x[:, i, :]`` (a strided slice, not a TensorArray) and
+    writing its states to a TensorArray."""
+    w, u = _weights(19, (F, H), (H, H))
+
+    @tf.function
+    def fn(x: tf.Tensor) -> dict[str, tf.Tensor]:
+        steps, batch = tf.shape(x)[1], tf.shape(x)[0]
+        ta_out = tf.TensorArray(tf.float32, size=steps)
+
+        def step(i: tf.Tensor, h: tf.Tensor, out: tf.TensorArray) -> tuple:
+            h = tf.tanh(x[:, i, :] @ w + h @ u)
+            return i + 1, h, out.write(i, h)
+
+        _, h, ta_out = tf.while_loop(lambda i, h, out: i < steps, step, [0, tf.zeros([batch, H]), ta_out])
+        return {"y": tf.transpose(ta_out.stack(), [1, 0, 2]), "h": h}
+
+    spec = [tf.TensorSpec([None, None, F], tf.float32, name="x")]
+    return function_case("tf_while_strided_rnn",
+                         "tf.while_loop RNN reading x[:, i, :] (a strided slice by the counter) and writing a "
+                         "TensorArray", fn, spec, {"x": _sequence(112, 3, 7)}, opset=17,
+                         dynamic="dynamic batch and time")
+
+
 def tf_while_nested_rnn() -> Case:
     """An RNN over time (tf.while_loop + TensorArray) run twice by an outer tf.while_loop, the second pass
     over the first's outputs: a loop in a loop, the inner one bounded by the time length."""
@@ -383,7 +407,8 @@ def write_toml(entries: list[dict[str, object]]) -> None:
     (HERE / "cases.toml").write_text("\n".join(lines))
 
 
-FUNCTION_CASES = (tf_while_tensorarray, tf_while_nested_rnn, tf_scan, tf_while_data_dependent, tf_while_growing)
+FUNCTION_CASES = (tf_while_tensorarray, tf_while_strided_rnn, tf_while_nested_rnn, tf_scan, tf_while_data_dependent,
+                  tf_while_growing)
 
 
 def remake(names: list[str]) -> None:
