@@ -45,6 +45,11 @@ _TRT_TYPES = {
 _ML_DTYPES = ("float8_e4m3fn", "int4", "float4_e2m1fn")
 #: How TensorRT names a layer (and its outputs) that nobody named: never a name of ours.
 _TRT_DEFAULT_NAME = "(Unnamed Layer* "
+#: The longest name TensorRT takes (it refuses 4096 characters or more).
+LONGEST_NAME = 4095
+#: TensorRT derives longer names from a layer's name: the names loopc makes start with at most this much
+#: of a node's or value's name (plus a suffix).
+NAME_KEPT = 1024
 #: Types TensorRT lacks, computed in the nearest type it has.
 _NARROWED = {"float64": "float32", "int16": "int32", "uint16": "int32", "uint32": "int64"}
 
@@ -204,7 +209,9 @@ class ConversionContext:
         self._assigned.add(name)
 
     def _fresh(self, base: str, taken: AbstractSet[str]) -> str:
-        """``base``, else ``base.N`` for the first N not in ``taken`` (counting on from the last N given)."""
+        """``base``, else ``base.N`` for the first N not in ``taken`` (counting on from the last N given);
+        a ``base`` longer than :data:`NAME_KEPT` keeps its start."""
+        base = base[:NAME_KEPT]
         name = base
         if name in taken or name.startswith(_TRT_DEFAULT_NAME):
             key = (id(taken), base)
