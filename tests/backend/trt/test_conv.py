@@ -20,6 +20,7 @@ from loopc.frontend.onnx import import_model
 from loopc.ir import Node, Value
 
 from tests.backend.trt.oracle import build_and_simulate, check_onnx
+from tests.onnx_cases import loopc_failures
 
 HEADER = '<ir_version: 8, opset_import: ["" : 19]>'
 F32 = np.dtype(np.float32)
@@ -354,10 +355,6 @@ def test_conv_transpose_same_padding_where_runtimes_disagree_is_refused():
 
 # -- ONNX's node tests ----------------------------------------------------------------------------------
 
-#: Conv node tests loopc refuses, and why (none now: a kernel of 1's empty [2, 4, 0] state is a tensor).
-NODE_REFUSED: dict[str, str] = {}
-
-
 def conv_node_cases() -> list[Any]:
     """Every ONNX node test with a Conv, ConvTranspose or CausalConvWithState node (test_conv*,
     test_convtranspose*, the causal convolutions and their expansions)."""
@@ -369,20 +366,9 @@ def conv_node_cases() -> list[Any]:
 
 def test_conv_node_tests_match_through_loopc():
     """One test over all cases (collecting ONNX's node tests takes seconds: not at collection time)."""
-    from loopc.conformance import MATCH, PARSE_FAILED, run_case
-
     cases = conv_node_cases()
-    names = {c.name for c in cases}
-    assert len(cases) >= 43 and set(NODE_REFUSED) <= names, sorted(names)
-    wrong = []
-    for case in cases:
-        result = run_case(case, "loopc")
-        if case.name in NODE_REFUSED:
-            ok = result.status == PARSE_FAILED and NODE_REFUSED[case.name] in result.detail
-        else:
-            ok = result.status == MATCH
-        if not ok:
-            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+    assert len(cases) >= 43
+    wrong = loopc_failures(cases)
     assert not wrong, "\n".join(wrong)
 
 

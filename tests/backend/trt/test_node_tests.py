@@ -5,7 +5,8 @@ expected outputs the tests ship. The cases loopc refuses are listed with the rea
 
 from __future__ import annotations
 
-from loopc.conformance import MATCH, PARSE_FAILED, node_test_cases, run_case
+from loopc.conformance import node_test_cases
+from tests.onnx_cases import loopc_failures
 
 OPS = {"ReverseSequence", "Tile", "Pad", "OneHot", "NonZero", "GatherND", "Trilu", "Dropout", "HardSwish", "Mish",
        "Celu", "Shrink", "IsInf", "PRelu", "BatchNormalization", "InstanceNormalization", "Compress", "EyeLike",
@@ -32,15 +33,7 @@ def test_node_cases_through_loopc():
     cases = [c for c in node_test_cases() if {n.op_type for n in c.model.graph.node} & OPS]
     names = {c.name for c in cases}
     assert len(cases) >= 90 and set(REFUSED) | BF16_CONSTANTS <= names, sorted(names)
-    wrong = []
-    for case in cases:
-        result = run_case(case, "loopc")
-        if case.name in REFUSED:
-            ok = result.status == PARSE_FAILED and REFUSED[case.name] in result.detail
-        else:
-            ok = result.status == MATCH
-        if not ok:
-            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+    wrong = loopc_failures(cases, REFUSED)
     assert not wrong, "\n".join(wrong)
 
 
@@ -54,9 +47,5 @@ def test_computed_operand_forms_through_loopc():
     cases = {c.name: c for pattern in COMPUTED_FORMS for c in node_test_cases(pattern)}
     for pattern, count in COMPUTED_FORMS.items():
         assert sum(pattern in name for name in cases) == count, pattern
-    wrong = []
-    for case in cases.values():
-        result = run_case(case, "loopc")
-        if result.status != MATCH:
-            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+    wrong = loopc_failures(cases.values())
     assert not wrong, "\n".join(wrong)
