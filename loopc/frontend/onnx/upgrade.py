@@ -303,3 +303,29 @@ def _dropout(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
 
 
 __all__ = ["upgrade_node"]
+
+
+@upgrades("GroupNormalization")
+def _group_norm(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+    """GroupNormalization-18 took scale and bias per group; since 21 they are per channel. Repeating
+    each group's value over its C / G channels is the same function."""
+    if ctx.opset >= 21:
+        return [node]
+    groups = int(_attrs(node)["num_groups"])
+    base = node.name or node.output[0]
+    channels, size, grid = (ctx.fresh(f"{base}_{s}") for s in ("channels", "group_size", "grid"))
+    groups_name, groups_const = _const(ctx, node, np.array([groups], np.int64), "groups")
+    column_name, column_const = _const(ctx, node, np.array([1], np.int64), "column")
+    flat_name, flat_const = _const(ctx, node, np.array([-1], np.int64), "flat")
+    made = [groups_const, column_const, flat_const,
+            helper.make_node("Shape", [node.input[0]], [channels], name=ctx.fresh("shape"), start=1, end=2),
+            helper.make_node("Div", [channels, groups_name], [size], name=ctx.fresh("div")),
+            helper.make_node("Concat", [groups_name, size], [grid], name=ctx.fresh("concat"), axis=0)]
+    per_channel = []
+    for param in node.input[1:3]:
+        column, wide, flat = (ctx.fresh(f"{param}_{s}") for s in ("column", "per_group", "per_channel"))
+        made += [helper.make_node("Unsqueeze", [param, column_name], [column], name=ctx.fresh("unsqueeze")),
+                 helper.make_node("Expand", [column, grid], [wide], name=ctx.fresh("expand")),
+                 helper.make_node("Reshape", [wide, flat_name], [flat], name=ctx.fresh("reshape"))]
+        per_channel.append(flat)
+    return [*made, _rebuild(node, [node.input[0], *per_channel], set())]
