@@ -98,7 +98,18 @@ def random_resize(rng: np.random.Generator) -> tuple[str, np.ndarray]:
     h, w = (int(d) for d in rng.integers(1, 8, 2))
     attrs = (f'mode = "{rng.choice(["nearest", "linear", "cubic"])}", coordinate_transformation_mode = '
              f'"{rng.choice(TRANSFORMS)}", nearest_mode = "{rng.choice(NEAREST_MODES)}"')
-    if rng.random() < 0.5:
+    if rng.random() < 0.2:  # a crop: sizes and a roi reaching past the input now and then
+        attrs = attrs.replace(str(attrs.split('"')[3]), "tf_crop_and_resize") + ", extrapolation_value = 9.0"
+        lo, hi = rng.uniform(-0.3, 0.5, 2), rng.uniform(0.5, 1.3, 2)
+        sizes = ", ".join(str(int(n)) for n in (1, 2, *rng.integers(1, 10, 2)))
+        roi = ", ".join(f"{v:.2f}" for v in (0, 0, *lo, 1, 1, *hi))
+        text = f"""{HEADER}
+            g (float[1,2,{h},{w}] x) => (float[A,B,C,D] y) {{
+                roi = Constant <value = float[8] {{{roi}}}> ()
+                s = Constant <value = int64[4] {{{sizes}}}> ()
+                y = Resize <{attrs}> (x, roi, , s)
+            }}"""
+    elif rng.random() < 0.5:
         scales = rng.choice([0.34, 0.5, 0.6, 0.75, 1.0, 1.25, 1.5, 1.7, 2.0, 2.3, 3.0], 2)
         scales = [max(s, 1 / d) for s, d in zip(scales, (h, w))]  # at least one output pixel
         text = resize_by_scales([1.0, 1.0, *scales], attrs, f"1,2,{h},{w}")
@@ -108,8 +119,9 @@ def random_resize(rng: np.random.Generator) -> tuple[str, np.ndarray]:
 
 
 def test_random_forms_match_or_are_refused():
-    """No wrong numbers: each random Resize is refused in one line, or matches onnxruntime — or, where
-    onnxruntime's float32 lands a nearest coordinate just off an exact integer, ONNX's reference."""
+    """No wrong numbers: each random Resize is refused in one line, or matches onnxruntime — or ONNX's
+    reference, where onnxruntime's float32 lands a nearest coordinate just off an exact integer, or
+    its tf_crop_and_resize places some crop regions elsewhere than the reference does."""
     rng = np.random.default_rng(2026)
     built = refused = 0
     for _ in range(80):
@@ -125,7 +137,7 @@ def test_random_forms_match_or_are_refused():
         want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
         if got.shape == want.shape and np.allclose(got, want, rtol=1e-4, atol=1e-5):
             continue
-        assert 'mode = "nearest"' in text, text
+        assert 'mode = "nearest"' in text or "tf_crop_and_resize" in text, text
         reference = ReferenceEvaluator(proto).run(None, {"x": x})[0]
         np.testing.assert_allclose(got, reference, rtol=1e-5, atol=1e-6, err_msg=text)
     assert built >= 60 and refused >= 1, (built, refused)
@@ -369,14 +381,47 @@ def test_antialiased_downscaling_to_run_time_sizes_is_refused():
     assert "antialiased linear downscaling is not supported" in message
 
 
-def test_tf_crop_and_resize_is_refused():
-    message = refusal(f"""{HEADER}
-        g (float[1,2,3,4] x) => (float[A,B,C,D] y) {{
+@pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
+@pytest.mark.parametrize("roi, sizes", [
+    ("0, 0, 0.2, 0.3, 1, 1, 0.8, 0.9", "1, 2, 3, 5"),
+    ("0, 0, -0.4, 0.5, 1, 1, 1.3, 0.5", "1, 2, 6, 1"),  # past both ends: extrapolation_value there
+])
+def test_tf_crop_and_resize_by_gathers(roi, sizes, mode):
+    x = RNG.standard_normal((1, 2, 5, 6)).astype(np.float32)
+    check_onnx(f"""{HEADER}
+        g (float[1,2,5,6] x) => (float[A,B,C,D] y) {{
+            roi = Constant <value = float[8] {{{roi}}}> ()
+            s = Constant <value = int64[4] {{{sizes}}}> ()
+            y = Resize <mode = "{mode}", coordinate_transformation_mode = "tf_crop_and_resize",
+                        extrapolation_value = -7.5> (x, roi, , s)
+        }}""", {"x": x}, atol=1e-5)
+
+
+def test_tf_crop_and_resize_of_selected_axes():
+    x = RNG.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    check_onnx(f"""{HEADER}
+        g (float[N,3,4,5] x) => (float[A,B,C,D] y) {{
+            roi = Constant <value = float[4] {{0.1, 0.25, 0.9, 1.2}}> ()
+            s = Constant <value = int64[2] {{4, 3}}> ()
+            y = Resize <mode = "linear", coordinate_transformation_mode = "tf_crop_and_resize", axes = [3, 2]>
+                       (x, roi, , s)
+        }}""", {"x": x})
+
+
+def test_tf_crop_and_resize_refusals():
+    by_scales = refusal(f"""{HEADER}
+        g (float[1,2,4,4] x) => (float[A,B,C,D] y) {{
             roi = Constant <value = float[8] {{0, 0, 0.2, 0.2, 1, 1, 0.8, 0.8}}> ()
+            s = Constant <value = float[4] {{1, 1, 2, 2}}> ()
+            y = Resize <mode = "linear", coordinate_transformation_mode = "tf_crop_and_resize"> (x, roi, s)
+        }}""")
+    assert "tf_crop_and_resize by scales is not supported" in by_scales
+    roi_fed = refusal(f"""{HEADER}
+        g (float[1,2,4,4] x, float[8] roi) => (float[A,B,C,D] y) {{
             s = Constant <value = int64[4] {{1, 2, 3, 3}}> ()
             y = Resize <mode = "linear", coordinate_transformation_mode = "tf_crop_and_resize"> (x, roi, , s)
         }}""")
-    assert "tf_crop_and_resize" in message
+    assert "tf_crop_and_resize without a constant roi" in roi_fed
 
 
 # -- legacy forms: Resize-10 and Upsample ---------------------------------------------------------

@@ -51,10 +51,7 @@ def _resize_refusal(node: Node) -> str | None:
     if mode not in _MODES:
         return f"mode={mode!r}"
     transform = text(node, "coordinate_transformation_mode", "half_pixel")
-    if transform == "tf_crop_and_resize":
-        return ("coordinate_transformation_mode='tf_crop_and_resize' (a crop region with an extrapolation value; "
-                "TensorRT's resize reads the whole input: crop with Slice, then resize)")
-    if transform not in _TRANSFORMS:
+    if transform not in _TRANSFORMS and transform != "tf_crop_and_resize":
         return f"coordinate_transformation_mode={transform!r}"
     if _MODES[mode] == "NEAREST" and text(node, "nearest_mode", "round_prefer_floor") not in _NEAREST:
         return f"nearest_mode={text(node, 'nearest_mode', '')!r}"
@@ -229,6 +226,9 @@ def _may_shrink(spec: _Axis) -> bool:
 def _layer_refusal(node: Node, spec: list[_Axis], axes: list[int], mode: str, transform: str,
                    computed_sizes: bool) -> tuple[str, str] | None:
     """Why one IResizeLayer would not compute ONNX's numbers, as (what, hint), or None."""
+    if transform == "tf_crop_and_resize":
+        return ("tf_crop_and_resize to lengths known only at run time", "TensorRT's resize reads the whole input; "
+                "loopc crops and resizes with gathers when the sizes and the input's resized axes are fixed")
     if mode != "NEAREST" and int(node.attrs.get("antialias", 0)) and any(_may_shrink(spec[a]) for a in axes):
         return (f"antialiased {mode.lower()} downscaling", "TensorRT's resize has no antialiasing filter (antialias "
                 "changes nothing where no axis shrinks)")
@@ -259,30 +259,46 @@ def _by_taps(ctx: ConversionContext, node: Node, x: Any, spec: list[_Axis], axes
              transform: str) -> Any:
     """ONNX's resize as gathers and weighted sums, axis by axis (all lengths known), computed in float32."""
     plans = []
+    crops = _crop_region(ctx, node, axes) if transform == "tf_crop_and_resize" else {}
     for a in axes:
         s = spec[a]
         assert s.n_out is not None
         scale = s.n_out / s.n_in if s.scale is None else s.scale
         width = s.n_out if s.scale is None else scale * s.n_in
-        if s.n_out == s.n_in and scale == 1:
-            continue  # ONNX leaves an axis of scale 1 as it is
+        crop = crops.get(a, (0.0, 1.0))
+        if s.n_out == s.n_in and scale == 1 and crop == (0.0, 1.0):
+            continue  # ONNX leaves an axis of scale 1 (and no crop) as it is
+        if crops and s.scale is not None:
+            raise unsupported(node, "tf_crop_and_resize by scales", hint="onnxruntime sizes the output by length × "
+                              "crop × scale, ONNX's reference by length × scale; give sizes")
         if ambiguous(transform, s.n_out, width):
             raise unsupported(node, f"{transform} resize of axis {a} from {s.n_in} to {s.n_out} by scale {scale:g}",
                               hint="onnxruntime divides by the output length and ONNX's reference by length × "
                               "scale; give sizes, or scales that make whole output lengths")
-        index, weight = onnx_taps(node, mode, transform, s.n_in, s.n_out, scale, width)
+        index, weight, outside = onnx_taps(node, mode, transform, s.n_in, s.n_out, scale, width, crop)
         if index.shape[0] > MAX_TAPS:
             raise unsupported(node, f"a resize of axis {a} reading {index.shape[0]} input pixels per output pixel",
                               hint=f"at most {MAX_TAPS} are built as gathers")
-        plans.append((a, index, weight))
+        plans.append((a, index, weight, outside))
     tr = trt()
     narrow = mode != "NEAREST" and x.dtype != tr.float32
     y = ctx.cast(x, tr.float32, node, "as_float") if narrow else x
-    for a, index, weight in plans:
-        y = resample(ctx, node, y, a, index, weight)
+    for a, index, weight, outside in plans:
+        y = resample(ctx, node, y, a, index, weight, outside)
     if not plans:
         y = ctx.out(ctx.network.add_identity(y), node)
     return ctx.cast(y, x.dtype, node, "data") if narrow else y
+
+
+def _crop_region(ctx: ConversionContext, node: Node, axes: list[int]) -> dict[int, tuple[float, float]]:
+    """tf_crop_and_resize's region per axis: roi holds the starts, then the ends (one per axis in ``axes``)."""
+    roi = ctx.constant_of(node.inputs[1] if len(node.inputs) > 1 else None)
+    if roi is None:
+        raise unsupported(node, "tf_crop_and_resize without a constant roi", hint="give the crop region as a constant")
+    values = [float(v) for v in roi.reshape(-1)]
+    if len(values) != 2 * len(axes):
+        raise unsupported(node, f"a roi of {len(values)} values for {len(axes)} axes")
+    return {a: (values[i], values[len(axes) + i]) for i, a in enumerate(axes)}
 
 
 def _output_shape(ctx: ConversionContext, node: Node, x: Any, spec: list[_Axis], axes: list[int],
