@@ -230,8 +230,9 @@ def _layer_refusal(node: Node, spec: list[_Axis], axes: list[int], mode: str, tr
         return ("tf_crop_and_resize to lengths known only at run time", "TensorRT's resize reads the whole input; "
                 "loopc crops and resizes with gathers when the sizes and the input's resized axes are fixed")
     if mode != "NEAREST" and int(node.attrs.get("antialias", 0)) and any(_may_shrink(spec[a]) for a in axes):
-        return (f"antialiased {mode.lower()} downscaling", "TensorRT's resize has no antialiasing filter (antialias "
-                "changes nothing where no axis shrinks)")
+        return (f"antialiased {mode.lower()} downscaling to lengths known only at run time",
+                "TensorRT's resize has no antialiasing filter; loopc builds the filter from gathers when the sizes "
+                "and the input's resized axes are fixed")
     changed = []
     for a in axes:
         s = spec[a]
@@ -249,9 +250,9 @@ def _layer_refusal(node: Node, spec: list[_Axis], axes: list[int], mode: str, tr
     if computed_sizes and "axes" not in node.attrs:
         changed = []  # any axis may change: TensorRT checks the lengths it is given when it runs
     if changed and min(changed) < rank - _RESIZABLE[mode]:
-        return (f"{mode.lower()} resize of axis {min(changed)} of a rank-{rank} input",
-                f"TensorRT resizes only the innermost {_RESIZABLE[mode]} axes in this mode; transpose the resized "
-                "axes innermost")
+        return (f"{mode.lower()} resize of axis {min(changed)} of a rank-{rank} input to a length known only at run "
+                "time", f"TensorRT resizes only the innermost {_RESIZABLE[mode]} axes in this mode; loopc builds it "
+                "from gathers when the lengths are fixed")
     return None
 
 
