@@ -354,13 +354,8 @@ def test_conv_transpose_same_padding_where_runtimes_disagree_is_refused():
 
 # -- ONNX's node tests ----------------------------------------------------------------------------------
 
-#: Conv node tests loopc refuses, and why (the refusal is not the convolution's).
-NODE_REFUSED = {
-    # a kernel of 1 carries an empty [2, 4, 0] state (the expansion makes it with ConstantOfShape and CastLike):
-    # TensorRT tensors cannot be empty in loopc's backend
-    "test_causal_conv_with_state_kernel_size_one_expanded": "is empty (shape (2, 4, 0))",
-    "test_causal_conv_with_state_kernel_size_one": "is empty (shape (2, 4, 0))",
-}
+#: Conv node tests loopc refuses, and why (none now: a kernel of 1's empty [2, 4, 0] state is a tensor).
+NODE_REFUSED: dict[str, str] = {}
 
 
 def conv_node_cases() -> list[Any]:
@@ -533,6 +528,21 @@ def test_causal_conv_with_state_of_a_dynamic_length(past, activation, length):
     for name, expected in zip(("y", "state"), want):
         assert got[name].shape == expected.shape
         np.testing.assert_allclose(got[name], expected, **TOLERANCE, err_msg=name)
+
+
+def test_causal_conv_with_a_kernel_of_one_carries_an_empty_state():
+    """A kernel of 1 looks at no past position: the present state is [N, C, 0], an empty tensor, with a
+    dynamic batch too (ONNX's reference is the oracle)."""
+    text = """<ir_version: 10, opset_import: ["" : 27]>
+        g (float[N,3,5] x, float[3,1,1] w) => (float[N,3,5] y, float[N,3,0] state) {
+            y, state = CausalConvWithState (x, w)
+        }"""
+    proto = onnx.parser.parse_model(text)
+    feeds = {"x": data((2, 3, 5), 94), "w": data((3, 1, 1), 95)}
+    _, got = build_and_simulate(import_model(proto), feeds)
+    want = ReferenceEvaluator(proto).run(None, feeds)
+    assert got["state"].shape == want[1].shape == (2, 3, 0)
+    np.testing.assert_allclose(got["y"], want[0], **TOLERANCE)
 
 
 def test_causal_conv_decoding_step_by_step_in_a_scan():
