@@ -599,9 +599,8 @@ REFUSED.update({
 
 #: Cases the frontend translates exactly and the TensorRT backend refuses, with what it must say.
 BACKEND_REFUSES = {
-    "interp11_bilinear_pillow_down": "antialias",  # TensorRT's resize has no antialiasing filter
-    "interp11_bicubic_pillow_down": "antialias",
-    # TensorRT maps coordinates by the lengths' ratio, the scale only when length × scale is whole
+    # TensorRT maps coordinates by the lengths' ratio, the scale only when length × scale is whole (the
+    # pillow modes' antialiased downscaling, on fixed lengths, is built from gathers and matches)
     "interp11_dynamic_fractional_scales": "known only at run time",
 }
 
