@@ -15,6 +15,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from loopc.backend.trt.registry import converter_for, node_error
@@ -37,8 +38,11 @@ class Settings:
 #: NumPy dtype name → TensorRT DataType member name.
 _TRT_TYPES = {
     "float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16", "int8": "INT8", "uint8": "UINT8",
-    "int32": "INT32", "int64": "INT64", "bool": "BOOL",
+    "int32": "INT32", "int64": "INT64", "bool": "BOOL", "float8_e4m3fn": "FP8", "int4": "INT4",
+    "float4_e2m1fn": "FP4",
 }
+#: The types above that NumPy knows only through ml_dtypes.
+_ML_DTYPES = ("float8_e4m3fn", "int4", "float4_e2m1fn")
 #: How TensorRT names a layer (and its outputs) that nobody named: never a name of ours.
 _TRT_DEFAULT_NAME = "(Unnamed Layer* "
 #: Types TensorRT lacks, computed in the nearest type it has.
@@ -66,7 +70,9 @@ def np_dtype(dtype: Any) -> np.dtype[Any]:
     """The NumPy dtype of a TensorRT DataType."""
     for name, member in _TRT_TYPES.items():
         if dtype == getattr(trt().DataType, member):
-            return np.dtype(name) if name != "bfloat16" else np.dtype(np.float32)
+            if name == "bfloat16":
+                return np.dtype(np.float32)
+            return np.dtype(getattr(ml_dtypes, name)) if name in _ML_DTYPES else np.dtype(name)
     raise BackendError(f"no NumPy dtype for TensorRT type {dtype}")
 
 
@@ -287,8 +293,19 @@ class ConversionContext:
             # the values, exact in float32, are a float32 constant cast to BF16
             wide = self.constant(a.astype(np.float32), node, suffix)
             return self.cast(wide, trt().bfloat16, node, f"{suffix}_bf16" if suffix else "bf16")
+        if a.dtype == np.uint8:  # TensorRT takes no uint8 weights and has uint8 only at the network's edges
+            a = a.astype(np.int32)
         self._keep.append(a)
+        if a.dtype.name == "float8_e4m3fn":  # TensorRT's Python API takes no float8 array, but takes its bytes
+            weights = trt().Weights(trt().fp8, a.ctypes.data, a.size)
+            return self.out(self.network.add_constant(a.shape, weights), node, suffix)
         return self.out(self.network.add_constant(a.shape, a), node, suffix)
+
+    def weights(self, array: np.ndarray) -> Any:
+        """``array`` as a layer's weights (kernel, bias); kept alive until the build, which reads it then."""
+        a = np.ascontiguousarray(array)
+        self._keep.append(a)
+        return trt().Weights(a)
 
     def scalar(self, value: Any, like: Any, node: Node | str, suffix: str = "scalar", rank: int | None = None) -> Any:
         """A constant with ``like``'s dtype, shaped [1]*rank for broadcasting against ``like``."""

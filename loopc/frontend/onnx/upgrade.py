@@ -245,9 +245,87 @@ def _clip(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return [*consts, _rebuild(node, inputs, {"min", "max"})]
 
 
+@upgrades("Upsample", "Resize")
+def _legacy_resize(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+    """Upsample (7: scales attribute; 9: input) and Resize-10 are Resize(X, "", scales) with asymmetric
+    coordinates. Their nearest rounding (as onnxruntime runs them) floors on an axis of scale ≥ 1 and
+    takes the ceiling on one of scale < 1; Resize-11+ has one rounding for all axes, so it is picked
+    per node, and a node that enlarges some axes and shrinks others is refused."""
+    if node.op_type == "Resize" and ctx.opset >= 11:
+        return [node]
+    attrs = _attrs(node)
+    consts: list[onnx.NodeProto] = []
+    values: np.ndarray | None
+    if "scales" in attrs:
+        values = np.array(attrs["scales"], dtype=np.float32)
+        name, const = _const(ctx, node, values, "scales")
+        consts, scales = [const], name
+    else:
+        scales = node.input[1]
+        values = ctx.constants.get(scales)
+    raw = attrs.get("mode", b"nearest")
+    mode = raw.decode() if isinstance(raw, bytes) else str(raw)
+    mode = {"bilinear": "linear"}.get(mode, mode)
+    extra: dict[str, Any] = {"mode": mode, "coordinate_transformation_mode": "asymmetric"}
+    if mode == "nearest":
+        extra["nearest_mode"] = _legacy_rounding(ctx, node, values)
+    resize = helper.make_node("Resize", [node.input[0], "", scales], list(node.output), name=node.name, **extra)
+    return [*consts, resize]
+
+
+def _legacy_rounding(ctx: Context, node: onnx.NodeProto, scales: np.ndarray | None) -> str:
+    """floor when every scale is ≥ 1, ceil when every scale other than 1 is < 1. Scales known only at
+    run time are judged by the inferred shapes: an axis that keeps its length has scale ≥ 1 (floor(d × s)
+    < d for s < 1), which floors unless it is exactly 1, so beside a shrinking axis it is ambiguous."""
+    if scales is not None:
+        shrinks, grows = bool((scales < 1).any()), bool((scales > 1).any())
+        what = f"scales {[float(s) for s in scales.reshape(-1)]}"
+    else:
+        shapes = [ctx.value(name).shape for name in (node.input[0], node.output[0])]
+        before, after = ([d for d in shape if isinstance(d, int)] if shape is not None else [] for shape in shapes)
+        if not before or any(shape is None or len(shape) != len(before) for shape in shapes) or \
+                len(after) != len(before):
+            raise located(UnsupportedOpError, ctx.describe(node), "nearest legacy resize whose scales and shapes "
+                          "are not known (its rounding, floor when enlarging and ceil when shrinking, depends on "
+                          "them)")
+        shrinks = any(a < b for a, b in zip(after, before))
+        grows = any(a >= b > 1 for a, b in zip(after, before))
+        what = f"shapes {tuple(before)} to {tuple(after)}"
+    if shrinks and grows:
+        raise located(UnsupportedOpError, ctx.describe(node), f"nearest legacy resize by {what}: it floors on "
+                      "enlarged axes and takes the ceiling on shrunk ones, and Resize has one rounding")
+    return "ceil" if shrinks else "floor"
+
+
 @upgrades("Dropout")
 def _dropout(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return _attr_to_input(ctx, node, "ratio", 1, 12, np.float32)
 
 
 __all__ = ["upgrade_node"]
+
+
+@upgrades("GroupNormalization")
+def _group_norm(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+    """GroupNormalization-18 took scale and bias per group; since 21 they are per channel. Repeating
+    each group's value over its C / G channels is the same function."""
+    if ctx.opset >= 21:
+        return [node]
+    groups = int(_attrs(node)["num_groups"])
+    base = node.name or node.output[0]
+    channels, size, grid = (ctx.fresh(f"{base}_{s}") for s in ("channels", "group_size", "grid"))
+    groups_name, groups_const = _const(ctx, node, np.array([groups], np.int64), "groups")
+    column_name, column_const = _const(ctx, node, np.array([1], np.int64), "column")
+    flat_name, flat_const = _const(ctx, node, np.array([-1], np.int64), "flat")
+    made = [groups_const, column_const, flat_const,
+            helper.make_node("Shape", [node.input[0]], [channels], name=ctx.fresh("shape"), start=1, end=2),
+            helper.make_node("Div", [channels, groups_name], [size], name=ctx.fresh("div")),
+            helper.make_node("Concat", [groups_name, size], [grid], name=ctx.fresh("concat"), axis=0)]
+    per_channel = []
+    for param in node.input[1:3]:
+        column, wide, flat = (ctx.fresh(f"{param}_{s}") for s in ("column", "per_group", "per_channel"))
+        made += [helper.make_node("Unsqueeze", [param, column_name], [column], name=ctx.fresh("unsqueeze")),
+                 helper.make_node("Expand", [column, grid], [wide], name=ctx.fresh("expand")),
+                 helper.make_node("Reshape", [wide, flat_name], [flat], name=ctx.fresh("reshape"))]
+        per_channel.append(flat)
+    return [*made, _rebuild(node, [node.input[0], *per_channel], set())]

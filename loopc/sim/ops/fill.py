@@ -1,4 +1,11 @@
-"""The Fill layer: kLINSPACE, where element [i_0, ..., i_n] is alpha + sum_k beta[k] * i_k."""
+"""The Fill layer: kLINSPACE, where element [i_0, ..., i_n] is alpha + sum_k beta[k] * i_k, and the
+random fills: kRANDOM_UNIFORM (alpha the minimum, beta the maximum) and kRANDOM_NORMAL (alpha the
+mean, beta the standard deviation).
+
+A random fill's values cannot be those of any engine: each layer draws from its own generator,
+seeded alike every time a network is read, so a simulation is repeatable and its statistics (range,
+moments) are what the layer's distribution says.
+"""
 
 from __future__ import annotations
 
@@ -17,11 +24,59 @@ def _has(layer: Any, index: int) -> bool:
     return index < layer.num_inputs and layer.get_input(index) is not None
 
 
+#: Seed of every random fill's generator (see the module's docstring).
+RANDOM_SEED = 0
+
+
 @simulates("FILL")
 def fill(layer: Any) -> Kernel:
     op = layer.operation.name
+    if op in ("RANDOM_UNIFORM", "RANDOM_NORMAL"):
+        return _random(layer, op == "RANDOM_UNIFORM")
     if op != "LINSPACE":
-        raise SimulationError(f"fill operation {op} draws random numbers, so its output is not deterministic")
+        raise SimulationError(f"fill operation {op} is not supported")
+    return _linspace(layer)
+
+
+def _shape_of(ins: Any, static_shape: tuple[int, ...] | None, target: np.dtype[Any]) -> tuple[int, ...]:
+    """The fill's shape: input 0 when given, else the layer's; checked before anything is allocated."""
+    shape = tuple(int(d) for d in ins[0].reshape(-1)) if static_shape is None else static_shape
+    if any(d < 0 for d in shape):
+        raise SimulationError(f"fill shape {shape} has a negative dimension")
+    check_constant(shape, target, "the fill")  # its shape is data: checked before anything is allocated
+    return shape
+
+
+def _random(layer: Any, uniform: bool) -> Kernel:
+    target = to_numpy(layer.to_type)
+    static_shape = None if _has(layer, 0) else dims(layer.shape)
+    dynamic_params = _has(layer, 1) or _has(layer, 2)
+    static_alpha, static_beta = float(layer.alpha), float(layer.beta)
+    rng = np.random.default_rng(RANDOM_SEED)
+
+    def run(ins: Any) -> list[np.ndarray]:
+        shape = _shape_of(ins, static_shape, target)
+        if dynamic_params:
+            if ins[1] is None or ins[2] is None:
+                raise SimulationError("alpha and beta must both be inputs when either is")
+            alpha, beta = (float(np.asarray(a).reshape(())) for a in ins[1:3])
+        else:
+            alpha, beta = static_alpha, static_beta
+        # TensorRT's builder refuses min >= max and a deviation <= 0 (measured)
+        if uniform:
+            if not alpha < beta:
+                raise SimulationError(f"a uniform fill's minimum {alpha} is not below its maximum {beta}")
+            values = rng.uniform(alpha, beta, shape)
+        else:
+            if not beta > 0:
+                raise SimulationError(f"a normal fill's standard deviation {beta} is not positive")
+            values = rng.normal(alpha, beta, shape)
+        return [values.astype(target)]
+
+    return run
+
+
+def _linspace(layer: Any) -> Kernel:
     target = to_numpy(layer.to_type)
     dynamic_shape = _has(layer, 0)
     static_shape = None if dynamic_shape else dims(layer.shape)
@@ -34,11 +89,7 @@ def fill(layer: Any) -> Kernel:
         raise SimulationError(f"a static beta needs a 1-D output, not shape {static_shape}")
 
     def run(ins: Any) -> list[np.ndarray]:
-        shape = tuple(int(d) for d in ins[0].reshape(-1)) if dynamic_shape else static_shape
-        assert shape is not None
-        if any(d < 0 for d in shape):
-            raise SimulationError(f"fill shape {shape} has a negative dimension")
-        check_constant(shape, target, "the fill")  # its shape is data: checked before anything is allocated
+        shape = _shape_of(ins, static_shape, target)
         if dynamic_params:
             if ins[1] is None or ins[2] is None:
                 raise SimulationError("alpha and beta must both be inputs when either is")

@@ -110,3 +110,20 @@ def test_global_pools(dims, op):
     x = np.random.default_rng(5).standard_normal((2, 3, 4, 5)).astype(np.float32)
     check_onnx(f"""<ir_version: 8, opset_import: ["" : 19]>
         g (float[{dims}] x) => (float[A,B,C,D] y) {{ y = {op}(x) }}""", {"x": x})
+
+
+@pytest.mark.parametrize("dims, axis", [("2,3,4", "-1"), ("2,3,4", "0"), ("2,3,4", "1"), ("N,3,T", "2")])
+def test_hardmax_marks_the_first_maximum(dims, axis):
+    x = np.round(RNG.uniform(0, 3, (2, 3, 4))).astype(np.float32)  # few values: many ties, the first wins
+    check_onnx(f"""<ir_version: 8, opset_import: ["" : 13]>
+        g (float[{dims}] x) => (float[{dims}] y) {{ y = Hardmax <axis = {axis}> (x) }}""", {"x": x})
+
+
+def test_hardmax_of_opset_11_flattens_from_axis():
+    """Before 13, Hardmax picked one maximum in each row of the input coerced to 2-D at ``axis``."""
+    x = np.round(RNG.uniform(0, 3, (2, 3, 4))).astype(np.float32)
+    check_onnx("""<ir_version: 6, opset_import: ["" : 11]>
+        g (float[2,3,4] x) => (float[2,3,4] y, float[2,3,4] z) {
+            y = Hardmax(x)
+            z = Hardmax <axis = 0> (x)
+        }""", {"x": x})

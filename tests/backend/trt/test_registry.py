@@ -95,7 +95,8 @@ def test_every_layer_the_backend_adds_has_a_simulator_kernel():
     source = "\n".join(p.read_text() for p in pathlib.Path(backend.__file__).parent.rglob("*.py"))
     calls = set(re.findall(r"network\.add_([a-z_0-9]+)\(", source))
     assert {"reverse_sequence", "one_hot", "non_zero", "slice", "scatter"} <= calls
-    renamed = {"gather_v2": "GATHER", "if_conditional": "CONDITION", "input": None, "loop": None}
+    renamed = {"gather_v2": "GATHER", "if_conditional": "CONDITION", "input": None, "loop": None,
+               "normalization_v2": "NORMALIZATION", "pooling_nd": "POOLING", "attention_v2": "ATTENTION_INPUT"}
     known = supported_layer_types()
     kinds = {renamed.get(c, c.upper()) for c in calls} - {None}
     assert kinds <= known, sorted(kinds - known)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx.parser
 import pytest
 
+from loopc.backend.trt import to_network
+from loopc.errors import UnsupportedConversionError
+from loopc.frontend.onnx import import_model
 from tests.backend.trt.oracle import check_onnx
 
 HEADER = '<ir_version: 8, opset_import: ["" : 19]>'
@@ -100,3 +104,51 @@ def test_scatter_of_opset_10_is_scatter_elements():
     check_onnx("""<ir_version: 5, opset_import: ["" : 10]>
         g (float[3,4] x, int64[2,4] idx, float[2,4] vals) => (float[3,4] y) { y = Scatter <axis = 0> (x, idx, vals) }""",
                {"x": X, "idx": np.array([[0, 1, 2, 0], [2, 2, 1, 1]]), "vals": -np.ones((2, 4), np.float32)})
+
+
+def test_range_of_float_inputs_is_refused_by_node():
+    """A length computed from a float network input is no shape TensorRT can compute."""
+    proto = onnx.parser.parse_model(f"""{HEADER}
+        g (float lo, float hi) => (float[B] b) {{
+            step = Constant <value = float {{0.5}}> ()
+            b = Range(lo, hi, step)
+        }}""")
+    with pytest.raises(UnsupportedConversionError, match="Range whose floating-point bounds depend on the "
+                       "floating-point input '(lo|hi)'"):
+        to_network(import_model(proto))
+
+
+@pytest.mark.parametrize("lo, hi, step", [(0.0, 5.0, 1.0), (-1.0, 2.0, 0.75), (3.5, -1.0, -1.25), (2.0, 1.0, 0.5)])
+def test_range_of_float_bounds_computed_from_integer_inputs(lo, hi, step):
+    """The length is ceil((limit - start) / delta) of floats (empty when negative), known only when it runs."""
+    check_onnx(f"""{HEADER}
+        g (int32 a, int32 b) => (float[B] r) {{
+            ten = Constant <value = float {{10.0}}> ()
+            fa = Cast <to = 1> (a)
+            fb = Cast <to = 1> (b)
+            lo = Div(fa, ten)
+            hi = Div(fb, ten)
+            step = Constant <value = float {{{step}}}> ()
+            r = Range(lo, hi, step)
+        }}""", {"a": np.array(round(lo * 10), np.int32), "b": np.array(round(hi * 10), np.int32)})
+def test_range_of_a_float_limit_read_from_a_float_inputs_shape():
+    """A shape read from a float input is an integer TensorRT computes shapes from."""
+    check_onnx(f"""{HEADER}
+        g (float[N] x) => (float[B] b) {{
+            zero = Constant <value = float {{0.0}}> ()
+            half = Constant <value = float {{0.5}}> ()
+            n = Size(x)
+            limit = Cast <to = 1> (n)
+            b = Range(zero, limit, half)
+        }}""", {"x": np.zeros(5, np.float32)})
+
+
+def test_range_of_a_float_size_computed_from_an_integer_input():
+    """The window expansions' form: the limit is an integer input cast to float."""
+    check_onnx(f"""{HEADER}
+        g (int32 n) => (float[B] b) {{
+            zero = Constant <value = float {{0.0}}> ()
+            one = Constant <value = float {{1.0}}> ()
+            limit = Cast <to = 1> (n)
+            b = Range(zero, limit, one)
+        }}""", {"n": np.array(7, np.int32)})

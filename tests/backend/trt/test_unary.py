@@ -80,3 +80,25 @@ def test_prelu_slope_broadcasts(slope_shape):
     check_onnx(f"""{HEADER}
         g (float[N,3,4] x, float[{slope_shape}] s) => (float[N,3,4] y) {{ y = PRelu(x, s) }}""",
                {"x": X, "s": slope})
+
+
+@pytest.mark.parametrize("attrs", ["", "<alpha = 1.7>", "<alpha = -0.5>"])
+def test_swish(attrs):
+    check_onnx(f"""<ir_version: 10, opset_import: ["" : 24]>
+        g (float[2,3,4] x) => (float[2,3,4] y) {{ y = Swish {attrs} (x) }}""", {"x": X}, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.6])
+def test_swiglu(alpha):
+    """Swish_alpha(A) * B; the oracle is the op's definition written out (onnxruntime has no SwiGLU)."""
+    import onnx.parser
+
+    from loopc.frontend.onnx import import_model
+    from tests.backend.trt.oracle import build_and_simulate
+
+    b = np.cos(X) * 2
+    proto = onnx.parser.parse_model(f"""<ir_version: 10, opset_import: ["" : 28]>
+        g (float[2,3,4] a, float[2,3,4] b) => (float[2,3,4] y) {{ y = SwiGLU <alpha = {alpha}> (a, b) }}""")
+    _, got = build_and_simulate(import_model(proto), {"a": X, "b": b})
+    a = X.astype(np.float64)
+    np.testing.assert_allclose(got["y"], a / (1 + np.exp(-alpha * a)) * b, rtol=1e-5, atol=1e-6)

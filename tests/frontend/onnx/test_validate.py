@@ -582,3 +582,16 @@ def test_external_data_file_cut_in_its_trailing_padding_loads(tmp_path: pathlib.
         handle.truncate(20)
     constant = next(node for node in load_ir(str(path)).graph.nodes if node.op == "Constant")
     np.testing.assert_array_equal(constant.attrs["value"], np.arange(4, dtype=np.float32).reshape(1, 4))
+
+
+def test_a_deprecated_op_is_refused_unless_loopc_upgrades_it():
+    """Upsample-10 is deprecated and refused by node; GroupNormalization-18, deprecated for its per-group
+    scale and bias, is read and rewritten into opset 21's per-channel form."""
+    node = helper.make_node("Upsample", ["x", "s"], ["y"], name="up")
+    scales = numpy_helper.from_array(np.array([1.0, 2.0], np.float32), "s")
+    with pytest.raises(FrontendError, match="Upsample is deprecated in opset 10"):
+        load_ir(model([node], [tensor("x", [2, 3])], [tensor("y", None)], [scales], opset=10))
+    node = helper.make_node("GroupNormalization", ["x", "s", "b"], ["y"], name="gn", num_groups=2)
+    params = [numpy_helper.from_array(np.ones(2, np.float32), n) for n in ("s", "b")]
+    ir = load_ir(model([node], [tensor("x", [2, 4, 3])], [tensor("y", None)], params, opset=18))
+    assert "GroupNormalization" in {n.op for n in ir.graph.nodes}

@@ -273,10 +273,3 @@ def test_fill_with_dynamic_shape_input(nb: Any) -> None:
     nb.output(layer.get_output(0), "y")
     got = nb.build_and_simulate({})["y"]
     np.testing.assert_array_equal(got, [[5, 4, 3], [8, 7, 6]])
-
-
-def test_fill_random_is_not_simulated(nb: Any) -> None:
-    layer = nb.network.add_fill((3,), nb.trt.FillOperation.RANDOM_UNIFORM, nb.trt.float32)
-    nb.output(layer.get_output(0), "y")
-    with pytest.raises(SimulationError, match="not deterministic"):
-        simulate(nb.network, {})

@@ -1,5 +1,5 @@
 """Ops that reduce along axes: Reduce*, GlobalAveragePool/GlobalMaxPool, Softmax, LogSoftmax,
-ArgMax/ArgMin, TopK, CumSum, LayerNormalization. Axes arrive as inputs in the newest opsets; TensorRT needs them at build
+ArgMax/ArgMin, TopK, CumSum. Axes arrive as inputs in the newest opsets; TensorRT needs them at build
 time, so they must be constants."""
 
 from __future__ import annotations
@@ -147,21 +147,19 @@ def cumsum(ctx: ConversionContext, node: Node) -> None:
     ctx.set(node.outputs[0], ctx.out(layer, node))
 
 
-@converter("LayerNormalization")
-def layer_norm(ctx: ConversionContext, node: Node) -> None:
-    """(x - mean) / sqrt(var + eps) * scale + bias over the axes from ``axis`` to the last.
-
-    Only Y is produced; the optional Mean / InvStdDev outputs are training outputs.
-    """
+@converter("Hardmax")
+def hardmax(ctx: ConversionContext, node: Node) -> None:
+    """1 at the first maximum along ``axis``, 0 elsewhere: the maxima (x == max) that are the first
+    along the axis (their running count is 1). No index arithmetic, so the axis may be dynamic."""
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
     axis = int(node.attrs.get("axis", -1)) % rank
-    scale = ctx.to_rank(ctx.get(node.inputs[1], node), rank, node, "scale")
-    if len(node.inputs) > 2 and node.inputs[2] is not None:
-        bias = ctx.to_rank(ctx.get(node.inputs[2], node), rank, node, "bias")
-    else:
-        bias = ctx.elementwise(scale, scale, "SUB", node, "zero_bias")
-    layer = ctx.network.add_normalization(x, scale, bias, mask(list(range(axis, rank)), rank))
-    layer.epsilon = float(node.attrs.get("epsilon", 1e-5))
-    ctx.set(node.outputs[0], ctx.out(layer, node))
-
+    top = ctx.out(ctx.network.add_reduce(x, trt().ReduceOperation.MAX, mask([axis], rank), True), node, "max")
+    is_max = ctx.elementwise(x, top, "EQUAL", node, "is_max")
+    counts = ctx.cast(is_max, trt().int32, node, "is_max_int")
+    axis_t = ctx.constant(np.array(axis, np.int32), node, "axis")
+    running = ctx.out(ctx.network.add_cumulative(counts, axis_t, trt().CumulativeOperation.SUM, False, False),
+                      node, "running")
+    first = ctx.elementwise(running, ctx.constant(np.ones((1,) * rank, np.int32), node, "one"), "EQUAL", node,
+                            "first")
+    ctx.set(node.outputs[0], ctx.cast(ctx.elementwise(is_max, first, "AND", node, "first_max"), x.dtype, node))

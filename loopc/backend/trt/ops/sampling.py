@@ -20,9 +20,9 @@ _PAD_MODES = {"constant": "FILL", "reflect": "REFLECT", "edge": "CLAMP", "wrap":
 
 
 def sampled_slice(ctx: ConversionContext, node: Node, x: Any, axes: list[int], start: list[int] | Any,
-                  size: list[int] | Any, mode: str, fill: Any = None) -> Any:
+                  size: list[int] | Any, mode: str, fill: Any = None, suffix: str = "") -> Any:
     """An ISliceLayer with stride 1 over ``axes`` in sample ``mode``; ``start`` and ``size`` are lists
-    of ints or 1-D INT64 tensors (one entry per axis)."""
+    of ints or 1-D INT64 tensors (one entry per axis). ``suffix`` names a helper layer (see ``ctx.named``)."""
     shape = tuple(x.shape)
     rank = len(shape)
     static = isinstance(start, list) and isinstance(size, list)
@@ -43,7 +43,7 @@ def sampled_slice(ctx: ConversionContext, node: Node, x: Any, axes: list[int], s
     layer.mode = getattr(trt().SampleMode, mode)
     if fill is not None:
         layer.set_input(4, fill)
-    return ctx.out(layer, node)
+    return ctx.out(layer, node, suffix)
 
 
 @converter("Tile")

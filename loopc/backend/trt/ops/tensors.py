@@ -10,7 +10,7 @@ from onnx import helper
 from loopc.backend.trt.context import ConversionContext, trt_dtype
 from loopc.backend.trt.ops.shape import broadcast_to
 from loopc.backend.trt.registry import converter, unsupported
-from loopc.ir import Node
+from loopc.ir import Node, Value
 from loopc.trt import trt
 
 
@@ -56,23 +56,63 @@ def range_op(ctx: ConversionContext, node: Node) -> None:
     start, limit, delta = (ctx.scalar0d(ctx.get(v, node), node, f"arg{k}") for k, v in enumerate(node.inputs))
     dtype = start.dtype
     if dtype not in (T.int32, T.int64):
-        # the length is a shape, and TensorRT computes shapes from integer tensors only
-        raise unsupported(node, "Range of computed floating-point bounds")
-    wide = [ctx.cast(t, T.int64, node, f"i{k}") for k, t in enumerate((start, limit, delta))]
-    span = ctx.elementwise(wide[1], wide[0], "SUB", node, "span")
-    # ceil(span / delta) = floor((span + delta - sign(delta)) / delta)
-    sign = ctx.unary(wide[2], "SIGN", node, "sign")
-    rounded = ctx.elementwise(ctx.elementwise(span, wide[2], "SUM", node, "span_delta"), sign, "SUB", node, "up")
-    count = ctx.elementwise(rounded, wide[2], "FLOOR_DIV", node, "count")
+        source = _float_source(node.inputs)
+        if source is not None:
+            # a length is a shape, and TensorRT computes shapes from its integer inputs only
+            raise unsupported(node, f"Range whose floating-point bounds depend on the floating-point input "
+                              f"{source!r}", hint="make the bounds constants or compute them from integer inputs")
+    count = _float_count(ctx, node, start, limit, delta) if dtype not in (T.int32, T.int64) else \
+        _int_count(ctx, node, start, limit, delta)
     count = ctx.elementwise(count, ctx.constant(np.array(0, np.int64), node, "zero"), "MAX", node, "count_ge0")
     shape = ctx.reshape(count, [1], node, "shape")
-    fill_type = T.int64
+    fill_type = T.int64 if dtype in (T.int32, T.int64) else T.float32
     layer = ctx.network.add_fill([0], T.FillOperation.LINSPACE, fill_type)
     layer.set_input(0, shape)
     layer.set_input(1, ctx.cast(start, fill_type, node, "alpha"))
     layer.set_input(2, ctx.reshape(ctx.cast(delta, fill_type, node, "beta0"), [1], node, "beta"))
     y = ctx.out(layer, node, "fill" if fill_type != dtype else "")
     ctx.set(node.outputs[0], ctx.cast(y, dtype, node))
+
+
+#: Ops whose outputs depend on their inputs' shapes only, never on their values.
+_SHAPE_ONLY = frozenset({"Shape", "Size"})
+
+
+def _float_source(values: list[Value | None]) -> str | None:
+    """The name of a floating-point value with no producer (a graph or loop-body input) whose values
+    ``values`` are computed from, if any (a shape read from it does not count)."""
+    seen: set[int] = set()
+    stack = [v for v in values if v is not None]
+    while stack:
+        value = stack.pop()
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        if value.producer is None:
+            if value.dtype is not None and np.dtype(value.dtype).kind == "f":
+                return value.name
+            continue
+        if value.producer.op not in _SHAPE_ONLY:
+            stack.extend(v for v in value.producer.inputs if v is not None)
+    return None
+
+
+def _int_count(ctx: ConversionContext, node: Node, start: Any, limit: Any, delta: Any) -> Any:
+    """ceil((limit - start) / delta) in INT64, as floor((span + delta - sign(delta)) / delta)."""
+    wide = [ctx.cast(t, trt().int64, node, f"i{k}") for k, t in enumerate((start, limit, delta))]
+    span = ctx.elementwise(wide[1], wide[0], "SUB", node, "span")
+    sign = ctx.unary(wide[2], "SIGN", node, "sign")
+    rounded = ctx.elementwise(ctx.elementwise(span, wide[2], "SUM", node, "span_delta"), sign, "SUB", node, "up")
+    return ctx.elementwise(rounded, wide[2], "FLOOR_DIV", node, "count")
+
+
+def _float_count(ctx: ConversionContext, node: Node, start: Any, limit: Any, delta: Any) -> Any:
+    """ceil((limit - start) / delta) of floating-point bounds, as INT64: -floor((start - limit) / delta),
+    computed in floating point and cast, so that the length is a shape TensorRT can compute."""
+    back = ctx.elementwise(start, limit, "SUB", node, "back_span")
+    floored = ctx.cast(ctx.elementwise(back, delta, "FLOOR_DIV", node, "floor_count"), trt().int64, node,
+                       "floor_count64")
+    return ctx.unary(floored, "NEG", node, "count")
 
 
 @converter("ConstantOfShape")

@@ -157,3 +157,24 @@ def prelu(ctx: ConversionContext, node: Node) -> None:
     x, slope = (ctx.get(v, node) for v in node.inputs)
     x, slope = ctx.broadcast([x, slope], node)
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_parametric_relu(x, slope), node))
+
+
+def _swish(ctx: ConversionContext, node: Node, x: Any, suffix: str = "") -> Any:
+    """x * sigmoid(alpha * x)."""
+    alpha = float(node.attrs.get("alpha", 1.0))
+    scaled = x if alpha == 1.0 else ctx.elementwise(x, scalar_like(ctx, alpha, x, node, "alpha"), "PROD", node,
+                                                    "scaled")
+    gate = _activate(ctx, node, scaled, "SIGMOID", suffix="sigmoid")
+    return ctx.elementwise(x, gate, "PROD", node, suffix)
+
+
+@converter("Swish")
+def swish(ctx: ConversionContext, node: Node) -> None:
+    ctx.set(node.outputs[0], _swish(ctx, node, ctx.get(node.inputs[0], node)))
+
+
+@converter("SwiGLU")
+def swiglu(ctx: ConversionContext, node: Node) -> None:
+    """Swish(A) * B, with A and B of one shape."""
+    gate = _swish(ctx, node, ctx.get(node.inputs[0], node), "swish")
+    ctx.set(node.outputs[0], ctx.elementwise(gate, ctx.get(node.inputs[1], node), "PROD", node))
