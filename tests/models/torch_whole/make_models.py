@@ -60,18 +60,16 @@ TS = f"TorchScript exporter (torch {VERSION}, dynamo=False), opset {OPSET}"
 TV = f"torchvision {torchvision.__version__.split('+')[0]}, traced, TorchScript exporter (torch {VERSION}), opset 11"
 
 #: Cases made but not listed in cases.toml, with what stops loopc today (`loopc build` with no flags).
-NO_CONV = "op 'Conv' has no TensorRT converter"
 PENDING: dict[str, str] = {
-    "ocr_crnn": f"node '/cnn/cnn.0/Conv' (Conv, opset 17): {NO_CONV}; MaxPool too",
-    "speech_packed_bilstm": f"node '/front/front.0/Conv' (Conv, opset 17): {NO_CONV}",
-    "whisper_greedy": f"node '/conv1/Conv' (Conv, opset 17): {NO_CONV}",
-    "unet_ddim": f"node '/unet/conv_in/Conv' (Conv, opset 17): {NO_CONV}; Resize too",
-    "mask_rcnn": "node '/transform/Resize' (Resize, opset 11): op 'Resize' has no TensorRT converter; Conv, MaxPool,"
-                 " ConvTranspose, RoiAlign and NonMaxSuppression too",
-    "keypoint_rcnn": "node '/transform/Resize' (Resize, opset 11): op 'Resize' has no TensorRT converter; Conv,"
-                     " MaxPool, ConvTranspose, RoiAlign and NonMaxSuppression too",
-    "yolo_nms": f"node '/backbone/backbone.0/backbone.0.0/Conv' (Conv, opset 17): {NO_CONV}",
-    "tacotron_decoder": f"node '/encoder/0/Conv' (Conv, opset 17): {NO_CONV}",
+    "mask_rcnn": "node 'NonMaxSuppression_1489' (NonMaxSuppression, opset 11): op 'NonMaxSuppression' has no TensorRT"
+                 " converter; RoiAlign has none either",
+    "keypoint_rcnn": "node 'NonMaxSuppression_1474' (NonMaxSuppression, opset 11): op 'NonMaxSuppression' has no"
+                     " TensorRT converter; RoiAlign has none either",
+    "yolo_nms": "TensorRT could not build the network: [graphScope.cpp::makeScopeNodesContiguous::812] Error Code 2:"
+                " Internal Error (Assertion newNodeOrder.size() == g.nodes.size() failed.)",
+    "tacotron_decoder": "TensorRT could not build the network: IBuilder::buildSerializedNetwork: Error Code 1: Myelin"
+                        " ([shape.cpp:1771: finalize_shape] No scan input/output tensor to derive shape for tensor"
+                        " $$myelin$$(Unnamed Loop* 0)^/Loop__154/output1 copy)",
 }
 
 
@@ -553,69 +551,6 @@ def save_case(name: str, module: nn.Module, inputs: dict[str, Tensor], about: st
     return expected
 
 
-def _graphs(graph: onnx.GraphProto) -> list[onnx.GraphProto]:
-    """``graph`` and every graph nested in it."""
-    found = [graph]
-    for node in graph.node:
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                found += _graphs(attr.g)
-    return found
-
-
-def save_core(name: str, module: nn.Module, inputs: dict[str, Tensor], front: nn.Module, value: str, new_name: str,
-    outputs: list[str], about: str) -> None:
-    """``<name>_core``: the export of ``name`` with the output of its convolutional front end (graph value
-    ``value``, the eager output of ``front``: the BatchNorm after a Conv, where the exporter folded it into the
-    Conv) made a graph input called ``new_name``, what only fed it removed,
-    and only ``outputs`` kept. Its inputs are the eager values there, its expected outputs the eager ones, so it
-    tests the model's loop on the same numbers while loopc cannot build the front end yet."""
-    model = onnx.load(str(HERE / f"{name}.onnx"))
-    declared = {v.name: v for v in onnx.shape_inference.infer_shapes(model).graph.value_info}[value]
-    graph = model.graph
-    graph.node.remove(next(n for n in graph.node if value in n.output))
-    for g in _graphs(graph):
-        for node in g.node:
-            node.input[:] = [new_name if i == value else i for i in node.input]
-    kept = [o for o in graph.output if o.name in outputs]
-    del graph.output[:]
-    graph.output.extend(kept)
-    while True:  # drop the nodes nothing reads any more (reads from nested graphs count)
-        read = {i for g in _graphs(graph) for n in g.node for i in n.input} | {o.name for o in graph.output}
-        dead = [n for n in graph.node if not set(n.output) & read]
-        if not dead:
-            break
-        for n in dead:
-            graph.node.remove(n)
-    graph_inputs = [i for i in graph.input if i.name in read]
-    new_input = onnx.ValueInfoProto()
-    new_input.CopyFrom(declared)
-    new_input.name = new_name
-    del graph.input[:]
-    graph.input.extend([new_input] + graph_inputs)
-    used = {i for g in _graphs(graph) for n in g.node for i in n.input}
-    initializers = [t for t in graph.initializer if t.name in used]
-    del graph.initializer[:]
-    graph.initializer.extend(initializers)
-    onnx.checker.check_model(model)
-    onnx.save(model, str(HERE / f"{name}_core.onnx"))
-
-    captured: list[Tensor] = []
-    hook = front.register_forward_hook(lambda mod, args, out: captured.append(out.detach().clone()))
-    with torch.no_grad():
-        eager = dict(zip(_graph_io(HERE / f"{name}.onnx")[1], _flatten(module(*inputs.values()))))
-    hook.remove()
-    feeds = {new_name: captured[0].numpy()} | {i.name: inputs[i.name].numpy() for i in graph_inputs}
-    expected = {k: eager[k].numpy() for k in outputs}
-    got = ort.InferenceSession(str(HERE / f"{name}_core.onnx"), providers=["CPUExecutionProvider"]).run(outputs, feeds)
-    for out, value_got in zip(outputs, got):
-        np.testing.assert_allclose(value_got, expected[out], rtol=1e-4, atol=1e-5, err_msg=f"{name}_core: {out}")
-    np.savez(HERE / f"{name}_core.inputs.npz", **feeds)
-    np.savez(HERE / f"{name}_core.expected.npz", **expected)
-    CASES.append(Case(f"{name}_core", f"{name}_core.onnx", about))
-    print(f"{name}_core: ok against onnxruntime; input {new_name}{list(captured[0].shape)}")
-
-
 def export_ts(name: str, module: nn.Module, inputs: dict[str, Tensor], outputs: list[str],
               dynamic_axes: dict[str, dict[int, str]], script: bool, opset: int = OPSET) -> None:
     """TorchScript exporter: trace ``module`` (its ``@torch.jit.script`` functions stay loops) or script it."""
@@ -683,9 +618,6 @@ def crnn() -> None:
               "OCR CRNN (Conv2d/BatchNorm/ReLU/MaxPool encoder to height 1, nn.LSTM(16, 16, bidirectional=True) over"
               " the columns, Linear + log_softmax, CTC greedy decoding loop in a @torch.jit.script function: argmax,"
               f" collapse repeats and blanks, `out[k] = c`), traced, {TS}, dynamic width")
-    save_core("ocr_crnn", model, inputs, model.cnn[7], "/cnn/cnn.7/Conv_output_0", "conv_features",
-              ["log_probs", "tokens", "length"],
-              "ocr_crnn from the output of its last Conv2d on (its input), to the BiLSTM and the CTC greedy decoding loop")
 
 
 def speech() -> None:
@@ -701,10 +633,6 @@ def speech() -> None:
               "speech acoustic model (Conv1d + BatchNorm1d + ReLU front end, pack_padded_sequence with unsorted"
               " lengths, nn.LSTM(16, 16, bidirectional=True, batch_first=True), pad_packed_sequence(total_length=T),"
               f" Linear + log_softmax; outputs log_probs and h_n), traced, {TS}, dynamic batch and time")
-    # the exporter folds the BatchNorm into the Conv: the Conv's ONNX output is the BatchNorm's eager one
-    save_core("speech_packed_bilstm", model, inputs, model.front[1], "/front/front.0/Conv_output_0", "conv_features",
-              ["log_probs", "h_n"], "speech_packed_bilstm from the output of its Conv1d + BatchNorm1d on (its input): ReLU,"
-              " the packed BiLSTM (sort by length, LSTM with sequence_lens, unsort), log_softmax")
 
 
 def whisper() -> None:
@@ -729,9 +657,6 @@ def whisper() -> None:
               " pre-norm encoder block; decoder block with causal self-attention and cross-attention, output"
               " projection), greedy decoding from SOT until EOT in a `while n < max_len and not done` loop re-running"
               f" the decoder over a fixed [1, 8] token buffer written with `tokens[0, n] = next`, torch.jit.script, {TS}")
-    save_core("whisper_greedy", model, inputs, model.conv2, "/conv2/Conv_output_0", "conv_features",
-              ["tokens", "length"], "whisper_greedy from the output of its second Conv1d on (its input): GELU,"
-              " positions, encoder block, and the greedy decoding while loop")
 
 
 def unet_ddim() -> None:
@@ -782,8 +707,6 @@ def yolo() -> None:
               "YOLO-style detector (strided Conv2d + BatchNorm + SiLU backbone, 1x1 head, 2 anchors per cell, YOLOv5"
               " decode) with greedy class-aware NMS in a @torch.jit.script `while k < max_det and live.max() > 0`:"
               f" argmax, `out[k] = row`, IoU suppression by torch.where), traced, {TS}")
-    save_core("yolo_nms", model, inputs, model.head, "/head/Conv_output_0", "head_output", ["detections", "count"],
-              "yolo_nms from the output of its 1x1 head Conv2d on (its input): the decode and the scripted NMS while loop")
 
 
 def tacotron() -> None:
@@ -811,10 +734,6 @@ def tacotron() -> None:
               " nn.LSTMCell, additive attention, decoder nn.LSTMCell, mel frame and stop-token projections, list.append;"
               " `while step < max_steps and not done`, done when sigmoid(stop) > 0.5) and a 5-layer Conv1d + BatchNorm"
               f" + tanh postnet, torch.jit.script, {TS}, dynamic chars")
-    save_core("tacotron_decoder", model, inputs, model.encoder[1], "/encoder/0/Conv_output_0", "conv_features",
-              ["mel", "stop", "steps"], "tacotron_decoder from the output of its encoder Conv1d + BatchNorm1d (folded"
-              " into the Conv by the exporter) on (its input), to the"
-              " decoder while loop's frames, stop probabilities and step count (the postnet left out)")
 
 
 MAKERS: dict[str, Callable[[], None]] = {
