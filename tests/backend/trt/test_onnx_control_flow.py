@@ -78,3 +78,47 @@ def test_inner_loop_reading_rows_up_to_the_outer_counter():
                 }}>
             }}>
         }}""", {"x": np.arange(8, dtype=np.float32).reshape(4, 2), "acc0": np.zeros(2, np.float32)})
+
+
+def test_while_loop_stacking_on_a_later_axis():
+    # `torch.stack(frames, 2)` after a scripted while loop (a Tacotron decoder's mel frames): the stacked output
+    # on axis 2 of a loop whose trip count is known only at run time; TensorRT's builder failed on it with
+    # "No scan input/output tensor to derive shape" until loopc stacked on axis 0 and transposed
+    import onnx
+    import onnxruntime as ort
+
+    from loopc.frontend.onnx import import_model
+    from loopc.passes import PassManager, default_passes
+    from tests.backend.trt.oracle import build_and_simulate
+
+    proto = onnx.parser.parse_model(f"""{HEADER}
+        g (float[1,8] x, int64 n) => (float out, int64 steps) {{
+            zero = Constant <value = int64 {{0}}> ()
+            start = Less (zero, n)
+            seq0 = SequenceEmpty <dtype = 1> ()
+            steps, seq = Loop ("", start, zero, seq0) <body = body (int64 i, bool c, int64 s, seq_in)
+                                                              => (bool c2, int64 s2, seq_out) {{
+                one = Constant <value = int64 {{1}}> ()
+                s2 = Add (s, one)
+                sf = Cast <to = 1> (s2)
+                y = Mul (x, sf)
+                seq_out = SequenceInsert (seq_in, y)
+                more = Less (s2, n)
+                total = ReduceSum <keepdims = 0> (y)
+                big = Constant <value = float {{30.0}}> ()
+                small = Less (total, big)
+                c2 = And (more, small)
+            }}>
+            out = ConcatFromSequence <axis = 2, new_axis = 1> (seq)
+        }}""")
+    onnx.checker.check_model(proto)
+    oracle = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    model = import_model(proto)
+    model.graph = PassManager(default_passes()).run(model.graph)
+    for n in (3, 20):  # stops at n; stops on the sum (sum(x) = 5, so 5 * 6 trips reaches 30)
+        feeds = {"x": np.linspace(0.25, 1.0, 8, dtype=np.float32).reshape(1, 8), "n": np.array(n, np.int64)}
+        got = build_and_simulate(model, feeds)[1]
+        want_out, want_steps = oracle.run(["out", "steps"], feeds)
+        assert got["out"].shape == want_out.shape == (1, 8, min(n, 6))
+        np.testing.assert_allclose(got["out"], want_out, rtol=1e-6)
+        assert int(got["steps"]) == int(want_steps)
