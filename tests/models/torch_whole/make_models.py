@@ -65,11 +65,6 @@ PENDING: dict[str, str] = {
                  " converter; RoiAlign has none either",
     "keypoint_rcnn": "node 'NonMaxSuppression_1474' (NonMaxSuppression, opset 11): op 'NonMaxSuppression' has no"
                      " TensorRT converter; RoiAlign has none either",
-    "yolo_nms": "TensorRT could not build the network: [graphScope.cpp::makeScopeNodesContiguous::812] Error Code 2:"
-                " Internal Error (Assertion newNodeOrder.size() == g.nodes.size() failed.)",
-    "tacotron_decoder": "TensorRT could not build the network: IBuilder::buildSerializedNetwork: Error Code 1: Myelin"
-                        " ([shape.cpp:1771: finalize_shape] No scan input/output tensor to derive shape for tensor"
-                        " $$myelin$$(Unnamed Loop* 0)^/Loop__154/output1 copy)",
 }
 
 
