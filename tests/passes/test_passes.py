@@ -514,3 +514,32 @@ def test_a_slice_at_an_index_that_may_be_out_of_range_stays() -> None:
     graph = ir(ROW_AT_ARGMAX.replace("%s: f32[4]", "%s: f32[5]").replace("%row: f32[1,3]", "%row: f32[?,3]"))
     assert not RowSlices()(graph).modified
     assert interpret(graph, {"x": X, "s": np.arange(5, dtype=np.float32)})[0].shape == (0, 3)
+
+
+def test_a_where_of_a_known_condition_is_its_branch() -> None:
+    """tf2onnx masks strided-slice bounds with Where(And(.., all false), ..): the kept branch is read
+    through; a condition not known throughout, or a branch broadcast to the output, stays."""
+    result = check(Identities(), """
+        graph main(%x: f32[4,3], %m: bool[4,3]) -> (%a, %b, %c, %d) {
+          %no: bool[4,3] = Constant() value=bool[4,3]:[false,false,false,false,false,false,false,false,false,false,false,false]
+          %yes: bool[] = Constant() value=bool[]:[true]
+          %row: f32[3] = Constant() value=f32[3]:[1,2,3]
+          %both: bool[4,3] = And(%m, %no)
+          %either: bool[4,3] = Or(%m, %yes)
+          %a: f32[4,3] = Where(%both, %row, %x)
+          %b: f32[4,3] = Where(%either, %x, %row)
+          %c: f32[4,3] = Where(%m, %x, %row)
+          %d: f32[4,3] = Where(%yes, %row, %x)
+        }
+    """, """
+        graph main(%x: f32[4,3], %m: bool[4,3]) -> (%x, %x, %c, %d) {
+          %no: bool[4,3] = Constant() value=bool[4,3]:[false,false,false,false,false,false,false,false,false,false,false,false]
+          %yes: bool[] = Constant() value=bool[]:[true]
+          %row: f32[3] = Constant() value=f32[3]:[1,2,3]
+          %both: bool[4,3] = And(%m, %no)
+          %either: bool[4,3] = Or(%m, %yes)
+          %c: f32[4,3] = Where(%m, %x, %row)
+          %d: f32[4,3] = Where(%yes, %row, %x)
+        }
+    """, {"x": X, "m": X > 5}, [X, X, np.where(X > 5, X, [1, 2, 3]), np.broadcast_to(np.float32([1, 2, 3]), (4, 3))])
+    assert result.stats == {"nodes": 2}

@@ -20,6 +20,7 @@ from loopc.frontend.onnx import import_model
 from loopc.ir import Node, Value
 
 from tests.backend.trt.oracle import build_and_simulate, check_onnx
+from tests.onnx_cases import loopc_failures
 
 HEADER = '<ir_version: 8, opset_import: ["" : 19]>'
 F32 = np.dtype(np.float32)
@@ -354,15 +355,6 @@ def test_conv_transpose_same_padding_where_runtimes_disagree_is_refused():
 
 # -- ONNX's node tests ----------------------------------------------------------------------------------
 
-#: Conv node tests loopc refuses, and why (the refusal is not the convolution's).
-NODE_REFUSED = {
-    # a kernel of 1 carries an empty [2, 4, 0] state (the expansion makes it with ConstantOfShape and CastLike):
-    # TensorRT tensors cannot be empty in loopc's backend
-    "test_causal_conv_with_state_kernel_size_one_expanded": "is empty (shape (2, 4, 0))",
-    "test_causal_conv_with_state_kernel_size_one": "is empty (shape (2, 4, 0))",
-}
-
-
 def conv_node_cases() -> list[Any]:
     """Every ONNX node test with a Conv, ConvTranspose or CausalConvWithState node (test_conv*,
     test_convtranspose*, the causal convolutions and their expansions)."""
@@ -374,20 +366,9 @@ def conv_node_cases() -> list[Any]:
 
 def test_conv_node_tests_match_through_loopc():
     """One test over all cases (collecting ONNX's node tests takes seconds: not at collection time)."""
-    from loopc.conformance import MATCH, PARSE_FAILED, run_case
-
     cases = conv_node_cases()
-    names = {c.name for c in cases}
-    assert len(cases) >= 43 and set(NODE_REFUSED) <= names, sorted(names)
-    wrong = []
-    for case in cases:
-        result = run_case(case, "loopc")
-        if case.name in NODE_REFUSED:
-            ok = result.status == PARSE_FAILED and NODE_REFUSED[case.name] in result.detail
-        else:
-            ok = result.status == MATCH
-        if not ok:
-            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+    assert len(cases) >= 43
+    wrong = loopc_failures(cases)
     assert not wrong, "\n".join(wrong)
 
 
@@ -533,6 +514,21 @@ def test_causal_conv_with_state_of_a_dynamic_length(past, activation, length):
     for name, expected in zip(("y", "state"), want):
         assert got[name].shape == expected.shape
         np.testing.assert_allclose(got[name], expected, **TOLERANCE, err_msg=name)
+
+
+def test_causal_conv_with_a_kernel_of_one_carries_an_empty_state():
+    """A kernel of 1 looks at no past position: the present state is [N, C, 0], an empty tensor, with a
+    dynamic batch too (ONNX's reference is the oracle)."""
+    text = """<ir_version: 10, opset_import: ["" : 27]>
+        g (float[N,3,5] x, float[3,1,1] w) => (float[N,3,5] y, float[N,3,0] state) {
+            y, state = CausalConvWithState (x, w)
+        }"""
+    proto = onnx.parser.parse_model(text)
+    feeds = {"x": data((2, 3, 5), 94), "w": data((3, 1, 1), 95)}
+    _, got = build_and_simulate(import_model(proto), feeds)
+    want = ReferenceEvaluator(proto).run(None, feeds)
+    assert got["state"].shape == want[1].shape == (2, 3, 0)
+    np.testing.assert_allclose(got["y"], want[0], **TOLERANCE)
 
 
 def test_causal_conv_decoding_step_by_step_in_a_scan():

@@ -10,10 +10,11 @@ import onnx.parser
 import pytest
 
 from loopc.backend.trt import to_network
-from loopc.conformance import MATCH, MISMATCH, PARSE_FAILED, WRONG_SHAPE, node_test_cases, run_case
+from loopc.conformance import MATCH, MISMATCH, WRONG_SHAPE, node_test_cases, run_case
 from loopc.errors import UnsupportedConversionError
 from loopc.frontend.onnx import import_model
 from tests.backend.trt.oracle import build_and_simulate, check_onnx
+from tests.onnx_cases import loopc_failures
 
 RNG = np.random.default_rng(11)
 
@@ -370,15 +371,7 @@ def test_node_tests_through_loopc() -> None:
     or is refused for its reason."""
     cases = _node_cases()
     assert len(cases) >= 59 and set(NODE_REFUSED) <= {c.name for c in cases}
-    wrong = []
-    for case in cases:
-        result = run_case(case, "loopc")
-        if case.name in NODE_REFUSED:
-            ok = result.status == PARSE_FAILED and NODE_REFUSED[case.name] in result.detail
-        else:
-            ok = result.status == MATCH
-        if not ok:
-            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+    wrong = loopc_failures(cases, NODE_REFUSED)
     assert not wrong, "\n".join(wrong)
 
 

@@ -440,12 +440,8 @@ def causal_conv_with_state(ctx: ConversionContext, node: Node) -> None:
 def _carry_state(ctx: ConversionContext, node: Node, x: Any, padded: Any, has_past: bool, k: int) -> None:
     """present_state: ``padded`` from the input's length on (past state given), else the input's last
     k - 1 positions, zeros where it is shorter (a FILL slice starting before it)."""
-    if k == 1:  # an empty state: known now, as empties are (see ConversionContext.empties)
-        batch = int(x.shape[0])
-        if batch == -1:
-            raise unsupported(node, "a kernel of 1 with a dynamic batch: the present state is empty, and TensorRT "
-                                    "tensors cannot be")
-        ctx.set_array(node.outputs[1], np.zeros((batch, int(x.shape[1]), 0), np_dtype(x.dtype)), node)
+    if k == 1:  # no past positions to carry: the present state is the input's first 0 positions
+        ctx.set(node.outputs[1], sampled_slice(ctx, node, x, [2], [0], [0], "STRICT_BOUNDS", suffix="state"))
         return
     length = int(x.shape[2])
     source = padded if has_past else x

@@ -5,8 +5,10 @@ ONNX maps an output coordinate back through the *scale* it was given; TensorRT m
 ratio of the axis' *lengths* (its documented formulas). They agree whenever input length × scale
 is the output length. So a resize whose lengths are known at build time is checked axis by axis:
 the input indices (nearest) or coordinates (linear, cubic) ONNX's reference computes must be the
-ones TensorRT's formula gives, else the node is refused. Where lengths are known only at run time,
-only forms that agree for every length are taken: sizes (the scale *is* the ratio), or whole
+ones TensorRT's formula gives. Where they are not, or the layer cannot take the form at all
+(antialiasing, cubic on a third axis, an outer axis), the resize is built from gathers instead
+(:mod:`loopc.backend.trt.ops.resize_taps`). Where lengths are known only at run time, only forms
+the layer computes right for every length are taken: sizes (the scale *is* the ratio), or whole
 scales ≥ 1.
 """
 
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from loopc.backend.trt.context import ConversionContext, np_dtype
+from loopc.backend.trt.ops.resize_taps import MAX_TAPS, ambiguous, onnx_coordinates, onnx_taps, resample, text
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
 from loopc.sim.ops.resize import ROUNDING, source_coordinates
@@ -43,20 +46,12 @@ _EXACT_IN_FLOAT = {"int8", "uint8", "bool"}
 _GRID_PADDING = {"zeros": "FILL", "border": "CLAMP", "reflection": "REFLECT"}
 
 
-def text(node: Node, name: str, default: str) -> str:
-    value = node.attrs.get(name, default)
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def _resize_refusal(node: Node) -> str | None:
     mode = text(node, "mode", "nearest")
     if mode not in _MODES:
         return f"mode={mode!r}"
     transform = text(node, "coordinate_transformation_mode", "half_pixel")
-    if transform == "tf_crop_and_resize":
-        return ("coordinate_transformation_mode='tf_crop_and_resize' (a crop region with an extrapolation value; "
-                "TensorRT's resize reads the whole input: crop with Slice, then resize)")
-    if transform not in _TRANSFORMS:
+    if transform not in _TRANSFORMS and transform != "tf_crop_and_resize":
         return f"coordinate_transformation_mode={transform!r}"
     if _MODES[mode] == "NEAREST" and text(node, "nearest_mode", "round_prefer_floor") not in _NEAREST:
         return f"nearest_mode={text(node, 'nearest_mode', '')!r}"
@@ -74,20 +69,6 @@ class _Axis:
     n_in: int
     n_out: int | None
     scale: float | None = None
-
-
-def onnx_coordinates(transform: str, n_in: int, n_out: int, scale: float, width: float) -> np.ndarray:
-    """The input coordinate ONNX's reference maps each output position to (its formulas, in float64);
-    ``width`` is the unrounded output length, ``scale`` × ``n_in`` (exactly ``n_out`` for sizes)."""
-    x = np.arange(n_out, dtype=np.float64)
-    if transform == "align_corners":
-        return np.zeros(n_out) if width == 1 else x * (n_in - 1) / (width - 1)
-    if transform == "asymmetric":
-        return x / scale
-    if transform == "pytorch_half_pixel" and width == 1:
-        return np.full(n_out, -0.5)
-    offset = n_in / 2 * (1 - n_out / width) if transform == "half_pixel_symmetric" else 0.0
-    return offset + (x + 0.5) / scale - 0.5
 
 
 def _disagreement(node: Node, axis: int, spec: _Axis, mode: str, transform: str) -> tuple[str, str] | None:
@@ -147,16 +128,15 @@ def resize(ctx: ConversionContext, node: Node) -> None:
     if len(set(axes)) != len(axes):
         raise unsupported(node, f"repeated axes {axes}")
     spec, sizes_tensor, by_scales = _lengths(ctx, node, tuple(x.shape), axes)
-    if mode != "NEAREST" and int(node.attrs.get("antialias", 0)) and any(_may_shrink(spec[a]) for a in axes):
-        raise unsupported(node, f"antialiased {mode.lower()} downscaling", hint="TensorRT's resize has no "
-                          "antialiasing filter (antialias changes nothing where no axis shrinks)")
-    changed = _check_axes(node, spec, axes, mode, transform)
-    if sizes_tensor is not None and "axes" not in node.attrs:
-        changed = []  # any axis may change: TensorRT checks the lengths it is given when it runs
-    if changed and min(changed) < rank - _RESIZABLE[mode]:
-        raise unsupported(node, f"{mode.lower()} resize of axis {min(changed)} of a rank-{rank} input (TensorRT "
-                          f"resizes only the innermost {_RESIZABLE[mode]} axes in this mode)",
-                          hint="transpose the resized axes innermost")
+    empty = [a for a in axes if spec[a].n_out is not None and spec[a].n_out < 1]  # type: ignore[operator]
+    if empty:
+        raise unsupported(node, f"resize of axis {empty[0]} to length {spec[empty[0]].n_out}")
+    reason = _layer_refusal(node, spec, axes, mode, transform, sizes_tensor is not None)
+    if reason is not None:
+        if not all(spec[a].n_in != -1 and spec[a].n_out is not None for a in axes):
+            raise unsupported(node, *reason)
+        ctx.set(node.outputs[0], _by_taps(ctx, node, x, spec, axes, mode, transform))
+        return
 
     exact = data_type.kind != "f"
     layer = ctx.network.add_resize(ctx.cast(x, trt().float32, node, "as_float") if exact else x)
@@ -243,14 +223,20 @@ def _may_shrink(spec: _Axis) -> bool:
     return spec.n_out is None or spec.n_in == -1 or spec.n_out < spec.n_in
 
 
-def _check_axes(node: Node, spec: list[_Axis], axes: list[int], mode: str, transform: str) -> list[int]:
-    """Refuse an axis on which TensorRT's resize would differ from ONNX's; the axes it changes."""
+def _layer_refusal(node: Node, spec: list[_Axis], axes: list[int], mode: str, transform: str,
+                   computed_sizes: bool) -> tuple[str, str] | None:
+    """Why one IResizeLayer would not compute ONNX's numbers, as (what, hint), or None."""
+    if transform == "tf_crop_and_resize":
+        return ("tf_crop_and_resize to lengths known only at run time", "TensorRT's resize reads the whole input; "
+                "loopc crops and resizes with gathers when the sizes and the input's resized axes are fixed")
+    if mode != "NEAREST" and int(node.attrs.get("antialias", 0)) and any(_may_shrink(spec[a]) for a in axes):
+        return (f"antialiased {mode.lower()} downscaling to lengths known only at run time",
+                "TensorRT's resize has no antialiasing filter; loopc builds the filter from gathers when the sizes "
+                "and the input's resized axes are fixed")
     changed = []
     for a in axes:
         s = spec[a]
         if s.n_in != -1 and s.n_out is not None:
-            if s.n_out < 1:
-                raise unsupported(node, f"resize of axis {a} to length {s.n_out}")
             reason = _disagreement(node, a, s, mode, transform)
             if s.n_out != s.n_in:
                 changed.append(a)
@@ -259,8 +245,61 @@ def _check_axes(node: Node, spec: list[_Axis], axes: list[int], mode: str, trans
             if s.scale != 1.0:
                 changed.append(a)
         if reason is not None:
-            raise unsupported(node, *reason)
-    return changed
+            return reason
+    rank = len(spec)
+    if computed_sizes and "axes" not in node.attrs:
+        changed = []  # any axis may change: TensorRT checks the lengths it is given when it runs
+    if changed and min(changed) < rank - _RESIZABLE[mode]:
+        return (f"{mode.lower()} resize of axis {min(changed)} of a rank-{rank} input to a length known only at run "
+                "time", f"TensorRT resizes only the innermost {_RESIZABLE[mode]} axes in this mode; loopc builds it "
+                "from gathers when the lengths are fixed")
+    return None
+
+
+def _by_taps(ctx: ConversionContext, node: Node, x: Any, spec: list[_Axis], axes: list[int], mode: str,
+             transform: str) -> Any:
+    """ONNX's resize as gathers and weighted sums, axis by axis (all lengths known), computed in float32."""
+    plans = []
+    crops = _crop_region(ctx, node, axes) if transform == "tf_crop_and_resize" else {}
+    for a in axes:
+        s = spec[a]
+        assert s.n_out is not None
+        scale = s.n_out / s.n_in if s.scale is None else s.scale
+        width = s.n_out if s.scale is None else scale * s.n_in
+        crop = crops.get(a, (0.0, 1.0))
+        if s.n_out == s.n_in and scale == 1 and crop == (0.0, 1.0):
+            continue  # ONNX leaves an axis of scale 1 (and no crop) as it is
+        if crops and s.scale is not None:
+            raise unsupported(node, "tf_crop_and_resize by scales", hint="onnxruntime sizes the output by length × "
+                              "crop × scale, ONNX's reference by length × scale; give sizes")
+        if ambiguous(transform, s.n_out, width):
+            raise unsupported(node, f"{transform} resize of axis {a} from {s.n_in} to {s.n_out} by scale {scale:g}",
+                              hint="onnxruntime divides by the output length and ONNX's reference by length × "
+                              "scale; give sizes, or scales that make whole output lengths")
+        index, weight, outside = onnx_taps(node, mode, transform, s.n_in, s.n_out, scale, width, crop)
+        if index.shape[0] > MAX_TAPS:
+            raise unsupported(node, f"a resize of axis {a} reading {index.shape[0]} input pixels per output pixel",
+                              hint=f"at most {MAX_TAPS} are built as gathers")
+        plans.append((a, index, weight, outside))
+    tr = trt()
+    narrow = mode != "NEAREST" and x.dtype != tr.float32
+    y = ctx.cast(x, tr.float32, node, "as_float") if narrow else x
+    for a, index, weight, outside in plans:
+        y = resample(ctx, node, y, a, index, weight, outside)
+    if not plans:
+        y = ctx.out(ctx.network.add_identity(y), node)
+    return ctx.cast(y, x.dtype, node, "data") if narrow else y
+
+
+def _crop_region(ctx: ConversionContext, node: Node, axes: list[int]) -> dict[int, tuple[float, float]]:
+    """tf_crop_and_resize's region per axis: roi holds the starts, then the ends (one per axis in ``axes``)."""
+    roi = ctx.constant_of(node.inputs[1] if len(node.inputs) > 1 else None)
+    if roi is None:
+        raise unsupported(node, "tf_crop_and_resize without a constant roi", hint="give the crop region as a constant")
+    values = [float(v) for v in roi.reshape(-1)]
+    if len(values) != 2 * len(axes):
+        raise unsupported(node, f"a roi of {len(values)} values for {len(axes)} axes")
+    return {a: (values[i], values[len(axes) + i]) for i, a in enumerate(axes)}
 
 
 def _output_shape(ctx: ConversionContext, node: Node, x: Any, spec: list[_Axis], axes: list[int],
