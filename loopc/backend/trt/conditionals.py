@@ -56,9 +56,7 @@ def convert_if(ctx: ConversionContext, node: Node) -> None:
                 bindings[id(value)] = entry.get_output(0)
         with ctx.overlay(bindings):
             ctx.convert_graph(branch)
-            # a branch may return an empty array (TorchScript's "no detections" branch: new_empty((0, ...)))
-            results.append([ctx.empty_tensor(v, node) if id(v) in ctx.empties else ctx.get(v, node)
-                            for v in branch.outputs])
+            results.append([ctx.get(v, node) for v in branch.outputs])
     for k, (value, a, b) in enumerate(zip(node.outputs, *results)):
         if len(a.shape) != len(b.shape):
             raise node_error(node, f"output {k} has rank {len(a.shape)} in one branch, {len(b.shape)} in the other; "

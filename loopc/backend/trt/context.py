@@ -241,14 +241,6 @@ class ConversionContext:
         found = constant_value(value)
         return None if found is None else np.asarray(found)
 
-    def empty_tensor(self, value: Value, node: Node) -> Any:
-        """An empty value (see ``empties``) as a tensor with a zero-length dim, where a layer must output one (an
-        If branch that returns no rows): a zero-length Slice of a one-element constant of its dtype."""
-        array = self.empties[id(value)]
-        one = self.constant(np.zeros((1,) * array.ndim, array.dtype), node, f"{value.name}_empty_source")
-        zeros = (0,) * array.ndim
-        return self.out(self.network.add_slice(one, zeros, array.shape, (1,) * array.ndim), node, f"{value.name}_empty")
-
     def set_array(self, value: Value, array: np.ndarray, node: Node) -> None:
         """Bind ``value`` to a constant; an empty one is held as an array until read (see ``empties``)."""
         if array.size == 0:
