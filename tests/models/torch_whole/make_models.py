@@ -535,9 +535,14 @@ def check_ort(name: str, model_file: str, module: nn.Module, inputs: dict[str, T
 
 
 def save_case(name: str, module: nn.Module, inputs: dict[str, Tensor], about: str, rtol: float | None = None,
-              atol: float | None = None) -> dict[str, np.ndarray]:
-    """Save inputs and eager outputs of ``module`` under the model's graph names; check onnxruntime agrees."""
+              atol: float | None = None, other_sizes: dict[str, Tensor] | None = None) -> dict[str, np.ndarray]:
+    """Save inputs and eager outputs of ``module`` under the model's graph names; check onnxruntime agrees.
+
+    ``other_sizes``: inputs of other dynamic sizes, checked against onnxruntime as well but not saved, so that
+    an export baked to the example's sizes fails here."""
     feeds, expected = check_ort(name, f"{name}.onnx", module, inputs, rtol, atol)
+    if other_sizes is not None:
+        check_ort(name, f"{name}.onnx", module, other_sizes, rtol, atol)
     np.savez(HERE / f"{name}.inputs.npz", **feeds)
     np.savez(HERE / f"{name}.expected.npz", **expected)
     CASES.append(Case(name, f"{name}.onnx", about, rtol, atol))
@@ -612,7 +617,8 @@ def crnn() -> None:
     save_case("ocr_crnn", model, inputs,
               "OCR CRNN (Conv2d/BatchNorm/ReLU/MaxPool encoder to height 1, nn.LSTM(16, 16, bidirectional=True) over"
               " the columns, Linear + log_softmax, CTC greedy decoding loop in a @torch.jit.script function: argmax,"
-              f" collapse repeats and blanks, `out[k] = c`), traced, {TS}, dynamic width")
+              f" collapse repeats and blanks, `out[k] = c`), traced, {TS}, dynamic width",
+              other_sizes={"image": rnd(np.random.default_rng(1), 1, 1, 16, 28)})
 
 
 def speech() -> None:
@@ -627,7 +633,8 @@ def speech() -> None:
     save_case("speech_packed_bilstm", model, inputs,
               "speech acoustic model (Conv1d + BatchNorm1d + ReLU front end, pack_padded_sequence with unsorted"
               " lengths, nn.LSTM(16, 16, bidirectional=True, batch_first=True), pad_packed_sequence(total_length=T),"
-              f" Linear + log_softmax; outputs log_probs and h_n), traced, {TS}, dynamic batch and time")
+              f" Linear + log_softmax; outputs log_probs and h_n), traced, {TS}, dynamic batch and time",
+              other_sizes={"features": rnd(rng, 2, 7, 20), "lengths": torch.tensor([4, 7])})
 
 
 def whisper() -> None:
@@ -728,7 +735,9 @@ def tacotron() -> None:
               "Tacotron 2-style decoder (embedding + Conv1d/BatchNorm encoder; per step ReLU prenet, attention"
               " nn.LSTMCell, additive attention, decoder nn.LSTMCell, mel frame and stop-token projections, list.append;"
               " `while step < max_steps and not done`, done when sigmoid(stop) > 0.5) and a 5-layer Conv1d + BatchNorm"
-              f" + tanh postnet, torch.jit.script, {TS}, dynamic chars")
+              f" + tanh postnet, torch.jit.script, {TS}, dynamic chars",
+              other_sizes={"text": torch.from_numpy(np.random.default_rng(1).integers(1, 12, size=(1, 11))),
+                           "max_steps": torch.tensor(20)})
 
 
 MAKERS: dict[str, Callable[[], None]] = {
