@@ -685,8 +685,8 @@ def detection() -> None:
                           opset_version=11, dynamo=False)
         save_case(name, EagerDetection(model), {"image": image},
                   f"torchvision.models.detection.{what} (random weights) with a small four-conv body under torchvision's"
-                  " BackboneWithFPN (3 levels + max-pool level), MultiScaleRoIAlign, 64x64 image; its scripted loops"
-                  f" (the ONNX paths of paste_masks / heatmaps_to_keypoints, per-level RoI merging), {TV}")
+                  " BackboneWithFPN (3 levels + max-pool level), MultiScaleRoIAlign, 64x64 image; its scripted pieces"
+                  f" (the Loop of paste_masks / heatmaps_to_keypoints on the ONNX path, batched_nms's If), {TV}")
 
 
 def yolo() -> None:
