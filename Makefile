@@ -47,6 +47,7 @@ conformance: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/sim_lstm.py
+	$(PY) benchmarks/sim_unet.py
 	$(PY) benchmarks/loop_conformance.py --max-trips 64
 	$(PY) benchmarks/corpus_table.py
 	$(PY) benchmarks/openvino_table.py

@@ -17,7 +17,7 @@ from loopc.errors import PassError
 from loopc.ir import Graph, format_graph, parse, verify
 from loopc.ir.interpret import interpret
 from loopc.passes import (ConstantFolding, DeadCode, GatherToIterator, Identities, Invariants, Pass, PassManager,
-                          PassResult, SequenceAccumulation, StaticConditionals, TripLimits, default_passes)
+                          PassResult, RowSlices, SequenceAccumulation, StaticConditionals, TripLimits, default_passes)
 
 X = np.arange(12, dtype=np.float32).reshape(4, 3)
 #: The column sums of X: 0+3+6+9, 1+4+7+10, 2+5+8+11.
@@ -477,6 +477,43 @@ def test_growing_carry_read_inside_with_constant_trips_is_unrolled() -> None:
     # the running sums of 2·x read before each trip: 0, then 2·(0+1+2) = 6, then 6 + 2·(3+4+5) = 30
     graph = run_pipeline(text, {"x": X3}, [2 * X3.reshape(3, 3), np.array([0, 6, 30], np.float32)])
     assert "loop" not in format_graph(graph)
+
+
+ROW_AT_ARGMAX = """
+    graph main(%x: f32[4,3], %s: f32[4]) -> (%row) {
+      %i: i64[] = ArgMax(%s) axis=0 keepdims=0
+      %one: i64[] = Constant() value=i64[]:[1]
+      %end: i64[] = Add(%i, %one)
+      %zero: i64[1] = Constant() value=i64[1]:[0]
+      %starts: i64[1] = Unsqueeze(%i, %zero)
+      %ends: i64[1] = Unsqueeze(%end, %zero)
+      %row: f32[1,3] = Slice(%x, %starts, %ends, %zero)
+    }
+"""
+
+
+def test_a_slice_of_one_row_at_an_argmax_becomes_a_gather() -> None:
+    """``x[i:i+1]`` with ``i = argmax(s)``: ``i`` is within x's 4 rows, so no clamping; x[2:3] for s's peak at 2."""
+    s = np.array([0.5, -1.0, 3.0, 2.0], np.float32)
+    result = check(RowSlices(), ROW_AT_ARGMAX, """
+        graph main(%x: f32[4,3], %s: f32[4]) -> (%row_row) {
+          %i: i64[] = ArgMax(%s) axis=0 keepdims=0
+          %one: i64[] = Constant() value=i64[]:[1]
+          %end: i64[] = Add(%i, %one)
+          %zero: i64[1] = Constant() value=i64[1]:[0]
+          %starts: i64[1] = Unsqueeze(%i, %zero)
+          %ends: i64[1] = Unsqueeze(%end, %zero)
+          %row_row: f32[1,3] = Gather(%x, %starts) axis=0
+        }
+    """, {"x": X, "s": s}, [X[2:3]])
+    assert result.stats == {"slices": 1}
+
+
+def test_a_slice_at_an_index_that_may_be_out_of_range_stays() -> None:
+    """ArgMax over 5 entries can give 4, past x's last row: ONNX's Slice clamps there (x[4:5] is empty)."""
+    graph = ir(ROW_AT_ARGMAX.replace("%s: f32[4]", "%s: f32[5]").replace("%row: f32[1,3]", "%row: f32[?,3]"))
+    assert not RowSlices()(graph).modified
+    assert interpret(graph, {"x": X, "s": np.arange(5, dtype=np.float32)})[0].shape == (0, 3)
 
 
 def test_a_where_of_a_known_condition_is_its_branch() -> None:
