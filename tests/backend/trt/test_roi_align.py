@@ -13,7 +13,7 @@ from loopc.backend.trt import to_network
 from loopc.conformance import node_test_cases
 from loopc.errors import LoopcError
 from loopc.frontend.onnx import import_model
-from tests.backend.trt.oracle import check_onnx
+from tests.backend.trt.oracle import build_and_simulate, check_onnx
 from tests.onnx_cases import loopc_failures
 
 RNG = np.random.default_rng(7)
@@ -73,6 +73,21 @@ def test_one_pixel_wide_features():
     rois = np.array([[0.0, 0.0, 4.0, 1.0], [-1.5, -0.5, 2.0, 1.5]], np.float32)
     attrs = "output_height = 2, output_width = 3, sampling_ratio = 2"
     check_onnx(model(attrs, x_dims="1,2,1,5"), {"x": x, "rois": rois, "batch": np.zeros(2, np.int64)}, atol=1e-5)
+
+
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_one_sample_between_four_pixels_by_hand(sign):
+    """A 1x1 roi of a 2x2 image with one sample at its centre (0.5, 0.5): every corner weighs 1/4, so avg
+    is the pixels' mean and max the largest single w * v (1/4 of the largest value), not the interpolated
+    value; a roi beyond the image reads 0 in both modes."""
+    x = sign * np.array([[[[1.0, 2.0], [3.0, 4.0]]]], np.float32)
+    rois = np.array([[0.0, 0.0, 1.0, 1.0], [5.0, 5.0, 6.0, 6.0]], np.float32)
+    feeds = {"x": x, "rois": rois, "batch": np.zeros(2, np.int64)}
+    for mode, inside in (("avg", sign * 2.5), ("max", 1.0 if sign > 0 else -0.25)):
+        attrs = (f'mode = "{mode}", coordinate_transformation_mode = "output_half_pixel", output_height = 1, '
+                 "output_width = 1, sampling_ratio = 1")
+        _, got = build_and_simulate(import_model(onnx.parser.parse_model(model(attrs, x_dims="1,1,2,2"))), feeds)
+        np.testing.assert_array_equal(got["y"].reshape(-1), np.float32([inside, 0.0]), err_msg=mode)
 
 
 def test_adaptive_sampling_ratio_is_refused_in_one_line():
