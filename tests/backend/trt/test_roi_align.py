@@ -1,7 +1,7 @@
 """RoiAlign (composed from Gather, elementwise and Reduce layers) against onnxruntime: both pooling
 modes, sampling ratios, spatial scales, both coordinate modes and opset 10's implicit one, rois
 partly or wholly outside the image and malformed ones, a roi count known only at run time (none
-too), features of run-time size; the refusal of the adaptive sampling ratio; ONNX's node tests."""
+too), features of run-time size, float16; the refusal of the adaptive sampling ratio; ONNX's node tests."""
 
 from __future__ import annotations
 
@@ -66,6 +66,16 @@ def test_roi_count_known_only_at_run_time(count):
 def test_features_of_run_time_size():
     attrs = 'mode = "max", output_height = 2, output_width = 2, sampling_ratio = 2, spatial_scale = 0.5'
     check_onnx(model(attrs, x_dims="N,C,H,W"), {"x": X, "rois": ROIS, "batch": BATCH}, atol=1e-5)
+
+
+def test_half_precision_features_and_rois():
+    """Computed in float32 and rounded once to float16 (onnxruntime computes in float16: a few ulps apart)."""
+    text = """<ir_version: 8, opset_import: ["" : 16]>
+        g (float16[2,3,6,8] x, float16[R,4] rois, int64[R] batch) => (float16[R,C,H,W] y) {
+            y = RoiAlign <output_height = 3, output_width = 3, sampling_ratio = 2, spatial_scale = 0.5> (x, rois, batch)
+        }"""
+    check_onnx(text, {"x": X.astype(np.float16), "rois": ROIS.astype(np.float16), "batch": BATCH}, rtol=0,
+               atol=2e-3)
 
 
 def test_one_pixel_wide_features():

@@ -43,8 +43,8 @@ def _refusal(node: Node) -> str | None:
     if coords not in _SHIFT:
         return f"coordinate_transformation_mode={coords!r}"
     if int(node.attrs.get("sampling_ratio", 0)) <= 0:
-        return ("sampling_ratio=0 (adaptive: the samples per bin depend on each roi's size, which no TensorRT "
-                "layer shape can); export with a fixed sampling_ratio (torchvision's default is 2)")
+        return ("sampling_ratio=0 (adaptive: the number of samples per bin depends on each roi's size, which a "
+                "TensorRT network cannot shape per roi); export with a fixed sampling_ratio (torchvision's default is 2)")
     return None
 
 
