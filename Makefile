@@ -46,6 +46,7 @@ conformance: $(STAMP)
 	$(PY) benchmarks/conformance.py
 
 bench: $(STAMP)
+	$(PY) benchmarks/node_tests.py --jobs 2
 	$(PY) benchmarks/sim_lstm.py
 	$(PY) benchmarks/sim_unet.py
 	$(PY) benchmarks/loop_conformance.py --max-trips 64
