@@ -277,3 +277,13 @@ def _group_norm(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
                  helper.make_node("Reshape", [wide, flat_name], [flat], name=ctx.fresh("reshape"))]
         per_channel.append(flat)
     return [*made, _rebuild(node, [node.input[0], *per_channel], set())]
+
+
+@upgrades("DFT")
+def _dft(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+    """DFT < 20 took its axis as an attribute whose default was 1 (input 2's default is -2)."""
+    if ctx.opset >= 20:
+        return [node]
+    name, const = _const(ctx, node, np.array(_attrs(node).get("axis", 1), dtype=np.int64), "axis")
+    inputs = (list(node.input) + ["", ""])[:2] + [name]
+    return [const, _rebuild(node, inputs, {"axis"})]

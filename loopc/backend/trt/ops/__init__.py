@@ -2,5 +2,5 @@
 
 from loopc.backend.trt.ops import (  # noqa: F401
     cumulative, elementwise, gather, linalg, masks, nonzero, normalization, random_ops, reduce, sampling, shape,
-    suppression, tensors, unary, windows,
+    spectral, suppression, tensors, unary, windows,
 )

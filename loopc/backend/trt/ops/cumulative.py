@@ -61,8 +61,9 @@ def _ones(ctx: ConversionContext, node: Node, x: Any, axis: int, suffix: str) ->
     return ctx.cast(ctx.out(layer, node, f"{suffix}ones"), x.dtype, node, f"{suffix}ones_cast")
 
 
-def _axis_is(ctx: ConversionContext, node: Node, axis: Any, k: int, rank: int) -> Any:
-    """``axis == k`` for an INT64 axis in [-rank, rank) shaped [1]*rank, as a bool tensor of that shape."""
+def axis_is(ctx: ConversionContext, node: Node, axis: Any, k: int, rank: int) -> Any:
+    """``axis == k`` for an INT64 axis in [-rank, rank) shaped [1]*rank, as a bool tensor of that shape
+    (choosing among results built for each axis, when the axis is known only at run time)."""
     hit = ctx.elementwise(axis, ctx.constant(np.full([1] * rank, k, np.int64), node, f"axis{k}"), "EQUAL", node,
                           f"is_axis{k}")
     wrapped = ctx.elementwise(axis, ctx.constant(np.full([1] * rank, k - rank, np.int64), node, f"axis{k - rank}"),
@@ -87,6 +88,6 @@ def cumprod(ctx: ConversionContext, node: Node) -> None:
     result = product_scan(ctx, node, x, rank - 1, exclusive, reverse, f"axis{rank - 1}/")
     for k in reversed(range(rank - 1)):
         scan = product_scan(ctx, node, x, k, exclusive, reverse, f"axis{k}/")
-        chosen = _axis_is(ctx, node, axis_nd, k, rank)
+        chosen = axis_is(ctx, node, axis_nd, k, rank)
         result = ctx.out(ctx.network.add_select(chosen, scan, result), node, "" if k == 0 else f"select{k}")
     ctx.set(node.outputs[0], result)
