@@ -28,7 +28,7 @@ _MAY_WRAP = frozenset({"SUM", "SUB", "PROD"})
 def _operands(ctx: ConversionContext, node: Node) -> tuple[list[Any], Any]:
     """The node's input tensors, in INT32 when they are UInt8 (which TensorRT does not compute in), and
     the type results are to have."""
-    tensors = [ctx.get(v, node) for v in node.inputs if v is not None]
+    tensors = [ctx.get(v, node) for v in node.inputs]  # a missing one is the node's error (ctx.get says so)
     dtype = tensors[0].dtype
     if dtype != trt().uint8:
         return tensors, dtype
