@@ -16,7 +16,7 @@ MATCHING = (
     r"test_nonmaxsuppression_.*",
     r"test_dft(_axis|_inverse)?(_opset19)?",
     r"test_dft_(rfft|irfft)_opset19",
-    r"test_affine_grid_(2d|3d|2d_align_corners)(_expanded)?",
+    r"test_affine_grid_(2d|3d)(_align_corners)?(_expanded)?",
 )
 #: Refused, and a phrase of the reason: an axis, or a frame step, given as an input sets the output's
 #: shape (the one-sided DFT's length is on the axis the input picks).
@@ -25,9 +25,6 @@ REFUSED: dict[str, str] = {
     "test_dft_irfft": "an axis computed when the engine runs",
     "test_stft": "a frame_step computed when the engine runs",
     "test_stft_with_window": "a frame_step computed when the engine runs",
-    # 2 / (D - 1), or 0 when D == 1: a condition on the size input's values, branches of ranks 1 and 0
-    "test_affine_grid_3d_align_corners": "rank 0 in one branch, 1 in the other",
-    "test_affine_grid_3d_align_corners_expanded": "rank 0 in one branch, 1 in the other",
 }
 
 
