@@ -46,7 +46,9 @@ conformance: $(STAMP)
 	$(PY) benchmarks/conformance.py
 
 bench: $(STAMP)
+	$(PY) benchmarks/node_tests.py --jobs 2
 	$(PY) benchmarks/sim_lstm.py
+	$(PY) benchmarks/sim_unet.py
 	$(PY) benchmarks/loop_conformance.py --max-trips 64
 	$(PY) benchmarks/corpus_table.py
 	$(PY) benchmarks/openvino_table.py

@@ -167,7 +167,7 @@ def build_compiled(
     from loopc.feeds import input_specs, prepare_inputs
 
     session, network = compiled.session, compiled.network
-    profile = shapes or ShapeProfile()
+    profile = (shapes or ShapeProfile()).renamed(compiled.model.input_aliases)
     if inputs:
         checked = prepare_inputs(input_specs(network, compiled.model), inputs, partial=True, origin="--inputs: ")
         profile = dataclasses.replace(profile, examples={**profile.examples, **checked})

@@ -35,6 +35,8 @@ class InputSpec:
     declared: np.dtype[Any] | None = None
     #: The model's dims: ints, symbolic names ("batch"), or None where unknown.
     dims: tuple[Dim, ...] | None = None
+    #: The input's other names, by which data may be given too.
+    aliases: tuple[str, ...] = ()
 
     def dims_text(self) -> str:
         """``(batch, seq, 8)``; ``?`` for a dynamic dim without a name."""
@@ -53,6 +55,9 @@ def input_specs(network: Any, model: Any = None) -> list[InputSpec]:
     from loopc.sim.dtypes import to_numpy
 
     declared = {v.name: v for v in model.graph.inputs} if model is not None else {}
+    aliases: dict[str, list[str]] = {}
+    for alias, name in getattr(model, "input_aliases", {}).items():
+        aliases.setdefault(name, []).append(alias)
     specs = []
     for i in range(network.num_inputs):
         tensor = network.get_input(i)
@@ -61,7 +66,8 @@ def input_specs(network: Any, model: Any = None) -> list[InputSpec]:
         if dims is None:
             dims = tuple(dim_name(tensor, k) if d == -1 else d for k, d in enumerate(tensor.shape))
         decl = np.dtype(value.dtype) if value is not None and value.dtype is not None else None
-        specs.append(InputSpec(tensor.name, to_numpy(tensor.dtype), tuple(tensor.shape), decl, dims))
+        specs.append(InputSpec(tensor.name, to_numpy(tensor.dtype), tuple(tensor.shape), decl, dims,
+                               tuple(aliases.get(tensor.name, ()))))
     return specs
 
 
@@ -75,6 +81,7 @@ def prepare_inputs(
     """
     by_name = {spec.name: spec for spec in specs}
     names = ", ".join(by_name) or "none"
+    arrays = by_input_name(specs, arrays, origin)
     extra = [name for name in arrays if name not in by_name]
     if extra:
         raise LoopcError(f"{origin}unknown input {_names(extra)}; the model's inputs are {names}")
@@ -82,6 +89,21 @@ def prepare_inputs(
     if missing and not partial:
         raise LoopcError(f"{origin}missing input {_names(missing)}; the model's inputs are {names}")
     return {name: convert(by_name[name], value, origin) for name, value in arrays.items()}
+
+
+def by_input_name(specs: Sequence[InputSpec], arrays: Mapping[str, Any], origin: str = "") -> dict[str, Any]:
+    """``arrays`` keyed by their inputs' names: data given by another name of an input (an alias) is that
+    input's; the same input given twice is an error."""
+    canonical = {alias: spec.name for spec in specs for alias in spec.aliases}
+    keyed: dict[str, Any] = {}
+    given: dict[str, str] = {}
+    for key, value in arrays.items():
+        name = canonical.get(key, key)
+        if name in keyed:
+            raise LoopcError(f"{origin}input {name!r} is given twice, as {given[name]!r} and as {key!r} "
+                             f"(two names of one input)")
+        keyed[name], given[name] = value, key
+    return keyed
 
 
 def convert(spec: InputSpec, data: Any, origin: str = "") -> np.ndarray:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Collection, Mapping, Sequence
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -100,6 +101,18 @@ class ShapeProfile:
             target.update(parse_shapes(spec))
         profile.check_complete()
         return profile
+
+    def renamed(self, aliases: Mapping[str, str]) -> ShapeProfile:
+        """This profile with inputs named by another of their names (``aliases``: to the input's name)
+        named as the network names them."""
+        if not any(name in aliases for given in (self.min, self.opt, self.max, self.examples) for name in given):
+            return self
+
+        def keyed(given: dict[str, Any]) -> dict[str, Any]:
+            return {aliases.get(name, name): value for name, value in given.items()}
+
+        return dataclasses.replace(self, min=keyed(self.min), opt=keyed(self.opt), max=keyed(self.max),
+                                   examples=keyed(self.examples))
 
     def check_complete(self) -> None:
         """An input the flags name needs all three bounds, unless an example fills the rest."""

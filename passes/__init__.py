@@ -18,6 +18,7 @@ from loopc.passes.inline_one_trip import InlineOneTrip
 from loopc.passes.invariants import Invariants
 from loopc.passes.loop_distribution import LoopDistribution
 from loopc.passes.narrow_products import NarrowProducts
+from loopc.passes.row_slices import RowSlices
 from loopc.passes.manager import Pass, PassManager, PassResult
 from loopc.passes.scatter_to_concat import ScatterToConcat
 from loopc.passes.sequence_accumulation import SequenceAccumulation
@@ -29,7 +30,7 @@ from loopc.passes.wavefront import Wavefront
 from loopc.passes.while_outputs import WhileOutputs
 
 __all__ = ["ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult",
-           "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "StaticConditionals", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
+           "RowSlices", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "StaticConditionals", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
 #: What only makes loops faster: each can be switched off (``--disable NAME``; ``-O0``: all of them).
@@ -51,7 +52,7 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = ())
     if unknown:
         raise ValueError(f"cannot disable {', '.join(unknown)}: the optimizations are {', '.join(OPTIMIZATIONS)}")
     passes: list[Pass] = [
-        ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
+        ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), RowSlices(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
         SequenceAccumulation(), GrowingConcat(), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
         WhileOutputs(max_trips), DeadCode(),
     ]

@@ -18,6 +18,7 @@ Range, ...) is never evaluated when the shape functions cannot tell that size.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -57,8 +58,11 @@ class ConstantFolding:
         return PassResult(graph, folded > 0, {"nodes": folded} if folded else {})
 
 
-def fold(node: Node) -> list[np.ndarray] | None:
-    """The values of ``node``'s outputs when its inputs are constants (or it is a Shape of a static shape)."""
+def fold(node: Node, known: Mapping[Value, np.ndarray] | None = None,
+         max_elements: int = MAX_ELEMENTS) -> list[np.ndarray] | None:
+    """The values of ``node``'s outputs when its inputs are constants (or it is a Shape of a static shape);
+    ``known`` adds operand values the caller has computed but not yet made constants. None when a result
+    has more than ``max_elements`` elements."""
     if node.op == "Shape" and node.inputs[0] is not None:
         dims = _shape_dims(node)
         return None if dims is None or not all(isinstance(d, int) for d in dims) else [np.array(dims, np.int64)]
@@ -69,13 +73,13 @@ def fold(node: Node) -> list[np.ndarray] | None:
         picked = _static_dims_picked(node)
         if picked is not None:
             return [picked]
-    arrays = [None if v is None else constant_value(v) for v in node.inputs]
+    arrays = [None if v is None else operand(v, known) for v in node.inputs]
     if any(a is None and v is not None for a, v in zip(arrays, node.inputs)):
         return None
-    sizes = _result_sizes(node)
+    sizes = _result_sizes(node, known)
     if sizes is None and node.op in VALUE_SHAPED:
         return None
-    if sizes is not None and any(n > MAX_ELEMENTS for n in sizes):
+    if sizes is not None and any(n > max_elements for n in sizes):
         return None
     names = [f"in{i}" if v is not None else "" for i, v in enumerate(node.inputs)]
     proto = helper.make_node(node.op, names, [f"out{i}" for i in range(len(node.outputs))],
@@ -84,17 +88,24 @@ def fold(node: Node) -> list[np.ndarray] | None:
         results = ReferenceEvaluator(proto).run(None, {n: np.asarray(a) for n, a in zip(names, arrays) if n})
     except Exception:
         return None  # an op the reference cannot evaluate stays for TensorRT
-    if any(np.asarray(r).size > MAX_ELEMENTS for r in results):
+    if any(np.asarray(r).size > max_elements for r in results):
         return None
     return [np.asarray(r) for r in results]
 
 
-def _result_sizes(node: Node) -> list[int] | None:
+def operand(value: Value, known: Mapping[Value, np.ndarray] | None = None) -> Any:
+    """``value``'s array when it is a constant or in ``known``; else None."""
+    if known is not None and value in known:
+        return known[value]
+    return constant_value(value)
+
+
+def _result_sizes(node: Node, known: Mapping[Value, np.ndarray] | None = None) -> list[int] | None:
     """Each result's element count from ONNX's shape functions, before computing anything; None when
     they cannot tell. A result above loopc's tensor limit raises :class:`LimitError` here."""
     from loopc.passes.shape_refinement import infer
 
-    inferred = infer(node)
+    inferred = infer(node, known)
     sizes = []
     for k, value in enumerate(node.outputs):
         found = inferred.get(value.name)

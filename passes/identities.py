@@ -1,7 +1,10 @@
 """Nodes that compute their input unchanged are names, not work: their readers read the input instead.
 
-Exporters emit Identity nodes to name loop-body outputs; as TensorRT layers they only add a copy per
-trip. The other such nodes take back a size-1 axis an Unsqueeze just added: a Squeeze of the same
+Exporters emit Identity nodes to name loop-body outputs, and TorchScript casts a carried value to the
+type it has (torchvision's ``torch.cat((acc.to(torch.float32), piece), 0)``); as TensorRT layers they
+only add a copy per trip, and a Cast hides a growing concatenation from the pass that turns it into a
+loop output. A Where whose condition is known to be all true or all false is the branch it takes. The other
+such nodes take back a size-1 axis an Unsqueeze just added: a Squeeze of the same
 axis, or a Gather of index 0 on it (what an ONNX LSTM/GRU/RNN's ``initial_h[0]`` is when a PyTorch
 cell hands it ``h.unsqueeze(0)``). The Gather would be a kernel on the recurrence's critical path.
 Output names survive: the model keeps its output names apart from the values (``Model.output_names``).
@@ -38,10 +41,12 @@ class Identities:
 
 def same_value(node: Node) -> Value | None:
     """The value ``node`` computes unchanged, if it computes one."""
+    if node.op == "Where":
+        return _picked(node)
     source = node.inputs[0] if node.inputs else None
     if source is None or source.dtype != node.outputs[0].dtype:
         return None
-    if node.op == "Identity":
+    if node.op in ("Identity", "Cast"):  # a Cast to the type its input has already
         return source
     added = source.producer
     if node.op not in ("Squeeze", "Gather") or added is None or added.op != "Unsqueeze" or len(node.inputs) < 2:
@@ -55,6 +60,34 @@ def same_value(node: Node) -> Value | None:
         scalar_zero = index is not None and np.ndim(index) == 0 and int(index) in (0, -1)
         taken = _one_axis(np.array([node.attrs.get("axis", 0)]), rank) if scalar_zero else None
     return added.inputs[0] if axis is not None and axis == taken else None
+
+
+def _picked(node: Node) -> Value | None:
+    """The branch a Where with a condition of one known value takes, when it is the output as it is (same
+    dims, no broadcast): tf2onnx's strided slices mask their bounds with conditions that are all false."""
+    cond, yes, no = (list(node.inputs) + [None, None, None])[:3]
+    known = _known_all(cond) if cond is not None else None
+    taken = None if known is None else yes if known else no
+    out = node.outputs[0]
+    if taken is None or taken.dtype != out.dtype or taken.shape is None or taken.shape != out.shape:
+        return None
+    return taken
+
+
+def _known_all(flags: Value, depth: int = 0) -> bool | None:
+    """True (False) when every element of the bool ``flags`` is true (false), through And and Or."""
+    array = constant_value(flags)
+    if array is not None:
+        values = np.asarray(array)
+        return bool(values.all()) if values.all() or not values.any() else None
+    node = flags.producer
+    if node is None or node.op not in ("And", "Or") or depth > 8 or None in node.inputs:
+        return None
+    sides = [_known_all(v, depth + 1) for v in node.inputs if v is not None]
+    absorbing = node.op == "Or"  # true absorbs Or, false absorbs And
+    if absorbing in sides:
+        return absorbing
+    return (not absorbing) if all(side is not None for side in sides) else None
 
 
 def _one_axis(axes: object, rank: int | None) -> int | None:

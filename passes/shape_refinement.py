@@ -5,9 +5,16 @@ bodies' carried ranks, or inline conditionals; inside loop bodies it often knows
 again per node, with what the IR knows now (constant operands included), recovers what those
 rewrites made knowable — TorchScript's ``If(Shape(x)[1] == 1, Squeeze(x), x)`` folds only when
 the dim is known. Only unknown dims are filled; nothing known is ever replaced.
+
+The walk carries the small values that constant folding will compute (``Shape`` of a shape just
+learned, the arithmetic on it) to the shape functions further down, so one run settles a chain where
+shapes and shape arithmetic alternate: an FPN's ``Resize(x, sizes=Shape(y)[2:])`` level after level,
+which otherwise learned one level per round of the pass pipeline and did not settle.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 import numpy as np
 import onnx
@@ -15,8 +22,7 @@ from onnx import helper, numpy_helper
 
 from loopc.ir import Graph, Node, Value
 from loopc.ir.core import Shape
-from loopc.ir import constant_value
-from loopc.passes.constant_folding import NEVER, attribute
+from loopc.passes.constant_folding import NEVER, attribute, fold, operand
 from loopc.passes.manager import PassResult
 
 #: Constant operands up to this size are shown to the shape functions (axes, shapes, repeats).
@@ -28,16 +34,22 @@ class ShapeRefinement:
 
     def __call__(self, graph: Graph) -> PassResult:
         refined = 0
+        computed: dict[Value, np.ndarray] = {}
         for _, node in graph.walk():
-            if node.op in NEVER or node.subgraphs() or all(_known(v) for v in node.outputs):
+            if node.op in NEVER or node.subgraphs():
                 continue
-            refined += refine(node)
+            if not all(_known(v) for v in node.outputs):
+                refined += refine(node, computed)
+            values = fold(node, computed, MAX_DATA)
+            if values is not None:
+                computed.update(zip(node.outputs, values))
         return PassResult(graph, refined > 0, {"values": refined} if refined else {})
 
 
-def refine(node: Node) -> int:
-    """Fill ``node``'s outputs' unknown dtypes and dims from its op's shape function; how many changed."""
-    inferred = infer(node)
+def refine(node: Node, known: Mapping[Value, np.ndarray] | None = None) -> int:
+    """Fill ``node``'s outputs' unknown dtypes and dims from its op's shape function (shown the constant
+    operands and those in ``known``); how many changed."""
+    inferred = infer(node, known)
     return sum(_merge(value, inferred.get(value.name)) for value in node.outputs)
 
 
@@ -45,8 +57,9 @@ def _known(value: Value) -> bool:
     return value.shape is not None and all(isinstance(d, int) for d in value.shape)
 
 
-def infer(node: Node) -> dict[str, onnx.TypeProto]:
-    """ONNX's shape function for ``node``: output types by output name (empty when it cannot tell)."""
+def infer(node: Node, known: Mapping[Value, np.ndarray] | None = None) -> dict[str, onnx.TypeProto]:
+    """ONNX's shape function for ``node``: output types by output name (empty when it cannot tell); it is
+    shown the small operands that are constants or in ``known``."""
     try:
         schema = onnx.defs.get_schema(node.op, onnx.defs.onnx_opset_version())
     except onnx.defs.SchemaError:
@@ -61,7 +74,7 @@ def infer(node: Node) -> dict[str, onnx.TypeProto]:
             return {}
         elem = helper.np_dtype_to_tensor_dtype(np.dtype(value.dtype))
         types[name] = helper.make_tensor_type_proto(elem, None if value.shape is None else list(value.shape))
-        array = constant_value(value)
+        array = operand(value, known)
         if array is not None and np.asarray(array).size <= MAX_DATA:
             data[name] = numpy_helper.from_array(np.asarray(array), name)
     proto = helper.make_node(node.op, names, [v.name for v in node.outputs],

@@ -2,6 +2,12 @@
 
 - A condition that is a loop-invariant constant true adds nothing to a counted loop: drop it
   (then the loop needs no kWHILE limit). Without a trip count such a loop never ends: refuse it.
+- A counted loop whose condition is carried, starts as an outer value ``c`` and is then always true
+  (tf2onnx's ``while i < n``, once counted-loops has moved ``i < n`` into the trip count) runs
+  ``M`` trips if ``c``, else none: its trip count becomes ``c ? M : 0`` and the condition goes,
+  when ``c`` is computed from dims and integer inputs (the count is a shape tensor). A kWHILE limit
+  would make its scan outputs padded ones cut after the loop by a counter, a size computed from
+  data, which TensorRT's builder fails on when the loop is inside another loop.
 - A constant trip count must fit TensorRT's INT32 kCOUNT input; negative counts mean zero trips.
 """
 
@@ -12,7 +18,8 @@ import numpy as np
 from loopc.errors import PassError
 from loopc.ir import MAX_TRIPS, Graph, Loop, Node, Value
 from loopc.ir import constant_value
-from loopc.passes._util import constant_trips
+from loopc.passes._util import computed_from, constant, constant_trips
+from loopc.passes.counted_loops import SHAPE_OPS
 from loopc.passes.manager import PassResult, broken
 
 
@@ -21,10 +28,11 @@ class TripLimits:
     name = "trip-limits"
 
     def __call__(self, graph: Graph) -> PassResult:
-        stats = {"conditions_dropped": 0, "counts_clamped": 0}
+        stats = {"conditions_dropped": 0, "conditions_folded": 0, "counts_clamped": 0}
         for g, node in graph.structured():
             if isinstance(node, Loop):
                 self._condition(node, stats)
+                self._first_check(g, node, stats)
                 self._count(g, node, stats)
         return PassResult(graph, any(stats.values()), {k: v for k, v in stats.items() if v})
 
@@ -43,6 +51,25 @@ class TripLimits:
         loop.condition = None
         stats["conditions_dropped"] += 1
 
+    def _first_check(self, graph: Graph, loop: Loop, stats: dict[str, int]) -> None:
+        """``c ? M : 0`` trips for a condition that starts as ``c`` and stays true (see the module's doc)."""
+        if loop.condition is None or loop.trip_count is None:
+            return
+        rec = next((r for r in loop.recurrences if r.state is loop.condition), None)
+        if rec is None or rec.init.shape not in ((), (1,)) or not _known_at_start(rec.init):
+            return
+        if not _always_true(loop, rec.next, frozenset({id(rec.state)})):
+            return
+        count = loop.trip_count
+        nodes: list[Node] = []
+        zero = constant(nodes, f"{loop.name}_no_trips", np.zeros((), count.dtype))
+        trips = Value(f"{loop.name}_trips_if_first", count.dtype, rec.init.shape if count.shape == () else count.shape)
+        nodes.append(Node("Where", [rec.init, count, zero], [trips]))
+        graph.insert_before(loop, nodes)
+        loop.trip_count = trips
+        loop.condition = None
+        stats["conditions_folded"] += 1
+
     def _count(self, graph: Graph, loop: Loop, stats: dict[str, int]) -> None:
         count = constant_trips(loop)
         if count is None:
@@ -54,6 +81,25 @@ class TripLimits:
             graph.insert_before(loop, [Node("Constant", [], [zero], {"value": np.array(0, np.int64)})])
             loop.trip_count = zero
             stats["counts_clamped"] += 1
+
+
+#: What TensorRT evaluates in shape calculations, comparisons and logic included.
+_AT_START = SHAPE_OPS | {"Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Equal", "Not", "And", "Or", "Xor",
+                         "Where"}
+
+
+def _known_at_start(flag: Value) -> bool:
+    """Whether ``flag`` is computed from dims and integer inputs only (a shape calculation), nothing read
+    from data: TensorRT takes no bool network input, nor data, in a trip count."""
+    for current in computed_from(flag):
+        node = current.producer
+        if node is None:
+            if current.dtype is None or np.dtype(current.dtype).kind not in "iu" or current.shape is None \
+                    or len(current.shape) > 1:
+                return False
+        elif node.op not in _AT_START:
+            return False
+    return True
 
 
 def _always_true(loop: Loop, value: Value, seen: frozenset[int] = frozenset()) -> bool:

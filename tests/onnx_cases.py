@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -44,3 +44,22 @@ def node_cases(modules: Iterable[str], ops: set[str]) -> list[Any]:
 def structured_cases() -> list[Any]:
     """The node tests with a loop, a conditional or a recurrent op at any depth, by name."""
     return node_cases(STRUCTURED_MODULES, STRUCTURED_OPS)
+
+
+def loopc_failures(cases: Iterable[Any], refused: Mapping[str, str] | None = None) -> list[str]:
+    """Each of ``cases`` run through loopc (the real builder, the simulator, the case's expected outputs):
+    one line per case that does not match, or, when ``refused`` names it, is not refused by the frontend
+    with a message holding the reason given. Empty when all is well."""
+    from loopc.conformance import MATCH, PARSE_FAILED, run_case
+
+    refused = refused or {}
+    failures = []
+    for case in cases:
+        result = run_case(case, "loopc")
+        if case.name in refused:
+            ok = result.status == PARSE_FAILED and refused[case.name] in result.detail
+        else:
+            ok = result.status == MATCH
+        if not ok:
+            failures.append(f"{case.name}: {result.status}: {result.detail}")
+    return failures

@@ -549,6 +549,9 @@ class Model:
         self.opset = opset
         #: The names the model's outputs must keep, whatever values passes put in ``graph.outputs``.
         self.output_names: list[str] = list(output_names or [])
+        #: The other names of an input, each to the name its network input has (an OpenVINO Parameter's
+        #: tensor may have several, and the runtime takes data by any of them).
+        self.input_aliases: dict[str, str] = {}
 
     def outputs(self) -> list[tuple[str, Value]]:
         names = self.output_names or [v.name for v in self.graph.outputs]

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 from onnx import helper, numpy_helper
+from onnx.defs import onnx_opset_version
 from onnx.reference import ReferenceEvaluator
 
 from loopc.errors import LoopcError
@@ -333,8 +334,13 @@ def _kernel(node: Node) -> Kernel:
     if node.op == "Constant" and "value" in node.attrs and len(node.attrs) == 1:
         value = np.asarray(node.attrs["value"])
         return lambda args: [value]
+    if node.op == "ConvTranspose" and int(node.attrs.get("group", 1)) > 1:
+        return _grouped_conv_transpose(node)
+    if node.op == "LRN":
+        return _lrn(node)
     present = tuple(v is not None for v in node.inputs)
-    key: tuple[Any, ...] | None = (node.op, _frozen(node.attrs), present, len(node.outputs))
+    types = tuple(str(v.dtype) for v in node.inputs if v is not None)
+    key: tuple[Any, ...] | None = (node.op, _frozen(node.attrs), present, len(node.outputs), types)
     try:
         evaluator = _EVALUATORS.get(key)  # type: ignore[arg-type]
     except TypeError:  # an attribute of a form _frozen does not know: this node gets its own
@@ -354,16 +360,69 @@ def _kernel(node: Node) -> Kernel:
     return run
 
 
+def _grouped_conv_transpose(node: Node) -> Kernel:
+    """ONNX's reference ConvTranspose slices W ``[C_in, C_out / group, k...]`` by output channels when
+    ``group > 1`` (wrong unless both counts agree): run each group as a one-group ConvTranspose instead."""
+    group = int(node.attrs["group"])
+    single = Node("ConvTranspose", [Value("x"), Value("w")], [Value("y")], {**node.attrs, "group": 1})
+    run_one = _kernel(single)
+
+    def run(args: list[Any]) -> Sequence[Any]:
+        x, w = args[0], args[1]
+        bias = args[2] if len(args) > 2 else None
+        pieces = [run_one([xs, ws])[0] for xs, ws in zip(np.split(x, group, axis=1), np.split(w, group, axis=0))]
+        y = np.concatenate(pieces, axis=1)
+        if bias is not None:
+            y = y + bias.reshape((1, -1) + (1,) * (y.ndim - 2)).astype(y.dtype)
+        return [y]
+
+    return run
+
+
+def _lrn(node: Node) -> Kernel:
+    """ONNX's LRN (ONNX's reference walks the batch axis instead of the channels, and takes 4-D only):
+    ``x / (bias + alpha / size * sum of x² over channels [c - floor((size-1)/2), c + ceil((size-1)/2)])^beta``."""
+    size = int(node.attrs["size"])
+    alpha, beta, bias = (float(node.attrs.get(k, d)) for k, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
+    below, above = (size - 1) // 2, size // 2
+
+    def run(args: list[Any]) -> Sequence[Any]:
+        x = args[0]
+        channels = x.shape[1]
+        widths = [(0, 0), (below, above)] + [(0, 0)] * (x.ndim - 2)
+        squares = np.pad(x.astype(np.float64) ** 2, widths)
+        total = sum(squares[:, k:k + channels] for k in range(size))
+        return [(x / (bias + alpha / size * total) ** beta).astype(x.dtype)]
+
+    return run
+
+
 def _evaluator(node: Node, present: tuple[bool, ...]) -> ReferenceEvaluator:
     try:
         attrs = {k: numpy_helper.from_array(np.asarray(v)) if isinstance(v, (np.ndarray, np.generic)) else v
                  for k, v in node.attrs.items()}
         proto = helper.make_node(node.op, [f"i{k}" if here else "" for k, here in enumerate(present)],
                                  [f"o{k}" for k in range(len(node.outputs))], **attrs)
+        if node.op in _FUNCTION_OPS:
+            return _typed_evaluator(node, proto)
         return ReferenceEvaluator(proto)
     except Exception as exc:  # an op or attribute ONNX's reference does not know
         raise InterpretError(f"{node.describe()}: ONNX's reference evaluator cannot run {node.op}: "
                              f"{_one_line(exc)}") from exc
+
+
+#: Ops ONNX's reference runs only as their function body, which needs the operands' element types.
+_FUNCTION_OPS = frozenset({"GroupNormalization"})
+
+
+def _typed_evaluator(node: Node, proto: Any) -> ReferenceEvaluator:
+    """``proto`` in a one-node model whose inputs carry ``node``'s element types."""
+    inputs = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(value.dtype), None)
+              for name, value in zip(proto.input, node.inputs) if name and value is not None and value.dtype]
+    outputs = [helper.make_tensor_value_info(name, 0, None) for name in proto.output]
+    model = helper.make_model(helper.make_graph([proto], "node", inputs, outputs),
+                              opset_imports=[helper.make_opsetid("", onnx_opset_version())])
+    return ReferenceEvaluator(model)
 
 
 def _frozen(value: Any) -> Any:

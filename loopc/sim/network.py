@@ -31,6 +31,7 @@ _CLASS_NAMES = {
     "PLUGIN_V2": "IPluginV2Layer",
     "PLUGIN_V3": "IPluginV3Layer",
     "LRN": "ILRNLayer",
+    "KV_CACHE_UPDATE": "IKVCacheUpdateLayer",
 }
 
 

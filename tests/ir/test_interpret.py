@@ -419,3 +419,55 @@ def test_a_value_that_breaks_its_type_is_named_unless_types_are_not_checked() ->
     check(interpret(graph, {"a": np.ones(2, np.float32)}, check_types=False), -np.ones(2, np.float32))
     with pytest.raises(InterpretError, match=r"graph 'main': input 'a' is i64\[2\] when run, but its type says f32\[2\]"):
         interpret(graph, {"a": np.ones(2, np.int64)})
+
+
+# ---------------------------------------------------------------------------------------------- ops ONNX's reference gets wrong
+def _one_node(op: str, inputs: dict[str, np.ndarray], out_shape: tuple[int, ...], **attrs: Any) -> list[Any]:
+    values = [Value(name, array.dtype, tuple(array.shape)) for name, array in inputs.items()]
+    y = Value("y", F32, out_shape)
+    graph = Graph("main", values, [y], nodes=[Node(op, values, [y], attrs)])
+    return interpret(graph, inputs)
+
+
+def test_grouped_conv_transpose_against_a_loop() -> None:
+    """y[n, g*Cog + o, i*s + k] += x[n, g*Cig + c, i] * w[g*Cig + c, o, k], per group, written out."""
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((2, 4, 3)).astype(np.float32)  # 2 groups of 2 input channels
+    w = rng.standard_normal((4, 3, 2)).astype(np.float32)  # 3 output channels per group, kernel 2
+    stride, groups, cig, cog = 2, 2, 2, 3
+    want = np.zeros((2, 6, (3 - 1) * stride + 2), np.float32)
+    for n in range(2):
+        for g in range(groups):
+            for c in range(cig):
+                for o in range(cog):
+                    for i in range(3):
+                        for k in range(2):
+                            want[n, g * cog + o, i * stride + k] += x[n, g * cig + c, i] * w[g * cig + c, o, k]
+    (got,) = _one_node("ConvTranspose", {"x": x, "w": w}, (2, 6, 6), group=2, strides=[2])
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_lrn_sums_over_channels() -> None:
+    """x / (bias + alpha / size * sum of squares over channels [c - 1, c + 1])^beta, on a 4-D input with more
+    than one image and one pixel (ONNX's reference walks the batch axis)."""
+    x = np.arange(1, 2 * 4 * 1 * 2 + 1, dtype=np.float32).reshape(2, 4, 1, 2)
+    want = np.empty_like(x)
+    for n in range(2):
+        for c in range(4):
+            for w in range(2):
+                total = sum(float(x[n, k, 0, w]) ** 2 for k in range(max(0, c - 1), min(4, c + 2)))
+                want[n, c, 0, w] = x[n, c, 0, w] / (2.0 + 0.3 / 3 * total) ** 0.5
+    (got,) = _one_node("LRN", {"x": x}, x.shape, size=3, alpha=0.3, beta=0.5, bias=2.0)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def test_group_normalization_runs_its_function() -> None:
+    """Two groups of two channels: each group normalized over its channels and pixels, then per-channel affine."""
+    x = np.array([[[1, 2], [3, 4], [10, 10], [10, 30]]], np.float32)  # [1, 4, 2]
+    scale, bias = np.array([1, 2, 3, 4], np.float32), np.array([0, 1, 0, -1], np.float32)
+    first = (x[0, :2] - 2.5) / np.sqrt(1.25)  # mean 2.5, variance 1.25
+    second = (x[0, 2:] - 15.0) / np.sqrt(75.0)  # mean 15, variance 75
+    want = np.concatenate([first, second])[None] * scale[:, None] + bias[:, None]
+    (got,) = _one_node("GroupNormalization", {"x": x, "scale": scale, "bias": bias}, x.shape, num_groups=2,
+                       epsilon=0.0)
+    np.testing.assert_allclose(got, want, rtol=1e-5)

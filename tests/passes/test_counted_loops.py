@@ -13,8 +13,10 @@ import onnx.parser
 import onnxruntime as ort
 import pytest
 
-from loopc.compiler import compile
+from loopc.compiler import compile, optimize
 from loopc.errors import PassError
+from loopc.frontend.onnx import import_model
+from loopc.ir import Loop
 from loopc.sim import simulate
 from loopc.trt.config import build_serialized, builder_config, pin_profile
 
@@ -75,8 +77,72 @@ def test_tf2onnx_float_compare_of_a_carried_counter_is_a_count(compare: str, sta
 
 
 def test_a_false_initial_condition_still_runs_no_trip() -> None:
-    """The count replaces the counter test; the initial flag stays a kWHILE limit (0 trips here)."""
+    """The count replaces the counter test; the initial flag, a bool input (TensorRT takes none in a
+    trip count), stays a kWHILE limit (0 trips here)."""
     check(tf_while(go="go"), {"x": X, "go": np.array(False)}, ["kCOUNT", "kWHILE"])
+
+
+@pytest.mark.parametrize("rows", [0, 5])
+def test_an_initial_condition_computed_from_dims_folds_into_the_count(rows: int) -> None:
+    """tf2onnx's first check ``0 < T`` from a dim, then always true: it picks the count or 0 trips, and
+    no kWHILE limit is left (the scan output needs no cut after the loop)."""
+    text = tf_while(go="first").replace("c0 = Constant <value = bool {1}> ()", """c0 = Constant <value = bool {1}> ()
+      dims = Shape (x)
+      zero = Constant <value = int64[1] {0}> ()
+      rows = Gather <axis = 0> (dims, zero)
+      frows = Cast <to = 1> (rows)
+      fzero = Constant <value = float[1] {0}> ()
+      first1 = Less (fzero, frows)
+      first = Squeeze (first1, zero)""")
+    check(text, {"x": X[:rows], "go": np.array(True)}, ["kCOUNT"])
+
+
+def test_a_folded_initial_condition_in_a_nested_loop_builds() -> None:
+    """tf2onnx's ``while i < T`` over a TensorArray inside another loop: with a kWHILE limit, the inner
+    scan output was cut by a counter inside the outer loop, which TensorRT's builder fails on."""
+    text = f"""{HEADER}
+    g (float[T,B,3] x) => (float[T,B,3] z) {{
+      two = Constant <value = int64 {{2}}> ()
+      t = Constant <value = bool {{1}}> ()
+      z = Loop (two, t, x) <body = ob (int64 k, bool oc, float[T,B,3] s) => (bool oc2, float[T,B,3] s2) {{
+        shape = Shape (s)
+        zero1 = Constant <value = int64[1] {{0}}> ()
+        one1 = Constant <value = int64[1] {{1}}> ()
+        steps1 = Slice (shape, zero1, one1)
+        steps = Squeeze (steps1, zero1)
+        max = Constant <value = int64 {{9223372036854775807}}> ()
+        i0 = Constant <value = int32 {{0}}> ()
+        fzero = Constant <value = float {{0}}> ()
+        fsteps = Cast <to = 1> (steps)
+        go = Less (fzero, fsteps)
+        h0 = Mul (s, fzero)
+        first = Gather <axis = 0> (h0, i0)
+        i_last, h_last, ys = Loop (max, go, i0, first) <body = ib (int64 it, bool c, int32 i, float[B,3] h)
+                                                      => (bool c2, int32 i2, float[B,3] h2, float[B,3] y) {{
+          row = Gather <axis = 0> (s, i)
+          w = Constant <value = float[3,3] {{0.5, 0.1, 0, 0, 0.5, 0.2, 0.3, 0, 0.5}}> ()
+          hw = MatMul (h, w)
+          pre = Add (hw, row)
+          h2 = Tanh (pre)
+          y = Identity (h2)
+          one = Constant <value = int32 {{1}}> ()
+          i2 = Add (i, one)
+          fi = Cast <to = 1> (i2)
+          c2 = Less (fi, fsteps)
+        }}>
+        oc2 = Identity (oc)
+        s2 = Identity (ys)
+      }}>
+    }}"""
+    x = np.random.default_rng(3).standard_normal((5, 2, 3)).astype(np.float32)
+    model = onnx.parser.parse_model(text)
+    onnx.checker.check_model(model)
+    want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    compiled = compile(model)
+    cfg = builder_config(compiled.session)
+    pin_profile(compiled.session, compiled.network, cfg, {"x": x})
+    assert build_serialized(compiled.session, compiled.network, cfg)
+    np.testing.assert_allclose(simulate(compiled.network, {"x": x})["z"], want, rtol=1e-6, atol=1e-6)
 
 
 def test_counter_read_of_an_input_becomes_an_iterator() -> None:
@@ -138,3 +204,77 @@ def test_a_counter_moving_away_from_its_bound_is_no_count() -> None:
     """``i > -1`` with i counting up holds forever: only the data can end this loop."""
     with pytest.raises(PassError, match="--max-trips"):
         compile(onnx.parser.parse_model(tf_while("Greater", 0, 1, "-1.0")))
+
+
+def tf_strided_row(ends: str, step: int, other_end: int = 1000000000) -> str:
+    """tf2onnx's ``h = tanh(x[:, i, :] + h)`` in a ``while i < T`` loop: the strided slice's bounds are
+    vectors over every axis, masked by Where of all-false conditions, ends raised to 10^9 by a Max in float."""
+    return f"""{HEADER}
+    g (float[B,T,3] x) => (float[B,3] h_last, float[T,B,3] hs) {{
+      shape = Shape (x)
+      one1 = Constant <value = int64[1] {{1}}> ()
+      two1 = Constant <value = int64[1] {{2}}> ()
+      zero1 = Constant <value = int64[1] {{0}}> ()
+      steps1 = Slice (shape, one1, two1)
+      steps = Squeeze (steps1, zero1)
+      max = Constant <value = int64 {{9223372036854775807}}> ()
+      i0 = Constant <value = int32 {{0}}> ()
+      fzero = Constant <value = float {{0}}> ()
+      fsteps = Cast <to = 1> (steps)
+      go = Less (fzero, fsteps)
+      row0 = Gather <axis = 1> (x, zero1)
+      r0 = Squeeze (row0, one1)
+      h0 = Mul (r0, fzero)
+      i_last, h_last, hs = Loop (max, go, i0, h0) <body = b (int64 it, bool c, int32 i, float[B,3] h)
+                                                 => (bool c2, int32 i2, float[B,3] h2, float[B,3] y) {{
+        z = Constant <value = int32[1] {{0}}> ()
+        ax = Constant <value = int64[1] {{0}}> ()
+        iu = Unsqueeze (i, ax)
+        begin = Concat <axis = 0> (z, iu, z)
+        never = Constant <value = bool[3] {{0, 0, 0}}> ()
+        huge = Constant <value = int32[3] {{1000000000, 1000000000, 1000000000}}> ()
+        st = Where (never, huge, begin)
+        one = Constant <value = int32 {{1}}> ()
+        i2 = Add (i, one)
+        ipu = Unsqueeze (i2, ax)
+        big = Constant <value = int32[1] {{{other_end}}}> ()
+        {ends}
+        axes = Constant <value = int32[3] {{0, 1, 2}}> ()
+        strides = Constant <value = int32[3] {{1, {step}, 1}}> ()
+        sl = Slice (x, st, en, axes, strides)
+        a1 = Constant <value = int64[1] {{1}}> ()
+        row = Squeeze (sl, a1)
+        hh = Add (h, row)
+        h2 = Tanh (hh)
+        y = Identity (h2)
+        fi = Cast <to = 1> (i2)
+        c2 = Less (fi, fsteps)
+      }}>
+    }}"""
+
+
+RAISED_ENDS = """plus = Concat <axis = 0> (z, ipu, z)
+        fplus = Cast <to = 1> (plus)
+        floor = Constant <value = float[3] {1e9, 1e9, 1e9}> ()
+        raised = Max (fplus, floor)
+        en = Cast <to = 6> (raised)"""
+
+
+@pytest.mark.parametrize("ends, step", [(RAISED_ENDS, 1000000000), ("en = Concat <axis = 0> (big, ipu, big)", 1)],
+                         ids=["huge-step", "end-i-plus-1"])
+def test_tf2onnx_strided_slice_of_row_i_is_an_iterator(ends: str, step: int) -> None:
+    """``x[:, i, :]`` read by the counter is an iterator over axis 1; as a Slice with counter-computed
+    bounds in the loop, TensorRT's builder asserted (makeScopeNodesContiguous)."""
+    text = tf_strided_row(ends, step)
+    compiled = compile(onnx.parser.parse_model(text))
+    assert [len(loop.iterators) for loop in compiled.report.loops] == [1]
+    x = np.random.default_rng(4).standard_normal((2, 5, 3)).astype(np.float32)
+    check(text, {"x": x}, ["kCOUNT"])
+
+
+def test_a_strided_slice_that_cuts_another_axis_is_no_iterator() -> None:
+    """An end of 2 on the batch axis is a real cut, not "to the end": the slice stays a slice."""
+    model = import_model(onnx.parser.parse_model(tf_strided_row("en = Concat <axis = 0> (big, ipu, big)", 1, 2)))
+    optimize(model)
+    loops = [node for _, node in model.graph.structured() if isinstance(node, Loop)]
+    assert [len(loop.iterators) for loop in loops] == [0]

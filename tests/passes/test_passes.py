@@ -17,7 +17,7 @@ from loopc.errors import PassError
 from loopc.ir import Graph, format_graph, parse, verify
 from loopc.ir.interpret import interpret
 from loopc.passes import (ConstantFolding, DeadCode, GatherToIterator, Identities, Invariants, Pass, PassManager,
-                          PassResult, SequenceAccumulation, StaticConditionals, TripLimits, default_passes)
+                          PassResult, RowSlices, SequenceAccumulation, StaticConditionals, TripLimits, default_passes)
 
 X = np.arange(12, dtype=np.float32).reshape(4, 3)
 #: The column sums of X: 0+3+6+9, 1+4+7+10, 2+5+8+11.
@@ -269,6 +269,24 @@ def test_identities_are_read_through() -> None:
     assert result.stats == {"nodes": 2}
 
 
+def test_a_cast_to_the_type_it_has_is_read_through() -> None:
+    """TorchScript casts a carried value to its own type before growing it (torchvision's keypoint loop);
+    a Cast that converts stays."""
+    result = check(Identities(), """
+        graph main(%x: f32[4,3]) -> (%a, %b) {
+          %same: f32[4,3] = Cast(%x) to=1
+          %a: f32[4,3] = Relu(%same)
+          %b: i64[4,3] = Cast(%x) to=7
+        }
+    """, """
+        graph main(%x: f32[4,3]) -> (%a, %b) {
+          %a: f32[4,3] = Relu(%x)
+          %b: i64[4,3] = Cast(%x) to=7
+        }
+    """, {"x": X - 5.5}, [np.maximum(X - 5.5, 0), (X - 5.5).astype(np.int64)])
+    assert result.stats == {"nodes": 1}
+
+
 def test_an_added_axis_taken_back_is_read_through() -> None:
     """Squeeze of the axis an Unsqueeze added, and Gather of index 0 (or -1) on it, compute their input;
     a 1-D index keeps the axis and another axis is other data, so those stay."""
@@ -477,3 +495,69 @@ def test_growing_carry_read_inside_with_constant_trips_is_unrolled() -> None:
     # the running sums of 2·x read before each trip: 0, then 2·(0+1+2) = 6, then 6 + 2·(3+4+5) = 30
     graph = run_pipeline(text, {"x": X3}, [2 * X3.reshape(3, 3), np.array([0, 6, 30], np.float32)])
     assert "loop" not in format_graph(graph)
+
+
+ROW_AT_ARGMAX = """
+    graph main(%x: f32[4,3], %s: f32[4]) -> (%row) {
+      %i: i64[] = ArgMax(%s) axis=0 keepdims=0
+      %one: i64[] = Constant() value=i64[]:[1]
+      %end: i64[] = Add(%i, %one)
+      %zero: i64[1] = Constant() value=i64[1]:[0]
+      %starts: i64[1] = Unsqueeze(%i, %zero)
+      %ends: i64[1] = Unsqueeze(%end, %zero)
+      %row: f32[1,3] = Slice(%x, %starts, %ends, %zero)
+    }
+"""
+
+
+def test_a_slice_of_one_row_at_an_argmax_becomes_a_gather() -> None:
+    """``x[i:i+1]`` with ``i = argmax(s)``: ``i`` is within x's 4 rows, so no clamping; x[2:3] for s's peak at 2."""
+    s = np.array([0.5, -1.0, 3.0, 2.0], np.float32)
+    result = check(RowSlices(), ROW_AT_ARGMAX, """
+        graph main(%x: f32[4,3], %s: f32[4]) -> (%row_row) {
+          %i: i64[] = ArgMax(%s) axis=0 keepdims=0
+          %one: i64[] = Constant() value=i64[]:[1]
+          %end: i64[] = Add(%i, %one)
+          %zero: i64[1] = Constant() value=i64[1]:[0]
+          %starts: i64[1] = Unsqueeze(%i, %zero)
+          %ends: i64[1] = Unsqueeze(%end, %zero)
+          %row_row: f32[1,3] = Gather(%x, %starts) axis=0
+        }
+    """, {"x": X, "s": s}, [X[2:3]])
+    assert result.stats == {"slices": 1}
+
+
+def test_a_slice_at_an_index_that_may_be_out_of_range_stays() -> None:
+    """ArgMax over 5 entries can give 4, past x's last row: ONNX's Slice clamps there (x[4:5] is empty)."""
+    graph = ir(ROW_AT_ARGMAX.replace("%s: f32[4]", "%s: f32[5]").replace("%row: f32[1,3]", "%row: f32[?,3]"))
+    assert not RowSlices()(graph).modified
+    assert interpret(graph, {"x": X, "s": np.arange(5, dtype=np.float32)})[0].shape == (0, 3)
+
+
+def test_a_where_of_a_known_condition_is_its_branch() -> None:
+    """tf2onnx masks strided-slice bounds with Where(And(.., all false), ..): the kept branch is read
+    through; a condition not known throughout, or a branch broadcast to the output, stays."""
+    result = check(Identities(), """
+        graph main(%x: f32[4,3], %m: bool[4,3]) -> (%a, %b, %c, %d) {
+          %no: bool[4,3] = Constant() value=bool[4,3]:[false,false,false,false,false,false,false,false,false,false,false,false]
+          %yes: bool[] = Constant() value=bool[]:[true]
+          %row: f32[3] = Constant() value=f32[3]:[1,2,3]
+          %both: bool[4,3] = And(%m, %no)
+          %either: bool[4,3] = Or(%m, %yes)
+          %a: f32[4,3] = Where(%both, %row, %x)
+          %b: f32[4,3] = Where(%either, %x, %row)
+          %c: f32[4,3] = Where(%m, %x, %row)
+          %d: f32[4,3] = Where(%yes, %row, %x)
+        }
+    """, """
+        graph main(%x: f32[4,3], %m: bool[4,3]) -> (%x, %x, %c, %d) {
+          %no: bool[4,3] = Constant() value=bool[4,3]:[false,false,false,false,false,false,false,false,false,false,false,false]
+          %yes: bool[] = Constant() value=bool[]:[true]
+          %row: f32[3] = Constant() value=f32[3]:[1,2,3]
+          %both: bool[4,3] = And(%m, %no)
+          %either: bool[4,3] = Or(%m, %yes)
+          %c: f32[4,3] = Where(%m, %x, %row)
+          %d: f32[4,3] = Where(%yes, %row, %x)
+        }
+    """, {"x": X, "m": X > 5}, [X, X, np.where(X > 5, X, [1, 2, 3]), np.broadcast_to(np.float32([1, 2, 3]), (4, 3))])
+    assert result.stats == {"nodes": 2}

@@ -51,30 +51,30 @@ def scan_loop(nb: Any, rows: int, length: int, scan_iterator: bool = True) -> di
 
 
 def test_unsupported_layer_names_the_layer_and_its_type(nb):
-    x = nb.input("x", nb.trt.float32, (1, 1, 4, 4))
-    pool = nb.network.add_pooling_nd(x, nb.trt.PoolingType.MAX, (2, 2))
-    pool.name = "downsample"
-    nb.output(pool.get_output(0), "y")
+    x = nb.input("x", nb.trt.float32, (1, 2, 4))
+    ragged = nb.network.add_ragged_softmax(x, nb.const(np.array([[[3], [4]]], np.int32)))
+    ragged.name = "scores"
+    nb.output(ragged.get_output(0), "y")
 
-    with pytest.raises(SimulationError, match=r"'downsample' \(POOLING\).*does not support layer type POOLING"):
-        simulate(nb.network, {"x": np.zeros((1, 1, 4, 4), np.float32)})
-    assert Simulator(nb.network).unsupported_layers() == ["layer 'downsample' (POOLING)"]
+    unsupported = r"'scores' \(RAGGED_SOFTMAX\).*does not support layer type RAGGED_SOFTMAX"
+    with pytest.raises(SimulationError, match=unsupported):
+        simulate(nb.network, {"x": np.zeros((1, 2, 4), np.float32)})
+    assert Simulator(nb.network).unsupported_layers() == ["layer 'scores' (RAGGED_SOFTMAX)"]
 
 
 def test_unsupported_layer_inside_a_loop(nb):
     trt, net = nb.trt, nb.network
     loop = net.add_loop()
     loop.add_trip_limit(nb.const(2, np.int32), trt.TripLimit.COUNT)
-    image = loop.add_iterator(nb.input("x", trt.float32, (2, 1, 1, 3, 3))).get_output(0)
-    kernel = np.ones((1, 1, 2, 2), np.float32)
-    conv = net.add_convolution_nd(image, 1, (2, 2), kernel, np.zeros(1, np.float32))
-    conv.name = "smooth"
-    out = loop.add_loop_output(conv.get_output(0), trt.LoopOutput.CONCATENATE, 0)
+    rows = loop.add_iterator(nb.input("x", trt.float32, (2, 1, 1, 3))).get_output(0)
+    ragged = net.add_ragged_softmax(rows, nb.const(np.full((1, 1, 1), 3, np.int32)))
+    ragged.name = "smooth"
+    out = loop.add_loop_output(ragged.get_output(0), trt.LoopOutput.CONCATENATE, 0)
     out.set_input(1, nb.const(2, np.int32))
     nb.output(out.get_output(0), "y")
 
-    with pytest.raises(SimulationError, match=r"'smooth' \(CONVOLUTION\)"):
-        simulate(net, {"x": np.zeros((2, 1, 1, 3, 3), np.float32)})
+    with pytest.raises(SimulationError, match=r"'smooth' \(RAGGED_SOFTMAX\)"):
+        simulate(net, {"x": np.zeros((2, 1, 1, 3), np.float32)})
 
 
 # -- loops that misbehave ---------------------------------------------------------------------

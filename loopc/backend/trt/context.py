@@ -15,6 +15,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from loopc.backend.trt.registry import converter_for, node_error
@@ -37,10 +38,20 @@ class Settings:
 #: NumPy dtype name → TensorRT DataType member name.
 _TRT_TYPES = {
     "float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16", "int8": "INT8", "uint8": "UINT8",
-    "int32": "INT32", "int64": "INT64", "bool": "BOOL",
+    "int32": "INT32", "int64": "INT64", "bool": "BOOL", "float8_e4m3fn": "FP8", "int4": "INT4",
+    "float4_e2m1fn": "FP4",
 }
+#: The types above that NumPy knows only through ml_dtypes.
+_ML_DTYPES = ("float8_e4m3fn", "int4", "float4_e2m1fn")
+#: Types only TensorRT's Quantize layer makes.
+_QUANTIZED = _ML_DTYPES
 #: How TensorRT names a layer (and its outputs) that nobody named: never a name of ours.
 _TRT_DEFAULT_NAME = "(Unnamed Layer* "
+#: The longest name TensorRT takes (it refuses 4096 characters or more).
+LONGEST_NAME = 4095
+#: TensorRT derives longer names from a layer's name: the names loopc makes start with at most this much
+#: of a node's or value's name (plus a suffix).
+NAME_KEPT = 1024
 #: Types TensorRT lacks, computed in the nearest type it has.
 _NARROWED = {"float64": "float32", "int16": "int32", "uint16": "int32", "uint32": "int64"}
 
@@ -66,7 +77,9 @@ def np_dtype(dtype: Any) -> np.dtype[Any]:
     """The NumPy dtype of a TensorRT DataType."""
     for name, member in _TRT_TYPES.items():
         if dtype == getattr(trt().DataType, member):
-            return np.dtype(name) if name != "bfloat16" else np.dtype(np.float32)
+            if name == "bfloat16":
+                return np.dtype(np.float32)
+            return np.dtype(getattr(ml_dtypes, name)) if name in _ML_DTYPES else np.dtype(name)
     raise BackendError(f"no NumPy dtype for TensorRT type {dtype}")
 
 
@@ -88,7 +101,8 @@ class ConversionContext:
     #: Output names fixed by the model: values with these names get exactly them.
     reserved: dict[int, str] = field(default_factory=dict)
     #: Arrays known at conversion time whose values hold no data (shape ``[0]``, as ``Shape`` of a
-    #: scalar): no TensorRT tensor can be empty, so they exist only for converters reading operands.
+    #: scalar): most readers fold them (a Concat leaves them out), so each is made a TensorRT tensor
+    #: (an empty slice: constants cannot be empty) only where a layer reads it.
     empties: dict[int, np.ndarray] = field(default_factory=dict)
     _overlays: list[dict[int, Any]] = field(default_factory=list)
     #: Every tensor name the network has or will have: given by :meth:`set`, claimed (inputs),
@@ -155,10 +169,10 @@ class ConversionContext:
             raise node_error(node, "an input this op needs is missing", hint="give the node all its inputs")
         tensor = self._lookup(value)
         if tensor is None:
-            if id(value) in self.empties:
-                message = (f"input {value.name!r} is empty (shape {self.empties[id(value)].shape}), and TensorRT "
-                           "tensors cannot be")
-                raise (node_error(node, message) if node else BackendError(message)) from None
+            if id(value) in self.empties:  # made a tensor only where one is read (most readers fold it)
+                tensor = self.constant(self.empties[id(value)], node or value.name, "empty")
+                self.set(value, tensor)
+                return tensor
             where = f"{node.describe()}: " if node else ""
             raise InternalError(f"{where}value {value.name!r} has no tensor (not converted yet)")
         return tensor
@@ -197,7 +211,9 @@ class ConversionContext:
         self._assigned.add(name)
 
     def _fresh(self, base: str, taken: AbstractSet[str]) -> str:
-        """``base``, else ``base.N`` for the first N not in ``taken`` (counting on from the last N given)."""
+        """``base``, else ``base.N`` for the first N not in ``taken`` (counting on from the last N given);
+        a ``base`` longer than :data:`NAME_KEPT` keeps its start."""
+        base = base[:NAME_KEPT]
         name = base
         if name in taken or name.startswith(_TRT_DEFAULT_NAME):
             key = (id(taken), base)
@@ -228,7 +244,7 @@ class ConversionContext:
         return None if found is None else np.asarray(found)
 
     def set_array(self, value: Value, array: np.ndarray, node: Node) -> None:
-        """Bind ``value`` to a constant; an empty one only for :meth:`constant_of` (see ``empties``)."""
+        """Bind ``value`` to a constant; an empty one is held as an array until read (see ``empties``)."""
         if array.size == 0:
             self.empties[id(value)] = array
         else:
@@ -279,16 +295,33 @@ class ConversionContext:
         """A constant tensor; the array is kept alive until the build (TensorRT does not copy it)."""
         a = np.array(array, dtype=dtype)
         a = a.astype(_NARROWED.get(a.dtype.name, a.dtype.name), order="C")  # a copy; 0-D stays 0-D
-        if a.size == 0:
-            message = f"an empty constant (shape {a.shape}); TensorRT constants hold data"
-            raise node_error(node, message) if isinstance(node, Node) else BackendError(f"{node}: {message}")
+        if a.size == 0:  # TensorRT constants hold data, but a slice may be empty: zero rows of one
+            one = self.constant(np.zeros([max(d, 1) for d in a.shape], a.dtype), node, f"{suffix}_one")
+            layer = self.network.add_slice(one, [0] * a.ndim, a.shape, [1] * a.ndim)
+            return self.out(layer, node, suffix)
         if a.dtype.name == "bfloat16":
             # TensorRT's Python API takes no bfloat16 array (and gives none back to read a network with):
             # the values, exact in float32, are a float32 constant cast to BF16
             wide = self.constant(a.astype(np.float32), node, suffix)
             return self.cast(wide, trt().bfloat16, node, f"{suffix}_bf16" if suffix else "bf16")
+        if a.dtype == np.uint8:  # TensorRT takes no uint8 weights and has uint8 only at the network's edges
+            a = a.astype(np.int32)
+        if a.dtype.name in _QUANTIZED:
+            # TensorRT's Python API takes no such array (and gives none back to read a network with): the
+            # values, exact in float32, are a float32 constant quantized with scale 1, which is exact too
+            wide = self.constant(a.astype(np.float32).reshape(a.shape or (1,)), node, suffix)
+            one = self.constant(np.array(1.0, np.float32), node, f"{suffix}_unit" if suffix else "unit")
+            to = getattr(trt().DataType, _TRT_TYPES[a.dtype.name])
+            narrow = self.out(self.network.add_quantize(wide, one, to), node, f"{suffix}_q" if suffix else "q")
+            return narrow if a.shape else self.reshape(narrow, [], node, f"{suffix}_0d" if suffix else "0d")
         self._keep.append(a)
         return self.out(self.network.add_constant(a.shape, a), node, suffix)
+
+    def weights(self, array: np.ndarray) -> Any:
+        """``array`` as a layer's weights (kernel, bias); kept alive until the build, which reads it then."""
+        a = np.ascontiguousarray(array)
+        self._keep.append(a)
+        return trt().Weights(a)
 
     def scalar(self, value: Any, like: Any, node: Node | str, suffix: str = "scalar", rank: int | None = None) -> Any:
         """A constant with ``like``'s dtype, shaped [1]*rank for broadcasting against ``like``."""

@@ -9,7 +9,8 @@ counter                        IRecurrenceLayer 0 → counter + 1
 iterator (axis, reverse)       IIteratorLayer
 recurrence (init → next)       IRecurrenceLayer, input 1 set after the body is converted
 output last                    ILoopOutputLayer kLAST_VALUE of the recurrence
-output concat / reverse        kCONCATENATE / kREVERSE, length = max_trips or trip count
+output concat / reverse        kCONCATENATE / kREVERSE on axis 0, length = max_trips or trip count,
+                               then a transpose to the output's axis
 =============================  ==========================================================
 
 Outer values read in the body are used directly: TensorRT treats them as loop invariants.
@@ -74,8 +75,15 @@ def convert_loop(ctx: ConversionContext, node: Node) -> None:
             if length is None:
                 length = _length(ctx, node, count)
             kind = T.LoopOutput.CONCATENATE if out.kind == "concat" else T.LoopOutput.REVERSE
-            layer = loop.add_loop_output(value, kind, out.axis)
+            # stacked on axis 0, then moved: TensorRT's builder cannot size a stacked output on another axis
+            # when the trip count is known only at run time ("No scan input/output tensor to derive shape")
+            layer = loop.add_loop_output(value, kind, 0)
             layer.set_input(1, length)
+            if out.axis != 0:
+                stacked = ctx.out(layer, node, f"output{k}_stacked")
+                layer = net.add_shuffle(stacked)
+                rank = len(value.shape) + 1
+                layer.first_transpose = [*range(1, out.axis + 1), 0, *range(out.axis + 1, rank)]
         ctx.set(out.result, ctx.out(layer, node, f"output{k}"))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from loopc.backend.trt.context import ConversionContext, Settings, UnheardRefusal, trt_dtype
+from loopc.backend.trt.context import LONGEST_NAME, ConversionContext, Settings, UnheardRefusal, trt_dtype
 from loopc.errors import BackendError
 from loopc.gc_pause import gc_paused
 from loopc.ir import Model
@@ -45,12 +45,15 @@ def _network(model: Model, session: Session, settings: Settings, per_node: bool)
     network = session.create_network()
     ctx = ConversionContext(session, network, settings, per_node_messages=per_node)
     graph = model.graph
+    for name, _ in model.outputs():
+        _check_name_length("output", name)
     ctx.reserve({id(v): name for name, v in model.outputs() if v not in graph.inputs})
     logged: list[str] = []
     with captured(session.errors):
         for value in graph.inputs:
             if value.dtype is None or value.shape is None:
                 raise BackendError(f"input {value.name!r} has no known dtype and rank; TensorRT needs both")
+            _check_name_length("input", value.name)
             dims = tuple(d if isinstance(d, int) else -1 for d in value.shape)
             tensor = network.add_input(value.name, trt_dtype(value.dtype), dims)
             ctx.claim(value.name)
@@ -82,6 +85,13 @@ def _mark_outputs(ctx: ConversionContext, model: Model) -> None:
             tensor.name = name
         ctx.network.mark_output(tensor)
         marked.add(name)
+
+
+def _check_name_length(what: str, name: str) -> None:
+    """An engine's inputs and outputs keep the model's names, which TensorRT takes only so long."""
+    if len(name) > LONGEST_NAME:
+        raise BackendError(f"{what} {name[:32] + '...'!r} has a name of {len(name)} characters; TensorRT takes at "
+                           f"most {LONGEST_NAME}", hint=f"rename the {what} in the model")
 
 
 def _check_output_shapes(ctx: ConversionContext, network: Any) -> None:

@@ -245,6 +245,58 @@ def _clip(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return [*consts, _rebuild(node, inputs, {"min", "max"})]
 
 
+@upgrades("Upsample", "Resize")
+def _legacy_resize(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+    """Upsample (7: scales attribute; 9: input) and Resize-10 are Resize(X, "", scales) with asymmetric
+    coordinates. Their nearest rounding (as onnxruntime runs them) floors on an axis of scale ≥ 1 and
+    takes the ceiling on one of scale < 1; Resize-11+ has one rounding for all axes, so it is picked
+    per node, and a node that enlarges some axes and shrinks others is refused."""
+    if node.op_type == "Resize" and ctx.opset >= 11:
+        return [node]
+    attrs = _attrs(node)
+    consts: list[onnx.NodeProto] = []
+    values: np.ndarray | None
+    if "scales" in attrs:
+        values = np.array(attrs["scales"], dtype=np.float32)
+        name, const = _const(ctx, node, values, "scales")
+        consts, scales = [const], name
+    else:
+        scales = node.input[1]
+        values = ctx.constants.get(scales)
+    raw = attrs.get("mode", b"nearest")
+    mode = raw.decode() if isinstance(raw, bytes) else str(raw)
+    mode = {"bilinear": "linear"}.get(mode, mode)
+    extra: dict[str, Any] = {"mode": mode, "coordinate_transformation_mode": "asymmetric"}
+    if mode == "nearest":
+        extra["nearest_mode"] = _legacy_rounding(ctx, node, values)
+    resize = helper.make_node("Resize", [node.input[0], "", scales], list(node.output), name=node.name, **extra)
+    return [*consts, resize]
+
+
+def _legacy_rounding(ctx: Context, node: onnx.NodeProto, scales: np.ndarray | None) -> str:
+    """floor when every scale is ≥ 1, ceil when every scale other than 1 is < 1. Scales known only at
+    run time are judged by the inferred shapes: an axis that keeps its length has scale ≥ 1 (floor(d × s)
+    < d for s < 1), which floors unless it is exactly 1, so beside a shrinking axis it is ambiguous."""
+    if scales is not None:
+        shrinks, grows = bool((scales < 1).any()), bool((scales > 1).any())
+        what = f"scales {[float(s) for s in scales.reshape(-1)]}"
+    else:
+        shapes = [ctx.value(name).shape for name in (node.input[0], node.output[0])]
+        before, after = ([d for d in shape if isinstance(d, int)] if shape is not None else [] for shape in shapes)
+        if not before or any(shape is None or len(shape) != len(before) for shape in shapes) or \
+                len(after) != len(before):
+            raise located(UnsupportedOpError, ctx.describe(node), "nearest legacy resize whose scales and shapes "
+                          "are not known (its rounding, floor when enlarging and ceil when shrinking, depends on "
+                          "them)")
+        shrinks = any(a < b for a, b in zip(after, before))
+        grows = any(a >= b > 1 for a, b in zip(after, before))
+        what = f"shapes {tuple(before)} to {tuple(after)}"
+    if shrinks and grows:
+        raise located(UnsupportedOpError, ctx.describe(node), f"nearest legacy resize by {what}: it floors on "
+                      "enlarged axes and takes the ceiling on shrunk ones, and Resize has one rounding")
+    return "ceil" if shrinks else "floor"
+
+
 @upgrades("Dropout")
 def _dropout(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
     return _attr_to_input(ctx, node, "ratio", 1, 12, np.float32)
@@ -277,6 +329,15 @@ def _group_norm(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
                  helper.make_node("Reshape", [wide, flat_name], [flat], name=ctx.fresh("reshape"))]
         per_channel.append(flat)
     return [*made, _rebuild(node, [node.input[0], *per_channel], set())]
+
+
+@upgrades("RoiAlign")
+def _roi_align(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+    # RoiAlign-10 had no coordinate_transformation_mode: it sampled as 16's output_half_pixel (no -0.5
+    # shift, rois at least 1x1); 16 made half_pixel the default.
+    if ctx.opset < 16 and "coordinate_transformation_mode" not in _attrs(node):
+        return [_rebuild(node, list(node.input), set(), coordinate_transformation_mode="output_half_pixel")]
+    return [node]
 
 
 @upgrades("DFT")

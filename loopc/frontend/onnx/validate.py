@@ -562,9 +562,9 @@ class _Types:
                              "a rank-0 input takes perm=[] (or none)")
 
     def _loop(self, node: onnx.NodeProto) -> None:
-        """M and cond, and the body's cond input and output, hold one element; the body's inputs and
-        outputs have the types the node gives them: an int64 iteration number, bool conds, and each
-        carried value's own type. (A body that does not fit the node is its translator's to report.)"""
+        """M and cond, and the body's cond input and output, hold one element in at most one dim; the
+        body's inputs and outputs have the types the node gives them: an int64 iteration number, bool
+        conds, and each carried value's own type. (A body that does not fit the node is its translator's to report.)"""
         where = self.types.where
         operands = []
         for role, name in zip(("trip count M", "condition cond"), node.input):
@@ -578,6 +578,9 @@ class _Types:
             dims = _dims(typed)
             if dims is not None and any(isinstance(d, int) and d != 1 for d in dims):
                 raise node_error(node, self.opset, f"{role} {name!r} must hold one element, not shape {dims}")
+            if dims is not None and len(dims) > 1:  # one element, but a TensorRT trip limit reads a scalar
+                raise node_error(node, self.opset, f"{role} {name!r} has shape {dims}; loopc takes a scalar (or "
+                                 f"[1]) there", UnsupportedOpError, hint="reshape it to a scalar before the Loop")
 
     def _loop_body(self, node: onnx.NodeProto, ins: list[onnx.ValueInfoProto],
                    outs: list[onnx.ValueInfoProto]) -> list[tuple[str, str, onnx.TypeProto]]:

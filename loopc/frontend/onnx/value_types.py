@@ -29,7 +29,7 @@ import numpy as np
 import onnx
 from onnx import AttributeProto, helper
 
-from loopc.errors import LoopcError
+from loopc.errors import LoopcError, UnsupportedOpError
 from loopc.frontend.onnx import validate
 from loopc.frontend.onnx.inference import inference_error
 
@@ -78,14 +78,47 @@ def infer_types(proto: onnx.ModelProto, source: str,
     inferred = _sound_for_loops(proto, inferred)
     types: dict[str, onnx.TypeProto] = {}
 
-    def collect(graph: onnx.GraphProto) -> None:
+    def collect(graph: onnx.GraphProto, holder: onnx.NodeProto | None) -> None:
         for vi in [*graph.input, *graph.output, *graph.value_info]:
+            known = types.get(vi.name)
+            if known is not None and holder is not None and _conflict(known, vi.type):
+                raise _reused_name(holder, vi.name, known, vi.type, opset)
             types[vi.name] = vi.type
-        for _, _, body in _nested(graph):
-            collect(body)
+        for _, node, body in _nested(graph):
+            collect(body, node)
 
-    collect(inferred.graph)
+    collect(inferred.graph, None)
     return types, inferred, refusal
+
+
+def _conflict(first: onnx.TypeProto, second: onnx.TypeProto) -> bool:
+    """Whether two types of one name disagree: another dtype or rank, or two different static dims (dims
+    named differently, or unknown, may be equal)."""
+    if first == second:
+        return False
+    (a_dtype, a_shape), (b_dtype, b_shape) = type_of(first), type_of(second)
+    if a_dtype != b_dtype:
+        return True
+    if a_shape is None or b_shape is None:
+        return False
+    return len(a_shape) != len(b_shape) or any(isinstance(a, int) and isinstance(b, int) and a != b
+                                                 for a, b in zip(a_shape, b_shape))
+
+
+def _reused_name(holder: onnx.NodeProto, name: str, first: onnx.TypeProto, second: onnx.TypeProto,
+                 opset: int) -> LoopcError:
+    """A body naming a value as another graph of the model does, with another type (a body input that
+    shadows an outer value, a body value named like its own node's output): ONNX scopes the names, but
+    loopc types values by name, so one of them would get the other's type."""
+    def show(tp: onnx.TypeProto) -> str:
+        dtype, shape = type_of(tp)
+        dims = "?" if shape is None else ",".join("?" if d is None else str(d) for d in shape)
+        return f"{dtype or '?'}[{dims}]"
+
+    return validate.node_error(
+        holder, opset, f"its body names a value {name!r} ({show(second)}) that another graph of the model names "
+        f"with another type ({show(first)}); loopc needs each name to have one type across a graph and its bodies",
+        UnsupportedOpError, hint="rename the body's value")
 
 
 def type_of(type_proto: onnx.TypeProto | None) -> tuple[np.dtype[Any] | None, tuple[Any, ...] | None]:

@@ -40,6 +40,8 @@ class Context:
     path: str
     weights: Weights
     names: set[str] = field(default_factory=set)
+    #: A graph input's other tensor names, each to the name the input has.
+    input_aliases: dict[str, str] = field(default_factory=dict)
     counter: int = 0
     #: Lower a bidirectional *Sequence op as one loop running both directions (``stack-directions``).
     stack_directions: bool = True
@@ -76,7 +78,10 @@ def import_ir(xml: str | os.PathLike[str], weights: str | os.PathLike[str] | Non
         names.append(name if name not in names else f"{name}.{len(names)}")
     if not graph.outputs:
         raise FrontendError(f"{path}: the model has no Result layer, so no outputs")
-    return Model(graph, path, 0, names)
+    model = Model(graph, path, 0, names)
+    inputs = {v.name for v in graph.inputs}
+    model.input_aliases = {alias: name for alias, name in ctx.input_aliases.items() if alias not in inputs}
+    return model
 
 
 def translate_net(ctx: Context, net: Net, graph: Graph, bound: dict[int, Value] | None = None) -> list[tuple[Layer, Value]]:
@@ -374,6 +379,7 @@ def _parameter(ctx: Context, net: Net, layer: Layer, graph: Graph, bound: dict[i
         return bound[layer.id]
     port_names = layer.outputs[0].names if layer.outputs else []
     value = Value(ctx.unique(min(port_names) if port_names else layer.name), dtype, shape)
+    ctx.input_aliases.update({name: value.name for name in port_names if name != value.name})
     if len(value.shape or ()) > MAX_INPUT_RANK:
         raise located(UnsupportedOpError, what, f"the input has rank {len(value.shape or ())}; TensorRT's "
                       f"tensors have at most {MAX_INPUT_RANK} dims")

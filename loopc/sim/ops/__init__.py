@@ -1,3 +1,8 @@
-"""Kernels for each TensorRT layer family; importing this package registers them all."""
+"""Kernels for each TensorRT layer family; importing this package registers them all (every module in
+it, so adding a family is adding a module)."""
 
-from loopc.sim.ops import elementwise, fill, gather, linalg, normalization, reduce, shuffle, tensors  # noqa: F401
+import importlib
+import pkgutil
+
+for _family in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_family.name}")

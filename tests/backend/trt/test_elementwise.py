@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx.parser
 import pytest
 
-from tests.backend.trt.oracle import check_onnx
+from loopc.errors import UnsupportedError
+from loopc.frontend.onnx import import_model
+from tests.backend.trt.oracle import build_and_simulate, check_onnx
 
 RNG = np.random.default_rng(0)
 HEADER = '<ir_version: 8, opset_import: ["" : 18]>'
@@ -65,6 +68,38 @@ def test_mod(fmod, dtype):
     check_onnx(f"""{HEADER}
         g ({dtype}[2,4] a, {dtype}[4] b) => ({dtype}[2,4] y) {{ y = Mod <fmod = {fmod}> (a, b) }}""",
                {"a": a, "b": b})
+
+
+INF = np.inf
+#: a, b, a mod b (fmod = 0, Python's %: the divisor's sign), fmod(a, b) (C: the dividend's sign), worked
+#: out by hand. An infinite divisor leaves a finite a whole, or moves it by b when its sign differs.
+MOD_CASES = [
+    (-3.0, INF, INF, -3.0), (3.0, INF, 3.0, 3.0), (-1.0, -INF, -1.0, -1.0), (1.0, -INF, -INF, 1.0),
+    (0.0, -2.0, -0.0, 0.0), (-0.0, 2.0, 0.0, -0.0), (4.0, -2.0, -0.0, 0.0), (-4.0, 2.0, 0.0, -0.0),
+    (7.5, -2.0, -0.5, 1.5), (-7.5, 2.0, 0.5, -1.5), (INF, 2.0, np.nan, np.nan), (1.0, 0.0, np.nan, np.nan),
+    (1.0, -0.0, np.nan, np.nan), (np.nan, 2.0, np.nan, np.nan), (2.0, np.nan, np.nan, np.nan),
+]
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+def test_float_mod_edge_cases(fmod):
+    """Infinite divisors, signed zeros, NaN: against values worked out by hand (onnxruntime has no float
+    fmod = 0), signs of zeros included."""
+    a, b, floor_mod, c_fmod = (np.array(col, np.float32) for col in zip(*MOD_CASES))
+    proto = onnx.parser.parse_model(f"""{HEADER}
+        g (float[{len(a)}] a, float[{len(a)}] b) => (float[{len(a)}] y) {{ y = Mod <fmod = {fmod}> (a, b) }}""")
+    _, got = build_and_simulate(import_model(proto), {"a": a, "b": b})
+    want = c_fmod if fmod else floor_mod
+    np.testing.assert_array_equal(got["y"], want)
+    numbers = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got["y"][numbers]), np.signbit(want[numbers]))
+
+
+@pytest.mark.parametrize("fmod", [0, 1])
+def test_mod_of_uint8_is_computed_in_int32(fmod):
+    check_onnx(f"""{HEADER}
+        g (uint8[2,4] a, uint8[4] b) => (uint8[2,4] y) {{ y = Mod <fmod = {fmod}> (a, b) }}""",
+               {"a": UINT8_A, "b": UINT8_B})
 
 
 def test_dynamic_batch_with_constant_operand():

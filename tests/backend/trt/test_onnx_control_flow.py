@@ -78,3 +78,92 @@ def test_inner_loop_reading_rows_up_to_the_outer_counter():
                 }}>
             }}>
         }}""", {"x": np.arange(8, dtype=np.float32).reshape(4, 2), "acc0": np.zeros(2, np.float32)})
+
+
+def check_through_passes(text: str, feeds: list[dict[str, np.ndarray]]) -> None:
+    """The model through loopc's passes, the real builder and the simulator, against onnxruntime, per feed."""
+    import onnx
+    import onnxruntime as ort
+
+    from loopc.frontend.onnx import import_model
+    from loopc.passes import PassManager, default_passes
+    from tests.backend.trt.oracle import build_and_simulate
+
+    proto = onnx.parser.parse_model(text)
+    onnx.checker.check_model(proto)
+    oracle = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in proto.graph.output]
+    model = import_model(proto)
+    model.graph = PassManager(default_passes()).run(model.graph)
+    for feed in feeds:
+        got = build_and_simulate(model, feed)[1]
+        for name, want in zip(names, oracle.run(names, feed)):
+            assert got[name].shape == want.shape, name
+            np.testing.assert_allclose(got[name], want, rtol=1e-6, err_msg=name)
+
+
+def test_while_loop_stacking_on_a_later_axis():
+    # `torch.stack(frames, 2)` after a scripted while loop (a Tacotron decoder's mel frames): the stacked output
+    # on axis 2 of a loop whose trip count is known only at run time; TensorRT's builder failed on it with
+    # "No scan input/output tensor to derive shape" until loopc stacked on axis 0 and transposed
+    x = np.linspace(0.25, 1.0, 8, dtype=np.float32).reshape(1, 8)
+    # stops at n = 3; or on the sum (sum(x) = 5, so 5 * 6 trips reaches 30)
+    check_through_passes(f"""{HEADER}
+        g (float[1,8] x, int64 n) => (float out, int64 steps) {{
+            zero = Constant <value = int64 {{0}}> ()
+            start = Less (zero, n)
+            seq0 = SequenceEmpty <dtype = 1> ()
+            steps, seq = Loop ("", start, zero, seq0) <body = body (int64 i, bool c, int64 s, seq_in)
+                                                              => (bool c2, int64 s2, seq_out) {{
+                one = Constant <value = int64 {{1}}> ()
+                s2 = Add (s, one)
+                sf = Cast <to = 1> (s2)
+                y = Mul (x, sf)
+                seq_out = SequenceInsert (seq_in, y)
+                more = Less (s2, n)
+                total = ReduceSum <keepdims = 0> (y)
+                big = Constant <value = float {{30.0}}> ()
+                small = Less (total, big)
+                c2 = And (more, small)
+            }}>
+            out = ConcatFromSequence <axis = 2, new_axis = 1> (seq)
+        }}""", [{"x": x, "n": np.array(n, np.int64)} for n in (3, 20)])
+
+
+def test_greedy_picking_rows_at_the_argmax_in_a_while_loop():
+    # a greedy NMS loop's `i = int(torch.argmax(live))`, `scores[i:i + 1]`: TensorRT's builder failed on the Slice
+    # (a length computed from data inside a loop: makeScopeNodesContiguous) until loopc made it a Gather
+    check_through_passes(f"""{HEADER}
+        g (float[6] scores, float[6,2] boxes) => (float[2] picked, int64 taken) {{
+            zero = Constant <value = int64 {{0}}> ()
+            acc0 = Constant <value = float[2] {{0.0, 0.0}}> ()
+            floor = Constant <value = float {{0.0}}> ()
+            best0 = ReduceMax <keepdims = 0> (scores)
+            start = Greater (best0, floor)
+            taken, live_out, picked = Loop ("", start, zero, scores, acc0) <body = body (int64 it, bool c, int64 k,
+                    float[6] live, float[2] acc) => (bool c2, int64 k2, float[6] live2, float[2] acc2) {{
+                i = ArgMax <axis = 0, keepdims = 0> (live)
+                one = Constant <value = int64 {{1}}> ()
+                end = Add (i, one)
+                axis0 = Constant <value = int64[1] {{0}}> ()
+                starts = Unsqueeze (i, axis0)
+                ends = Unsqueeze (end, axis0)
+                score = Slice (live, starts, ends, axis0)
+                box = Slice (boxes, starts, ends, axis0)
+                two = Constant <value = int64[1] {{2}}> ()
+                row = Reshape (box, two)
+                weighted = Mul (row, score)
+                acc2 = Add (acc, weighted)
+                positions = Constant <value = int64[6] {{0, 1, 2, 3, 4, 5}}> ()
+                hit = Equal (positions, i)
+                gone = Constant <value = float {{-1.0}}> ()
+                live2 = Where (hit, gone, live)
+                k2 = Add (k, one)
+                three = Constant <value = int64 {{3}}> ()
+                more = Less (k2, three)
+                best = ReduceMax <keepdims = 0> (live2)
+                alive = Greater (best, floor)
+                c2 = And (more, alive)
+            }}>
+        }}""", [{"scores": np.array(s, np.float32), "boxes": np.arange(12, dtype=np.float32).reshape(6, 2)}
+                for s in ([0.1, 0.9, -0.5, 0.4, 0.7, -0.2], [-1, -1, 0.3, -1, -1, -1])])

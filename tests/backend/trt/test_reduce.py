@@ -67,6 +67,19 @@ def test_arg_extremes_of_a_vector(op):
         }}""", {"x": x})
 
 
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+@pytest.mark.parametrize("dims", ["2,3,4", "N,M,4"])
+@pytest.mark.parametrize("axis, keepdims, y", [(0, 1, "1,M,4"), (1, 0, "N,4"), (-1, 1, "N,M,1")])
+def test_arg_extremes_select_last_index(op, dims, axis, keepdims, y):
+    """select_last_index = 1: ties give the last index (the input reversed, d - 1 - i), static and
+    dynamic axis lengths."""
+    x = RNG.integers(0, 3, (2, 3, 4)).astype(np.float32)
+    check_onnx(f"""{HEADER}
+        g (float[{dims}] x) => (int64[{y}] y) {{
+            y = {op} <axis = {axis}, keepdims = {keepdims}, select_last_index = 1> (x)
+        }}""", {"x": x})
+
+
 @pytest.mark.parametrize("attrs", ["", "<axis = 1, largest = 0>", "<axis = 0>"])
 def test_topk(attrs):
     shape = {"": "2,3,2", "<axis = 1, largest = 0>": "2,2,4", "<axis = 0>": "2,3,4"}[attrs]
@@ -110,6 +123,29 @@ def test_global_pools(dims, op):
     x = np.random.default_rng(5).standard_normal((2, 3, 4, 5)).astype(np.float32)
     check_onnx(f"""<ir_version: 8, opset_import: ["" : 19]>
         g (float[{dims}] x) => (float[A,B,C,D] y) {{ y = {op}(x) }}""", {"x": x})
+
+
+@pytest.mark.parametrize("axis_type", ["int64", "int32"])
+@pytest.mark.parametrize("axis", [0, 1, -1])
+@pytest.mark.parametrize("exclusive, reverse", [(0, 0), (1, 1)])
+def test_cumsum_axis_fed_as_an_input(axis_type, axis, exclusive, reverse):
+    """The axis is a 0-D shape tensor that the profile pins; a negative one counts from the end."""
+    check_onnx(f"""{HEADER}
+        g (float[N,3,4] x, {axis_type} axis) => (float[N,3,4] y) {{
+            y = CumSum <exclusive = {exclusive}, reverse = {reverse}> (x, axis)
+        }}""", {"x": X, "axis": np.array(axis, axis_type)}, atol=1e-6)
+
+
+def test_cumsum_axis_computed_from_constants():
+    """An axis computed from constants ((3 - (-2)) mod 3 = 2) is known when the network is built."""
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x) => (float[2,3,4] y) {{
+            a = Constant <value = int64 {{3}}> ()
+            b = Constant <value = int64 {{-2}}> ()
+            five = Sub(a, b)
+            axis = Mod(five, a)
+            y = CumSum(x, axis)
+        }}""", {"x": X}, atol=1e-6)
 
 
 @pytest.mark.parametrize("dims, axis", [("2,3,4", "-1"), ("2,3,4", "0"), ("2,3,4", "1"), ("N,3,T", "2")])

@@ -44,13 +44,14 @@ def test_unknown_op_is_a_backend_refusal_naming_the_node():
 
 
 @pytest.mark.parametrize(("op", "attrs", "reason"), [
-    ("ArgMax", {"select_last_index": 1}, "select_last_index=1"),
+    ("ReverseSequence", {"batch_axis": 0, "time_axis": 2}, "batch_axis=0 with time_axis=2 (ONNX allows 0 and 1)"),
     ("ScatterElements", {"reduction": "add"}, "reduction='add'"),
 ])
 def test_a_capability_check_refuses_the_node_by_name(op: str, attrs: dict[str, object], reason: str):
     """The check reads the node alone: the converter is refused before it is called (no network needed)."""
     x, y = Value("x", F32, (2, 3)), Value("y", F32, (2, 3))
-    inputs = [x] if op == "ArgMax" else [x, Value("i", np.dtype(np.int64), (2, 3)), Value("u", F32, (2, 3))]
+    inputs = ([x, Value("lens", np.dtype(np.int64), (2,))] if op == "ReverseSequence"
+              else [x, Value("i", np.dtype(np.int64), (2, 3)), Value("u", F32, (2, 3))])
     node = Node(op, inputs, [y], attrs, name="n", origin=f"node 'n' ({op}, opset 18)")
     graph = Graph("g", inputs, [y], [node])
     with pytest.raises(UnsupportedConversionError, match=re.escape(reason)):
@@ -96,7 +97,7 @@ def test_every_layer_the_backend_adds_has_a_simulator_kernel():
     calls = set(re.findall(r"network\.add_([a-z_0-9]+)\(", source))
     assert {"reverse_sequence", "one_hot", "non_zero", "slice", "scatter"} <= calls
     renamed = {"gather_v2": "GATHER", "if_conditional": "CONDITION", "input": None, "loop": None,
-               "normalization_v2": "NORMALIZATION"}
+               "normalization_v2": "NORMALIZATION", "pooling_nd": "POOLING", "attention_v2": "ATTENTION_INPUT"}
     known = supported_layer_types()
     kinds = {renamed.get(c, c.upper()) for c in calls} - {None}
     assert kinds <= known, sorted(kinds - known)

@@ -103,3 +103,16 @@ def test_pad_to_a_computed_length():
             p = Concat <axis = 0> (zeros, extra)
             y = Pad <mode = "edge"> (x, p)
         }}""", {"x": X, "like": np.zeros(7, np.float32)})
+
+
+@pytest.mark.parametrize("dims", ["2,3,4", "B,T,4"])
+@pytest.mark.parametrize("axes, pads", [([-2, 0], [2, 1, 1, 0]), ([2], [1, 2])])
+@pytest.mark.parametrize("mode", ["constant", "reflect"])
+def test_pad_axes_fed_as_an_input(dims, axes, pads, mode):
+    """Axes (negative ones too) and pads fed at run time: shape tensors the profile pins."""
+    x = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    n = len(axes)
+    check_onnx(f"""{HEADER}
+        g (float[{dims}] x, int64[{2 * n}] p, int64[{n}] axes) => (float[A,B,C] y) {{
+            y = Pad <mode = "{mode}"> (x, p, , axes)
+        }}""", {"x": x, "p": np.array(pads, np.int64), "axes": np.array(axes, np.int64)})

@@ -152,3 +152,46 @@ def test_slice_with_runtime_bounds():
             {ints("ax", [2, 0])}
             y = Slice(x, st, en, ax)
         }}""", {"x": X, "st": np.array([-3, 1]), "en": np.array([100, 2])})
+
+
+@pytest.mark.parametrize("x_type", ["float[2,3,4]", "float[N,M,4]"])
+@pytest.mark.parametrize("starts, ends, axes, steps", SLICES)
+def test_slice_with_axes_and_steps_fed_as_inputs(x_type, starts, ends, axes, steps):
+    """Every operand computed: the axes (negative ones too) and steps (negative ones too) are shape
+    tensors, the clamping arithmetic runs on them."""
+    steps = steps or [1] * len(axes)
+    n = len(axes)
+    feeds = {"x": X, "st": np.array(starts), "en": np.array(ends), "ax": np.array(axes), "sp": np.array(steps)}
+    check_onnx(f"""{HEADER}
+        g ({x_type} x, int64[{n}] st, int64[{n}] en, int64[{n}] ax, int64[{n}] sp) => (float[A,B,C] y) {{
+            y = Slice(x, st, en, ax, sp)
+        }}""", feeds)
+
+
+def test_slice_with_int32_axes_fed_and_default_steps():
+    check_onnx(f"""{HEADER}
+        g (float[2,3,4] x, int32[2] st, int32[2] en, int32[2] ax) => (float[A,B,C] y) {{
+            y = Slice(x, st, en, ax)
+        }}""", {"x": X, "st": np.array([1, -3], np.int32), "en": np.array([3, 100], np.int32),
+               "ax": np.array([-1, 0], np.int32)})
+
+
+@pytest.mark.parametrize("x_type", ["float[6,2]", "float[N,2]"])
+@pytest.mark.parametrize("sizes", [[1, 3, 2], [0, 6, 0], [6, 0, 0]])
+def test_split_sizes_fed_as_an_input(x_type, sizes):
+    """Piece k starts at the sum of the sizes before it (zero sizes give empty pieces)."""
+    x = np.arange(12, dtype=np.float32).reshape(6, 2)
+    check_onnx(f"""{HEADER}
+        g ({x_type} x, int64[3] s) => (float[A,2] a, float[B,2] b, float[C,2] c) {{
+            a, b, c = Split <axis = 0> (x, s)
+        }}""", {"x": x, "s": np.array(sizes, np.int64)})
+
+
+@pytest.mark.parametrize("x_type", ["float[2,3,4]", "float[N,3,4]"])
+def test_unsqueeze_by_no_axes_is_the_input(x_type):
+    """tf2onnx's einsum writes Unsqueeze with an empty axes list (the empty constant was refused)."""
+    check_onnx(f"""{HEADER}
+        g ({x_type} x) => (float[A,3,4] y) {{
+            none = Constant <value = int64[0] {{}}> ()
+            y = Unsqueeze(x, none)
+        }}""", {"x": X})

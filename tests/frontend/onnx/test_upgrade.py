@@ -112,3 +112,17 @@ def test_if_translates_both_branches_reading_outer_values() -> None:
     assert isinstance(conditional, If)
     assert conditional.then_branch.nodes[0].inputs[0] is ir.graph.inputs[1]
     assert imported(text).graph.outputs[0].shape == (2, 3, 4)
+
+
+@pytest.mark.parametrize("opset, body", [
+    (7, 'y = Upsample<mode = "nearest", scales = [1.0, 2.0, 2.5]>(x)'),
+    (9, 's = Constant<value = float[3] {1, 1.5, 2}>()\n y = Upsample<mode = "linear">(x, s)'),
+    (10, 's = Constant<value = float[3] {1, 0.6, 0.5}>()\n y = Resize<mode = "nearest">(x, s)'),
+    (10, 's = Constant<value = float[3] {1, 2, 3}>()\n y = Resize<mode = "nearest">(x, s)'),
+])
+def test_upsample_and_resize_10_become_resize(opset: int, body: str) -> None:
+    """Asymmetric coordinates; nearest floors when enlarging and takes the ceiling when shrinking
+    (0.6 of 3 rows maps rows 0, 1 to 0, 1.67: the ceiling reads row 2)."""
+    ir = check_against_ort(model(opset, body), X)
+    resize = next(n for n in ir.graph.nodes if n.op not in ("Constant",))
+    assert resize.op == "Resize" and resize.attrs["coordinate_transformation_mode"] == "asymmetric"

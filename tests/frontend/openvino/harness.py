@@ -10,6 +10,8 @@ from typing import Any
 import numpy as np
 import openvino as ov
 
+from loopc.frontend.openvino import import_ir
+from loopc.ir.interpret import interpret
 from tests.frontend.openvino.oracle import compare, run_loopc, run_openvino
 
 
@@ -27,3 +29,21 @@ def check(model: ov.Model | Path, inputs: Mapping[str, Any], tmp_path: Path, *, 
     got = run_loopc(xml, feeds, max_trips, stack_directions)
     compare(got, run_openvino(xml, feeds), rtol, atol)
     return got
+
+
+def check_ir(model: ov.Model | Path, inputs: Mapping[str, Any], tmp_path: Path, *, rtol: float = 1e-4,
+             atol: float = 1e-5, compress: bool = False) -> list[np.ndarray]:
+    """Assert the IR loopc's frontend makes means what OpenVINO computes: loopc's IR interpreter on the
+    translated model against OpenVINO's CPU plugin on the same IR, outputs by position. Checks a
+    translator on its own, before or beside a backend that builds its ops."""
+    xml = model if isinstance(model, Path) else save(model, tmp_path / "model.xml", compress)
+    feeds = {name: np.asarray(value) for name, value in inputs.items()}
+    got = interpret(import_ir(xml), feeds)
+    want = run_openvino(xml, feeds)
+    assert len(got) == len(want), f"loopc's IR has {len(got)} outputs, OpenVINO's model {len(want)}"
+    for actual, (name, expected) in zip(got, want.items()):
+        actual = np.asarray(actual)
+        assert actual.shape == expected.shape, f"{name}: shape {actual.shape} != OpenVINO's {expected.shape}"
+        assert actual.dtype == expected.dtype, f"{name}: dtype {actual.dtype} != OpenVINO's {expected.dtype}"
+        np.testing.assert_allclose(actual, expected, rtol=rtol, atol=atol, err_msg=name)
+    return [np.asarray(a) for a in got]

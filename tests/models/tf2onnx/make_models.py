@@ -14,7 +14,8 @@ It writes ``<case>.onnx``, ``<case>.inputs.npz``, ``<case>.expected.npz`` and ``
 itself, and prints the sorted ONNX op types of each model (loop bodies included). The ``keras2_*`` cases
 are Keras 2 models (tf_keras, ``TF_USE_LEGACY_KERAS=1``, which must be set before TensorFlow is imported):
 the script makes them in a child process of itself. Re-running gives the same numbers; tf2onnx's node
-names and the order of some nodes may differ from run to run.
+names and the order of some nodes may differ from run to run. ``--only tf_while_nested_rnn ...`` makes
+only those tf.function cases (the other files and ``cases.toml`` entries stay as they are).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import importlib.metadata
 import json
 import subprocess
 import tempfile
+import tomllib
 from pathlib import Path
 from typing import Callable
 
@@ -208,6 +210,61 @@ def tf_while_tensorarray() -> Case:
                          fn, spec, {"x": _sequence(107, 3, 6)}, opset=17, dynamic="dynamic batch and time")
 
 
+def tf_while_strided_rnn() -> Case:
+    """An RNN over time in a tf.while_loop reading ``x[:, i, :]`` (a strided slice, not a TensorArray) and
+    writing its states to a TensorArray."""
+    w, u = _weights(19, (F, H), (H, H))
+
+    @tf.function
+    def fn(x: tf.Tensor) -> dict[str, tf.Tensor]:
+        steps, batch = tf.shape(x)[1], tf.shape(x)[0]
+        ta_out = tf.TensorArray(tf.float32, size=steps)
+
+        def step(i: tf.Tensor, h: tf.Tensor, out: tf.TensorArray) -> tuple:
+            h = tf.tanh(x[:, i, :] @ w + h @ u)
+            return i + 1, h, out.write(i, h)
+
+        _, h, ta_out = tf.while_loop(lambda i, h, out: i < steps, step, [0, tf.zeros([batch, H]), ta_out])
+        return {"y": tf.transpose(ta_out.stack(), [1, 0, 2]), "h": h}
+
+    spec = [tf.TensorSpec([None, None, F], tf.float32, name="x")]
+    return function_case("tf_while_strided_rnn",
+                         "tf.while_loop RNN reading x[:, i, :] (a strided slice by the counter) and writing a "
+                         "TensorArray", fn, spec, {"x": _sequence(112, 3, 7)}, opset=17,
+                         dynamic="dynamic batch and time")
+
+
+def tf_while_nested_rnn() -> Case:
+    """An RNN over time (tf.while_loop + TensorArray) run twice by an outer tf.while_loop, the second pass
+    over the first's outputs: a loop in a loop, the inner one bounded by the time length."""
+    w, u = _weights(18, (F, H), (H, H))
+
+    @tf.function
+    def fn(x: tf.Tensor) -> dict[str, tf.Tensor]:
+        xt = tf.transpose(x, [1, 0, 2]) @ w
+        steps, batch = tf.shape(xt)[0], tf.shape(xt)[1]
+
+        def layer(k: tf.Tensor, seq: tf.Tensor) -> tuple:
+            ta_in = tf.TensorArray(tf.float32, size=steps).unstack(seq)
+            ta_out = tf.TensorArray(tf.float32, size=steps)
+
+            def step(i: tf.Tensor, h: tf.Tensor, out: tf.TensorArray) -> tuple:
+                h = tf.tanh(ta_in.read(i) + h @ u)
+                return i + 1, h, out.write(i, h)
+
+            _, _, ta_out = tf.while_loop(lambda i, h, out: i < steps, step, [0, tf.zeros([batch, H]), ta_out])
+            return k + 1, ta_out.stack()
+
+        _, y = tf.while_loop(lambda k, seq: k < 2, layer, [0, xt])
+        return {"y": tf.transpose(y, [1, 0, 2])}
+
+    spec = [tf.TensorSpec([None, None, F], tf.float32, name="x")]
+    return function_case("tf_while_nested_rnn",
+                         "tf.while_loop + TensorArray RNN over time, run twice by an outer tf.while_loop "
+                         "(the second pass reads the first's outputs)",
+                         fn, spec, {"x": _sequence(111, 3, 6)}, opset=17, dynamic="dynamic batch and time")
+
+
 def tf_scan() -> Case:
     """tf.scan over time with a tuple state: a decayed running sum and a running max."""
 
@@ -350,14 +407,37 @@ def write_toml(entries: list[dict[str, object]]) -> None:
     (HERE / "cases.toml").write_text("\n".join(lines))
 
 
+FUNCTION_CASES = (tf_while_tensorarray, tf_while_strided_rnn, tf_while_nested_rnn, tf_scan, tf_while_data_dependent,
+                  tf_while_growing)
+
+
+def remake(names: list[str]) -> None:
+    """Make only the named tf.function cases, keeping every other case's files and entry as they are."""
+    made = {case.__name__: case for case in FUNCTION_CASES}
+    unknown = sorted(set(names) - set(made))
+    assert not unknown, f"--only takes {', '.join(made)}, not {', '.join(unknown)}"
+    entries = tomllib.loads((HERE / "cases.toml").read_text())["model"]
+    for name in names:
+        entry = save(made[name]())
+        at = next((k for k, e in enumerate(entries) if e["name"] == entry["name"]), None)
+        if at is None:
+            entries.append(entry)
+        else:
+            entries[at] = entry
+    write_toml(entries)
+
+
 def main() -> None:
     if LEGACY_KERAS:
         Path(sys.argv[-1]).write_text(json.dumps([save(case) for case in legacy_keras_cases()]))
         return
     check_pins()
+    if "--only" in sys.argv:
+        remake(sys.argv[sys.argv.index("--only") + 1:])
+        return
     entries = [save(case) for case in keras_cases()]
     entries += legacy_keras_entries()
-    entries += [save(case()) for case in (tf_while_tensorarray, tf_scan, tf_while_data_dependent, tf_while_growing)]
+    entries += [save(case()) for case in FUNCTION_CASES]
     write_toml(entries)
 
 

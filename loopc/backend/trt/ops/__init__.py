@@ -1,6 +1,8 @@
-"""Converters by op family; importing this package registers them all."""
+"""Converters by op family; importing this package registers them all (every module in it, so adding a
+family is adding a module)."""
 
-from loopc.backend.trt.ops import (  # noqa: F401
-    cumulative, elementwise, gather, linalg, masks, nonzero, normalization, random_ops, reduce, sampling, shape,
-    spectral, suppression, tensors, unary, windows,
-)
+import importlib
+import pkgutil
+
+for _family in pkgutil.iter_modules(__path__):
+    importlib.import_module(f"{__name__}.{_family.name}")

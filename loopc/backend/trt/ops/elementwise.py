@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from loopc.backend.trt.context import ConversionContext
-from loopc.backend.trt.registry import converter
+from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
 from loopc.trt import trt
 
@@ -45,8 +45,6 @@ def _result(ctx: ConversionContext, tensor: Any, dtype: Any, ops: set[str], node
         tensor = ctx.elementwise(tensor, ctx.elementwise(turns, modulus, "PROD", node, "wrapped"), "SUB", node,
                                  "modulo")
     return ctx.cast(tensor, dtype, node, "uint8")
-
-
 
 
 @converter(*_BINARY)
@@ -92,17 +90,42 @@ def variadic(ctx: ConversionContext, node: Node) -> None:
 
 @converter("Mod")
 def mod(ctx: ConversionContext, node: Node) -> None:
-    """fmod=0: a - b * floor(a / b) (sign of the divisor); fmod=1: a - b * trunc(a / b)."""
+    """Integers (UInt8 in INT32): a - b * q, q = floor(a / b) for fmod=0 (the divisor's sign), TensorRT's
+    truncating integer kDIV for fmod=1. Floats: see :func:`_float_mod`."""
     (a, b), dtype = _operands(ctx, node)
-    is_int = a.dtype in (trt().int32, trt().int64, trt().int8)
-    if node.attrs.get("fmod", 0) == 0:
-        q = ctx.elementwise(a, b, "FLOOR_DIV", node, "quotient")
-    elif is_int:
-        q = ctx.elementwise(a, b, "DIV", node, "quotient")  # integer kDIV truncates toward zero
-    else:
-        ratio = ctx.elementwise(a, b, "DIV", node, "ratio")
-        magnitude = ctx.unary(ctx.unary(ratio, "ABS", node, "abs"), "FLOOR", node, "floor")
-        q = ctx.elementwise(ctx.unary(ratio, "SIGN", node, "sign"), magnitude, "PROD", node, "quotient")
+    fmod = bool(node.attrs.get("fmod", 0))
+    if a.dtype not in (trt().int32, trt().int64, trt().int8):
+        ctx.set(node.outputs[0], _float_mod(ctx, node, a, b, fmod))
+        return
+    q = ctx.elementwise(a, b, "DIV" if fmod else "FLOOR_DIV", node, "quotient")
     product = ctx.elementwise(b, q, "PROD", node, "product")
     remainder = ctx.elementwise(a, product, "SUB", node, "" if a.dtype == dtype else "remainder")
     ctx.set(node.outputs[0], _result(ctx, remainder, dtype, set(), node))
+
+
+def _float_mod(ctx: ConversionContext, node: Node, a: Any, b: Any, fmod: bool) -> Any:
+    """C's fmod, r = a - b * trunc(a / b), except r = a where trunc(a / b) is 0: |a| < |b| takes nothing
+    away, and b * 0 would be NaN for an infinite b (fmod(3, inf) is 3). fmod=0 (Python's %, NumPy's mod)
+    then moves a nonzero r of the other sign than b by b (-3 mod inf is inf). A zero result has the sign of
+    a (fmod=1) or of b (fmod=0), as C and Python give it. NaN and infinite dividends and zero divisors stay
+    NaN: trunc(a / b) is NaN or infinite there, never 0."""
+    ratio = ctx.elementwise(a, b, "DIV", node, "ratio")
+    magnitude = ctx.unary(ctx.unary(ratio, "ABS", node, "abs"), "FLOOR", node, "floor")
+    q = ctx.elementwise(ctx.unary(ratio, "SIGN", node, "sign"), magnitude, "PROD", node, "quotient")
+    a, b = ctx.broadcast([a, b], node)
+    zero = ctx.scalar(0, a, node, "zero")
+    none_taken = ctx.elementwise(q, zero, "EQUAL", node, "none_taken")
+    taken = ctx.elementwise(a, ctx.elementwise(b, q, "PROD", node, "product"), "SUB", node, "taken")
+    r = ctx.out(ctx.network.add_select(none_taken, a, taken), node, "fmod")
+    if not fmod:
+        other_side = ctx.elementwise(ctx.elementwise(r, zero, "LESS", node, "r_negative"),
+                                     ctx.elementwise(b, zero, "LESS", node, "b_negative"), "XOR", node, "other_side")
+        nonzero = ctx.unary(ctx.elementwise(r, zero, "EQUAL", node, "r_zero"), "NOT", node, "r_nonzero")
+        moved = ctx.elementwise(r, b, "SUM", node, "moved")
+        move = ctx.elementwise(nonzero, other_side, "AND", node, "move")
+        r = ctx.out(ctx.network.add_select(move, moved, r), node, "floor_mod")
+    # a * 0 is a's signed zero (a is finite where r is 0); b may be infinite there, so b's sign is SIGN(b) * 0
+    sign_of = a if fmod else ctx.unary(b, "SIGN", node, "b_sign")
+    signed_zero = ctx.elementwise(sign_of, zero, "PROD", node, "signed_zero")
+    is_zero = ctx.elementwise(r, zero, "EQUAL", node, "is_zero")
+    return ctx.out(ctx.network.add_select(is_zero, signed_zero, r), node)

@@ -106,21 +106,42 @@ def topk(ctx: ConversionContext, node: Node, x: Any, k: int | Any, axis: int, la
     return layer.get_output(0), layer.get_output(1)
 
 
-def _first_extreme(node: Node) -> str | None:
-    """TopK's indices are the first extreme's; the last one's is not what it gives."""
-    return "select_last_index=1" if node.attrs.get("select_last_index", 0) else None
-
-
-@converter("ArgMax", "ArgMin", capability=_first_extreme)
+@converter("ArgMax", "ArgMin")
 def argmax(ctx: ConversionContext, node: Node) -> None:
-    """TopK with k = 1; its indices are the first extreme's, as select_last_index = 0 asks."""
+    """TopK with k = 1, whose index is the first extreme's. select_last_index = 1 runs it on the input
+    reversed along the axis (a slice of stride -1) and maps the index i back to d - 1 - i."""
     x = ctx.get(node.inputs[0], node)
     axis = int(node.attrs.get("axis", 0)) % max(len(x.shape), 1)
+    last = bool(node.attrs.get("select_last_index", 0)) and len(x.shape) > 0
+    if last:
+        x, top = _reversed(ctx, node, x, axis)
     _, idx = topk(ctx, node, x, 1, axis, node.op == "ArgMax")
-    keep = bool(node.attrs.get("keepdims", 1))
-    if not keep:
+    idx = ctx.cast(idx, trt().int64, node, "index64" if last else "")
+    if last:
+        idx = ctx.elementwise(top, idx, "SUB", node, "from_end")
+    if not bool(node.attrs.get("keepdims", 1)):
         idx = ctx.squeeze(idx, [axis], node, "squeeze")
-    ctx.set(node.outputs[0], ctx.cast(idx, trt().int64, node))
+    ctx.set(node.outputs[0], idx)
+
+
+def _reversed(ctx: ConversionContext, node: Node, x: Any, axis: int) -> tuple[Any, Any]:
+    """``x`` reversed along ``axis`` (a slice from d - 1 with stride -1), and d - 1 as an INT64 tensor
+    of ``x``'s rank, every dim 1, for d the axis length."""
+    shape = tuple(x.shape)
+    rank = len(shape)
+    if -1 not in shape:
+        d = shape[axis]
+        start, stride = [0] * rank, [1] * rank
+        start[axis], stride[axis] = d - 1, -1
+        flipped = ctx.out(ctx.network.add_slice(x, start, shape, stride), node, "reverse")
+        return flipped, ctx.constant(np.full((1,) * rank, d - 1, np.int64), node, "last")
+    dim = ctx.gather1(ctx.shape_of(x, node), [axis], node, "dim")
+    top = ctx.elementwise(dim, ctx.constant(np.array([1], np.int64), node, "one"), "SUB", node, "dim_1")
+    layer = ctx.network.add_slice(x, [0], [1], [1])
+    for index, tensor in ((1, top), (2, dim), (3, ctx.constant(np.array([-1], np.int64), node, "stride")),
+                          (5, ctx.constant(np.array([axis], np.int64), node, "axis"))):
+        layer.set_input(index, tensor)
+    return ctx.out(layer, node, "reverse"), ctx.reshape(top, [1] * rank, node, "last")
 
 
 @converter("TopK")
@@ -137,11 +158,21 @@ def topk_op(ctx: ConversionContext, node: Node) -> None:
 
 @converter("CumSum")
 def cumsum(ctx: ConversionContext, node: Node) -> None:
+    """ICumulativeLayer reads its axis from a 0-D INT32 tensor: a constant when the axis is known, else the
+    computed one (a shape tensor, so TensorRT knows it per profile; negative axes count from the end)."""
     x = ctx.get(node.inputs[0], node)
-    axis = const_ints(ctx, node, node.inputs[1] if len(node.inputs) > 1 else None, "axis")
-    if not axis:
+    if len(node.inputs) < 2 or node.inputs[1] is None:
         raise node_error(node, "CumSum needs its axis input (one integer)")
-    axis_t = ctx.constant(np.array(axis[0] % len(x.shape), np.int32), node, "axis")
+    known = ctx.constant_of(node.inputs[1])
+    if known is not None:
+        if known.size != 1:
+            raise node_error(node, f"CumSum's axis input holds {known.size} values; it must hold one integer")
+        axis_t = ctx.constant(np.array(int(known.reshape(-1)[0]) % len(x.shape), np.int32), node, "axis")
+    else:
+        axis = ctx.get(node.inputs[1], node)
+        if tuple(axis.shape) not in ((), (1,)):
+            raise node_error(node, f"CumSum's axis input has shape {tuple(axis.shape)}; it must be one integer")
+        axis_t = ctx.cast(ctx.scalar0d(axis, node, "axis0d"), trt().int32, node, "axis")
     layer = ctx.network.add_cumulative(x, axis_t, trt().CumulativeOperation.SUM,
                                        bool(node.attrs.get("exclusive", 0)), bool(node.attrs.get("reverse", 0)))
     ctx.set(node.outputs[0], ctx.out(layer, node))

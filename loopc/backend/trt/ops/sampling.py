@@ -10,6 +10,7 @@ import numpy as np
 
 from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.ops.reduce import const_ints
+from loopc.backend.trt.ops.shape import computed_axes
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
 from loopc.trt import trt
@@ -19,31 +20,34 @@ from loopc.trt import trt
 _PAD_MODES = {"constant": "FILL", "reflect": "REFLECT", "edge": "CLAMP", "wrap": "WRAP"}
 
 
-def sampled_slice(ctx: ConversionContext, node: Node, x: Any, axes: list[int], start: list[int] | Any,
-                  size: list[int] | Any, mode: str, fill: Any = None) -> Any:
-    """An ISliceLayer with stride 1 over ``axes`` in sample ``mode``; ``start`` and ``size`` are lists
-    of ints or 1-D INT64 tensors (one entry per axis)."""
+def sampled_slice(ctx: ConversionContext, node: Node, x: Any, axes: list[int] | Any, start: list[int] | Any,
+                  size: list[int] | Any, mode: str, fill: Any = None, suffix: str = "") -> Any:
+    """An ISliceLayer with stride 1 over ``axes`` in sample ``mode``; ``axes``, ``start`` and ``size`` are
+    lists of ints or 1-D INT64 tensors (one entry per axis; computed axes in [0, rank)). ``suffix`` names a
+    helper layer (see ``ctx.named``)."""
     shape = tuple(x.shape)
     rank = len(shape)
-    static = isinstance(start, list) and isinstance(size, list)
+    static = isinstance(start, list) and isinstance(size, list) and isinstance(axes, list)
     if static and all(shape[i] != -1 for i in range(rank) if i not in axes):
         full_start, full_size = [0] * rank, list(shape)
         for a, s, n in zip(axes, start, size):
             full_start[a], full_size[a] = s, n
         layer = ctx.network.add_slice(x, full_start, full_size, [1] * rank)
     else:
-        n = len(axes)
+        n = len(axes) if isinstance(axes, list) else int(axes.shape[0])
         layer = ctx.network.add_slice(x, [0] * n, [1] * n, [1] * n)
         for index, value, what in ((1, start, "start"), (2, size, "size")):
             layer.set_input(index, ctx.constant(np.array(value, np.int64), node, what) if isinstance(value, list)
                             else value)
         layer.set_input(3, ctx.constant(np.ones(n, np.int64), node, "stride"))
-        if axes != list(range(rank)):
+        if not isinstance(axes, list):
+            layer.set_input(5, axes)
+        elif axes != list(range(rank)):
             layer.set_input(5, ctx.constant(np.array(axes, np.int64), node, "axes"))
     layer.mode = getattr(trt().SampleMode, mode)
     if fill is not None:
         layer.set_input(4, fill)
-    return ctx.out(layer, node)
+    return ctx.out(layer, node, suffix)
 
 
 @converter("Tile")
@@ -72,7 +76,7 @@ def tile(ctx: ConversionContext, node: Node) -> None:
 @converter("Pad")
 def pad(ctx: ConversionContext, node: Node) -> None:
     """Pads of n axes are [begin_0..begin_n-1, end_0..end_n-1]: the slice starts at -begin and is
-    d + begin + end long (a negative pad crops). Pads may be computed; axes must be constant."""
+    d + begin + end long (a negative pad crops). Pads and axes may be computed (shape tensors)."""
     x = ctx.get(node.inputs[0], node)
     shape = tuple(x.shape)
     rank = len(shape)
@@ -81,9 +85,16 @@ def pad(ctx: ConversionContext, node: Node) -> None:
     if mode not in _PAD_MODES:
         raise unsupported(node, f"mode={mode!r}")
     inputs = list(node.inputs) + [None] * (4 - len(node.inputs))
-    axes = const_ints(ctx, node, inputs[3], "axes")
-    axes = list(range(rank)) if axes is None else [a % rank for a in axes]
-    n = len(axes)
+    axes: list[int] | Any
+    if inputs[3] is not None and ctx.constant_of(inputs[3]) is None:
+        axes = computed_axes(ctx, node, inputs[3], rank)
+        n = int(axes.shape[0])
+        if n < 0:
+            raise unsupported(node, "a computed axes input of unknown length")
+    else:
+        known_axes = const_ints(ctx, node, inputs[3], "axes")
+        axes = list(range(rank)) if known_axes is None else [a % rank for a in known_axes]
+        n = len(axes)
     fill = None
     if mode == "constant" and inputs[2] is not None:
         fill = ctx.scalar0d(ctx.get(inputs[2], node), node, "value")
@@ -92,8 +103,7 @@ def pad(ctx: ConversionContext, node: Node) -> None:
         if known.size != 2 * n:
             raise unsupported(node, f"{known.size} pads for {n} axes")
         begin, end = [int(p) for p in known.reshape(-1)[:n]], [int(p) for p in known.reshape(-1)[n:]]
-        dims = [shape[a] for a in axes]
-        if -1 not in dims:
+        if isinstance(axes, list) and -1 not in (dims := [shape[a] for a in axes]):
             size = [d + b + e for d, b, e in zip(dims, begin, end)]
             ctx.set(node.outputs[0], sampled_slice(ctx, node, x, axes, [-b for b in begin], size, _PAD_MODES[mode],
                                                    fill))
@@ -106,6 +116,9 @@ def pad(ctx: ConversionContext, node: Node) -> None:
     begin_t = ctx.gather1(pads, list(range(n)), node, "begin")
     end_t = ctx.gather1(pads, list(range(n, 2 * n)), node, "end")
     start = ctx.elementwise(ctx.constant(np.zeros(n, np.int64), node, "zero"), begin_t, "SUB", node, "start")
-    dims_t = ctx.gather1(ctx.shape_of(x, node), axes, node, "dims")
+    if isinstance(axes, list):
+        dims_t = ctx.gather1(ctx.shape_of(x, node), axes, node, "dims")
+    else:
+        dims_t = ctx.out(ctx.network.add_gather(ctx.shape_of(x, node), axes, 0), node, "dims")
     size = ctx.elementwise(ctx.elementwise(dims_t, begin_t, "SUM", node, "plus_begin"), end_t, "SUM", node, "size")
     ctx.set(node.outputs[0], sampled_slice(ctx, node, x, axes, start, size, _PAD_MODES[mode], fill))

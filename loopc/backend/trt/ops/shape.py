@@ -15,7 +15,7 @@ import numpy as np
 from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.ops.reduce import const_ints
 from loopc.backend.trt.registry import converter, unsupported
-from loopc.ir import Node
+from loopc.ir import Node, Value
 from loopc.trt import trt
 
 #: Static ints, told from a tensor by being a list or a tuple.
@@ -30,11 +30,19 @@ def _tensor(ctx: ConversionContext, node: Node, v: Ints | Any, suffix: str) -> A
     return v
 
 
-def slice_axes(ctx: ConversionContext, node: Node, x: Any, axes: Ints, start: Ints | Any, size: Ints | Any,
+def slice_axes(ctx: ConversionContext, node: Node, x: Any, axes: Ints | Any, start: Ints | Any, size: Ints | Any,
                stride: Ints | Any, suffix: str = "") -> Any:
-    """ISliceLayer over ``axes`` only; each parameter is a list of ints or a 1-D INT64 tensor."""
+    """ISliceLayer over ``axes`` only; each parameter is a list of ints or a 1-D INT64 tensor (computed
+    axes must lie in [0, rank): see :func:`computed_axes`)."""
     shape = tuple(x.shape)
     rank = len(shape)
+    if not isinstance(axes, (list, tuple)):
+        n = int(axes.shape[0])
+        layer = ctx.network.add_slice(x, [0] * n, [1] * n, [1] * n)
+        for index, value, what in ((1, start, "start"), (2, size, "size"), (3, stride, "stride")):
+            layer.set_input(index, _tensor(ctx, node, value, f"{suffix or 'slice'}_{what}"))
+        layer.set_input(5, axes)
+        return ctx.out(layer, node, suffix)
     axes = [a % rank for a in axes]
     static = all(isinstance(p, (list, tuple)) for p in (start, size, stride))
     others_static = all(shape[i] != -1 for i in range(rank) if i not in axes)
@@ -51,6 +59,22 @@ def slice_axes(ctx: ConversionContext, node: Node, x: Any, axes: Ints, start: In
     if axes != list(range(rank)):
         layer.set_input(5, ctx.constant(np.array(axes, np.int64), node, f"{suffix or 'slice'}_axes"))
     return ctx.out(layer, node, suffix)
+
+
+def computed_axes(ctx: ConversionContext, node: Node, value: Value, rank: int, suffix: str = "axes") -> Any:
+    """A computed axes input as a 1-D INT64 shape tensor in [0, rank) (a negative axis counts from the end):
+    TensorRT reads it when it builds the profile, as ISliceLayer's axes input."""
+    axes = ctx.cast(ctx.get(value, node), trt().int64, node, f"{suffix}_i64")
+    if len(axes.shape) != 1:
+        raise unsupported(node, f"a computed {suffix} input of rank {len(axes.shape)} (it must be 1-D)")
+    negative = ctx.elementwise(axes, _ones(ctx, node, 0, f"{suffix}_zero"), "LESS", node, f"{suffix}_negative")
+    wrapped = ctx.elementwise(axes, _ones(ctx, node, rank, f"{suffix}_rank"), "SUM", node, f"{suffix}_wrapped")
+    return ctx.out(ctx.network.add_select(negative, wrapped, axes), node, suffix)
+
+
+def _ones(ctx: ConversionContext, node: Node, value: int, suffix: str) -> Any:
+    """``value`` as a [1] INT64 constant (it broadcasts against any 1-D shape tensor)."""
+    return ctx.constant(np.array([value], np.int64), node, suffix)
 
 
 def broadcast_to(ctx: ConversionContext, node: Node, x: Any, target: Ints | Any, suffix: str = "") -> Any:
@@ -123,7 +147,8 @@ def squeeze(ctx: ConversionContext, node: Node) -> None:
 def unsqueeze(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
     axes = const_ints(ctx, node, node.inputs[1], "axes") or []
-    ctx.set(node.outputs[0], ctx.unsqueeze(x, axes, node, ""))
+    y = ctx.unsqueeze(x, axes, node, "") if axes else ctx.out(ctx.network.add_identity(x), node)  # tf2onnx's einsum
+    ctx.set(node.outputs[0], y)
 
 
 @converter("Transpose")
@@ -193,7 +218,11 @@ def split(ctx: ConversionContext, node: Node) -> None:
     axis = int(node.attrs.get("axis", 0)) % rank
     d = int(x.shape[axis])
     n = len(node.outputs)
-    sizes = const_ints(ctx, node, node.inputs[1] if len(node.inputs) > 1 else None, "split")
+    split_v = node.inputs[1] if len(node.inputs) > 1 else None
+    if split_v is not None and ctx.constant_of(split_v) is None:
+        _computed_split(ctx, node, x, axis, split_v)
+        return
+    sizes = const_ints(ctx, node, split_v, "split")
     if sizes is None and d != -1:
         chunk = -(-d // n)
         sizes = [max(0, min(chunk, d - k * chunk)) for k in range(n)]
@@ -215,14 +244,28 @@ def split(ctx: ConversionContext, node: Node) -> None:
         ctx.set(out, slice_axes(ctx, node, x, [axis], start, length, [1], f"part{k}"))
 
 
+def _computed_split(ctx: ConversionContext, node: Node, x: Any, axis: int, split_v: Value) -> None:
+    """Piece k of computed ``split`` sizes starts where piece k - 1 ends: a running sum of shape tensors."""
+    sizes = ctx.cast(ctx.get(split_v, node), trt().int64, node, "split")
+    n = len(node.outputs)
+    if tuple(sizes.shape) not in ((n,), (-1,)):
+        raise unsupported(node, f"a split input of shape {tuple(sizes.shape)} for {n} outputs")
+    start = _ones(ctx, node, 0, "start0")
+    for k, out in enumerate(node.outputs):
+        size = ctx.gather1(sizes, [k], node, f"size{k}")
+        ctx.set(out, slice_axes(ctx, node, x, [axis], start, size, [1], f"part{k}"))
+        if k + 1 < n:
+            start = ctx.elementwise(start, size, "SUM", node, f"start{k + 1}")
+
+
 @converter("Slice")
 def slice_op(ctx: ConversionContext, node: Node) -> None:
-    """ONNX Slice: negative starts/ends count from the end, and both are clamped to the axis (as Python does)."""
+    """ONNX Slice: negative starts/ends count from the end, and both are clamped to the axis (as Python does).
+    Computed axes and steps become shape tensors (TensorRT reads them when it builds the profile)."""
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
     inputs = list(node.inputs) + [None] * (5 - len(node.inputs))
     n_axes = None
-    axes = const_ints(ctx, node, inputs[3], "axes")
     starts_c, ends_c = ctx.constant_of(inputs[1]), ctx.constant_of(inputs[2])
     if starts_c is not None:
         n_axes = starts_c.size
@@ -230,52 +273,79 @@ def slice_op(ctx: ConversionContext, node: Node) -> None:
         n_axes = inputs[1].shape[0]
     elif x.shape and len(ctx.get(inputs[1], node).shape) == 1 and ctx.get(inputs[1], node).shape[0] != -1:
         n_axes = int(ctx.get(inputs[1], node).shape[0])
-    if axes is None:
-        if n_axes is None:
-            raise unsupported(node, "Slice with starts of unknown length and no axes")
-        axes = list(range(n_axes))
-    axes = [a % rank for a in axes]
-    steps = const_ints(ctx, node, inputs[4], "steps") or [1] * len(axes)
-    if any(s == 0 for s in steps):
-        raise unsupported(node, "a zero slice step")
-    dims = [int(x.shape[a]) for a in axes]
-    if starts_c is not None and ends_c is not None and -1 not in dims:
-        start, size = [], []
-        for d, s, e, st in zip(dims, starts_c.reshape(-1), ends_c.reshape(-1), steps):
-            s0, e0, st0 = slice(int(s), int(e), st).indices(d)
-            start.append(s0)
-            size.append(len(range(s0, e0, st0)))
-        ctx.set(node.outputs[0], slice_axes(ctx, node, x, axes, start, size, steps))
-        return
+    axes: list[int] | Any
+    if inputs[3] is not None and ctx.constant_of(inputs[3]) is None:
+        axes = computed_axes(ctx, node, inputs[3], rank)
+    else:
+        known_axes = const_ints(ctx, node, inputs[3], "axes")
+        if known_axes is None:
+            if n_axes is None:
+                raise unsupported(node, "Slice with starts of unknown length and no axes")
+            known_axes = list(range(n_axes))
+        axes = [a % rank for a in known_axes]
+    steps: list[int] | Any
+    if inputs[4] is not None and ctx.constant_of(inputs[4]) is None:
+        steps = ctx.cast(ctx.get(inputs[4], node), trt().int64, node, "steps")
+    else:
+        steps = const_ints(ctx, node, inputs[4], "steps") or [1] * _count(node, axes)
+        if any(s == 0 for s in steps):
+            raise unsupported(node, "a zero slice step")
+    if isinstance(axes, list) and isinstance(steps, list) and starts_c is not None and ends_c is not None:
+        dims = [int(x.shape[a]) for a in axes]
+        if -1 not in dims:
+            start, size = [], []
+            for d, s, e, st in zip(dims, starts_c.reshape(-1), ends_c.reshape(-1), steps):
+                s0, e0, st0 = slice(int(s), int(e), st).indices(d)
+                start.append(s0)
+                size.append(len(range(s0, e0, st0)))
+            ctx.set(node.outputs[0], slice_axes(ctx, node, x, axes, start, size, steps))
+            return
     ctx.set(node.outputs[0], _dynamic_slice(ctx, node, x, axes, inputs[1], inputs[2], steps))
 
 
-def _dynamic_slice(ctx: ConversionContext, node: Node, x: Any, axes: list[int], starts_v: Any, ends_v: Any,
-                   steps: list[int]) -> Any:
-    """The same clamping as ``slice.indices``, computed on INT64 shape tensors."""
+def _count(node: Node, axes: list[int] | Any) -> int:
+    """How many axes a slice has (a computed axes input must have a known length)."""
+    n = len(axes) if isinstance(axes, list) else int(axes.shape[0])
+    if n < 0:
+        raise unsupported(node, "a computed axes input of unknown length")
+    return n
+
+
+def _dynamic_slice(ctx: ConversionContext, node: Node, x: Any, axes: list[int] | Any, starts_v: Any, ends_v: Any,
+                   steps: list[int] | Any) -> Any:
+    """The same clamping as ``slice.indices``, computed on INT64 shape tensors; ``axes`` and ``steps`` are
+    lists of ints or 1-D INT64 tensors."""
     T = trt()
-    n = len(axes)
     vec = lambda a, name: ctx.constant(np.array(a, np.int64), node, name)  # noqa: E731
-    d = ctx.gather1(ctx.shape_of(x, node), axes, node, "dims")
-    neg = [1 if st < 0 else 0 for st in steps]
-    lo, hi = vec([-_BIG] * n, "lo"), vec([_BIG] * n, "hi")
+    if isinstance(axes, list):
+        d = ctx.gather1(ctx.shape_of(x, node), axes, node, "dims")
+    else:
+        d = ctx.out(ctx.network.add_gather(ctx.shape_of(x, node), axes, 0), node, "dims")
+    if isinstance(steps, list):
+        neg = vec([1 if st < 0 else 0 for st in steps], "neg")
+        sign = vec([1 if st > 0 else -1 for st in steps], "sign")
+        mag = vec([abs(st) for st in steps], "step_abs")
+    else:
+        backwards = ctx.elementwise(steps, vec([0], "step_zero"), "LESS", node, "backwards")
+        neg = ctx.out(ctx.network.add_select(backwards, vec([1], "one"), vec([0], "nought")), node, "neg")
+        sign = ctx.out(ctx.network.add_select(backwards, vec([-1], "minus"), vec([1], "plus")), node, "sign")
+        mag = ctx.elementwise(steps, sign, "PROD", node, "step_abs")
+    lo, hi = vec([-_BIG], "lo"), vec([_BIG], "hi")
     bounds = []
     for which, value in (("start", starts_v), ("end", ends_v)):
         v = ctx.cast(ctx.get(value, node), T.int64, node, f"{which}_i64")
         v = ctx.elementwise(ctx.elementwise(v, lo, "MAX", node, f"{which}_lo"), hi, "MIN", node, f"{which}_hi")
         wrapped = ctx.elementwise(v, d, "SUM", node, f"{which}_plus_d")
-        negative = ctx.elementwise(v, vec([0] * n, f"{which}_zero"), "LESS", node, f"{which}_neg")
+        negative = ctx.elementwise(v, vec([0], f"{which}_zero"), "LESS", node, f"{which}_neg")
         bounds.append(ctx.out(ctx.network.add_select(negative, wrapped, v), node, f"{which}_wrapped"))
     start, end = bounds
-    top = ctx.elementwise(d, vec(neg, "neg"), "SUB", node, "top")  # d for step > 0, d - 1 for step < 0
-    start = ctx.elementwise(ctx.elementwise(start, vec([0] * n, "zero"), "MAX", node, "start_ge0"), top, "MIN",
+    top = ctx.elementwise(d, neg, "SUB", node, "top")  # d for step > 0, d - 1 for step < 0
+    start = ctx.elementwise(ctx.elementwise(start, vec([0], "zero"), "MAX", node, "start_ge0"), top, "MIN",
                             node, "start")
-    end = ctx.elementwise(ctx.elementwise(end, vec([-k for k in neg], "floor"), "MAX", node, "end_ge"), top, "MIN",
-                          node, "end")
-    dist = ctx.elementwise(ctx.elementwise(end, start, "SUB", node, "span"), vec([1 if s > 0 else -1 for s in steps],
-                           "sign"), "PROD", node, "distance")
-    mag = [abs(s) for s in steps]
-    count = ctx.elementwise(ctx.elementwise(dist, vec([m - 1 for m in mag], "round_up"), "SUM", node, "dist_up"),
-                            vec(mag, "step_abs"), "FLOOR_DIV", node, "count")
-    size = ctx.elementwise(count, vec([0] * n, "none"), "MAX", node, "size")
+    floor = ctx.elementwise(vec([0], "floor_zero"), neg, "SUB", node, "floor")  # 0, or -1 for step < 0
+    end = ctx.elementwise(ctx.elementwise(end, floor, "MAX", node, "end_ge"), top, "MIN", node, "end")
+    dist = ctx.elementwise(ctx.elementwise(end, start, "SUB", node, "span"), sign, "PROD", node, "distance")
+    round_up = ctx.elementwise(mag, vec([1], "one_less"), "SUB", node, "round_up")
+    count = ctx.elementwise(ctx.elementwise(dist, round_up, "SUM", node, "dist_up"), mag, "FLOOR_DIV", node, "count")
+    size = ctx.elementwise(count, vec([0], "none"), "MAX", node, "size")
     return slice_axes(ctx, node, x, axes, start, size, steps)

@@ -7,7 +7,8 @@ from typing import Any
 import numpy as np
 from onnx import helper
 
-from loopc.backend.trt.context import ConversionContext, trt_dtype
+from loopc.backend.trt.context import ConversionContext, np_dtype, trt_dtype
+from loopc.backend.trt.ops.quantize import odd_count, rounded_to, widened
 from loopc.backend.trt.ops.shape import broadcast_to
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node, Value
@@ -24,14 +25,47 @@ def identity(ctx: ConversionContext, node: Node) -> None:
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(ctx.get(node.inputs[0], node)), node))
 
 
-@converter("Cast", "CastLike")
+#: Types TensorRT makes only with a Quantize layer and reads only with a Dequantize layer.
+_QUANTIZED = ("float8_e4m3fn", "float4_e2m1fn", "int4")
+
+
+def _cast_target(node: Node) -> np.dtype[Any] | None:
+    if node.op == "CastLike":
+        return node.inputs[1].dtype if node.inputs[1] is not None else None
+    return np.dtype(helper.tensor_dtype_to_np_dtype(int(node.attrs["to"])))
+
+
+def _cast_refusal(node: Node) -> str | None:
+    """Casts to the quantized types are Quantize layers, which round to nearest and saturate."""
+    target = _cast_target(node)
+    name = target.name if target is not None else ""
+    if name == "int4":
+        return "Cast to int4 (ONNX truncates and wraps; TensorRT makes int4 only by rounding and clamping)"
+    if name in _QUANTIZED and not int(node.attrs.get("saturate", 1)):
+        return f"Cast to {name} with saturate=0 (TensorRT saturates); use saturate=1"
+    source = node.inputs[0].dtype if node.inputs[0] is not None else None
+    four_bit = [t.name for t in (source, target) if t is not None and t.name in ("int4", "float4_e2m1fn")]
+    if four_bit and node.inputs[0] is not None and odd_count(node.inputs[0]):
+        return (f"Cast of {four_bit[0]} tensors with an odd number of elements (TensorRT packs 4-bit types two "
+                "to a byte)")
+    return None
+
+
+@converter("Cast", "CastLike", capability=_cast_refusal)
 def cast(ctx: ConversionContext, node: Node) -> None:
-    """Cast to the ``to`` attribute's type, or (CastLike) to the type of the second input."""
+    """Cast to the ``to`` attribute's type, or (CastLike) to the type of the second input. FP8, FP4 and
+    INT4 come and go through Quantize / Dequantize layers of scale 1, which are exact casts."""
     x = ctx.get(node.inputs[0], node)
     if node.op == "CastLike":
         target = ctx.get(node.inputs[1], node).dtype
     else:
         target = trt_dtype(helper.tensor_dtype_to_np_dtype(int(node.attrs["to"])))
+    if np_dtype(x.dtype).name in _QUANTIZED:
+        wide = target if target in (trt().float32, trt().float16, trt().bfloat16) else trt().float32
+        x = widened(ctx, node, x, wide, "dequantized" if wide != target else "")
+    if np_dtype(target).name in _QUANTIZED:
+        ctx.set(node.outputs[0], rounded_to(ctx, node, x, np_dtype(target)))
+        return
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_cast(x, target), node))
 
 

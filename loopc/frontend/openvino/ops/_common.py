@@ -66,3 +66,9 @@ def cast(op: Op, value: Value, dtype: np.dtype) -> Value:
 
 def optional_input(op: Op, k: int) -> Value | None:
     return op.inputs[k] if k < len(op.inputs) else None
+
+
+def output_used(op: Op, k: int) -> bool:
+    """Whether any layer reads output ``k`` (an output nothing reads need not be computed)."""
+    port = op.layer.outputs[k].id
+    return any(e.from_layer == op.layer.id and e.from_port == port for e in op.net.edges)

@@ -1,0 +1,99 @@
+"""``x[i:i+1]`` at an index an ArgMax or ArgMin computed is a Gather of that row.
+
+PyTorch code picks the best entry with ``i = int(torch.argmax(s))`` and reads ``x[i:i + 1]`` (a greedy NMS
+loop writing a detection row); the exporter writes a Slice from ``Unsqueeze(i)`` to ``Unsqueeze(i + 1)``. In
+general a Slice's length follows its bounds' values (ONNX clamps them to the axis), and a length computed from
+data inside a loop fails TensorRT's builder (``makeScopeNodesContiguous``). Here it cannot vary: ArgMax/ArgMin
+over an axis of static length L gives ``0 <= i <= L - 1``, so on an axis at least L long the bounds need no
+clamping and the Slice is exactly ``Gather(x, [i])``, whose length is static.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from loopc.ir import Graph, Node, Value, constant_value
+from loopc.passes.manager import PassResult
+
+
+class RowSlices:
+    name = "row-slices"
+
+    def __call__(self, graph: Graph) -> PassResult:
+        rewritten = 0
+        for g, node in list(graph.walk()):
+            axis = row_at_an_arg_index(node)
+            if axis is None:
+                continue
+            old = node.outputs[0]
+            row = Value(f"{old.name}_row", old.dtype, old.shape)
+            g.insert_before(node, [Node("Gather", [node.inputs[0], node.inputs[1]], [row], {"axis": axis},
+                                        name=f"{node.name}_row", origin=node.origin)])
+            old.replace_all_uses_with(row)
+            g.remove(node)
+            rewritten += 1
+        return PassResult(graph, rewritten > 0, {"slices": rewritten} if rewritten else {})
+
+
+def row_at_an_arg_index(node: Node) -> int | None:
+    """The axis when ``node`` is ``Slice(x, [i], [i + 1], [axis], [1])`` with ``i`` in range by construction."""
+    if node.op != "Slice" or len(node.inputs) < 4:
+        return None
+    data, starts, ends, axes = node.inputs[:4]
+    if data is None or starts is None or ends is None or axes is None:
+        return None
+    steps = constant_value(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else np.ones(1)
+    axes_value = constant_value(axes)
+    if data.shape is None or axes_value is None or np.size(axes_value) != 1 or steps is None or np.size(steps) != 1:
+        return None
+    if int(np.asarray(steps).reshape(-1)[0]) != 1:
+        return None
+    axis = int(np.asarray(axes_value).reshape(-1)[0])
+    axis = axis + len(data.shape) if axis < 0 else axis
+    dim = data.shape[axis] if 0 <= axis < len(data.shape) else None
+    if not isinstance(dim, int):
+        return None
+    index = _unsqueezed_scalar(starts)
+    end = _unsqueezed_scalar(ends)
+    if index is None or end is None or not _is_plus_one(end, index):
+        return None
+    length = _arg_axis_length(index)
+    return axis if length is not None and length <= dim else None
+
+
+def _unsqueezed_scalar(value: Value) -> Value | None:
+    """``s`` when ``value`` is ``Unsqueeze(s, [0])`` of a 0-d ``s``."""
+    node = value.producer
+    if node is None or node.op != "Unsqueeze" or len(node.inputs) < 2 or node.inputs[0] is None:
+        return None
+    axes = constant_value(node.inputs[1]) if node.inputs[1] is not None else None
+    scalar = node.inputs[0]
+    if axes is None or np.size(axes) != 1 or int(np.asarray(axes).reshape(-1)[0]) not in (0, -1):
+        return None
+    return scalar if scalar.shape == () else None
+
+
+def _is_plus_one(end: Value, start: Value) -> bool:
+    """Whether ``end`` is ``start + 1`` (either operand order)."""
+    node = end.producer
+    if node is None or node.op != "Add" or len(node.inputs) != 2:
+        return False
+    for a, b in (node.inputs, node.inputs[::-1]):
+        one = constant_value(b) if b is not None else None
+        if a is start and one is not None and np.size(one) == 1 and int(np.asarray(one).reshape(-1)[0]) == 1:
+            return True
+    return False
+
+
+def _arg_axis_length(index: Value) -> int | None:
+    """L when ``index`` is ArgMax/ArgMin (keepdims 0, 0-d result) over an axis of static length L."""
+    node = index.producer
+    if node is None or node.op not in ("ArgMax", "ArgMin") or node.inputs[0] is None:
+        return None
+    shape = node.inputs[0].shape
+    if shape is None or node.attrs.get("keepdims", 1) != 0 or len(shape) != 1:
+        return None
+    axis = int(node.attrs.get("axis", 0))
+    axis = axis + len(shape) if axis < 0 else axis
+    dim = shape[axis] if 0 <= axis < len(shape) else None
+    return dim if isinstance(dim, int) and dim > 0 else None
