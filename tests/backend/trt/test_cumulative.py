@@ -53,3 +53,16 @@ def test_cumprod_by_hand():
             re = CumProd <exclusive = 1, reverse = 1> (x, a)
         }}""", {"x": np.array([2, 3, 4], np.int32)})
     assert [out[k].tolist() for k in ("i", "e", "r", "re")] == [[2, 6, 24], [1, 2, 6], [24, 12, 4], [12, 4, 1]]
+
+
+def test_cumprod_in_a_loop_body():
+    """A loop of CumProd's inside a Loop: TensorRT nests the loops."""
+    check_onnx(f"""{HEADER}
+        g (float[2,3] x, int64 n) => (float[2,3] y) {{
+            cond = Constant <value = bool {{1}}> ()
+            y = Loop (n, cond, x) <body = step (int64 i, bool c, float[2,3] acc) => (bool c2, float[2,3] out) {{
+                c2 = Identity (c)
+                a = Constant <value_int = 1> ()
+                out = CumProd (acc, a)
+            }}>
+        }}""", {"x": X[0, :2, :3] + 1, "n": np.array(3, np.int64)})
