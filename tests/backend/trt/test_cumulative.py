@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx.parser
+import onnxruntime as ort
 import pytest
 
-from tests.backend.trt.oracle import check_onnx
+from loopc.frontend.onnx import import_model
+from tests.backend.trt.oracle import build_and_simulate, check_onnx
 
 HEADER = '<ir_version: 10, opset_import: ["" : 26]>'
 RNG = np.random.default_rng(3)
@@ -66,3 +69,17 @@ def test_cumprod_in_a_loop_body():
                 out = CumProd (acc, a)
             }}>
         }}""", {"x": X[0, :2, :3] + 1, "n": np.array(3, np.int64)})
+
+
+def test_cumprod_of_uint32_wraps_around():
+    """uint32 is carried in INT64; 70000 * 70000 = 4900000000 = 605032704 (mod 2**32), as onnxruntime."""
+    x = np.array([70000, 70000, 3, 65537], np.uint32)
+    proto = onnx.parser.parse_model(f"""{HEADER}
+        g (uint32[4] x) => (uint32[4] y) {{
+            a = Constant <value_int = 0> ()
+            y = CumProd (x, a)
+        }}""")
+    _, got = build_and_simulate(import_model(proto), {"x": x.astype(np.int64)})
+    want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    assert want[1] == 605032704
+    np.testing.assert_array_equal(got["y"], want.astype(np.int64))

@@ -53,25 +53,28 @@ def _adjusted(tensor: Any, dtype: Any, ops: set[str], node: Node) -> bool:
 
 
 def _result(ctx: ConversionContext, tensor: Any, dtype: Any, ops: set[str], node: Node) -> Any:
-    """``tensor`` (computed by ``ops``) back in ``dtype``, wrapped around to the operands' width:
-    t mod 2**bits, or ((t + 2**(bits-1)) mod 2**bits) - 2**(bits-1) when signed. The wide type's own
-    overflow (uint16 products in INT32) wraps modulo a multiple of 2**bits, which keeps the residue."""
+    """``tensor`` (computed by ``ops``) back in ``dtype``, wrapped around to the operands' width."""
     if tensor.dtype == trt().bool:
         return tensor
     narrow = _narrow(node)
     if ops & _MAY_WRAP and narrow is not None:
-        bits, signed = narrow
-        if signed:
-            tensor = ctx.elementwise(tensor, ctx.scalar(1 << (bits - 1), tensor, node, "half"), "SUM", node,
-                                     "offset")
-        modulus = ctx.scalar(1 << bits, tensor, node, "modulus")
-        turns = ctx.elementwise(tensor, modulus, "FLOOR_DIV", node, "turns")
-        tensor = ctx.elementwise(tensor, ctx.elementwise(turns, modulus, "PROD", node, "wrapped"), "SUB", node,
-                                 "modulo")
-        if signed:
-            tensor = ctx.elementwise(tensor, ctx.scalar(1 << (bits - 1), tensor, node, "half_back"), "SUB", node,
-                                     "signed")
+        tensor = wrap_around(ctx, tensor, *narrow, node)
     return ctx.cast(tensor, dtype, node, "narrowed")
+
+
+def wrap_around(ctx: ConversionContext, tensor: Any, bits: int, signed: bool, node: Node) -> Any:
+    """An integer ``tensor`` computed wider than ``bits`` wrapped around to that width, in its own type:
+    t mod 2**bits, or ((t + 2**(bits-1)) mod 2**bits) - 2**(bits-1) when signed. The wide type's own
+    overflow (uint16 products in INT32) wraps modulo a multiple of 2**bits, which keeps the residue."""
+    if signed:
+        tensor = ctx.elementwise(tensor, ctx.scalar(1 << (bits - 1), tensor, node, "half"), "SUM", node, "offset")
+    modulus = ctx.scalar(1 << bits, tensor, node, "modulus")
+    turns = ctx.elementwise(tensor, modulus, "FLOOR_DIV", node, "turns")
+    tensor = ctx.elementwise(tensor, ctx.elementwise(turns, modulus, "PROD", node, "wrapped"), "SUB", node, "modulo")
+    if signed:
+        tensor = ctx.elementwise(tensor, ctx.scalar(1 << (bits - 1), tensor, node, "half_back"), "SUB", node,
+                                 "signed")
+    return tensor
 
 
 @converter(*_BINARY)
