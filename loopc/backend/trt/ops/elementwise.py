@@ -40,7 +40,8 @@ def _narrow(node: Node) -> tuple[int, bool] | None:
 def _operands(ctx: ConversionContext, node: Node) -> tuple[list[Any], Any]:
     """The node's input tensors, in INT32 when they are UInt8 or INT8 (which TensorRT does not compute
     in), and the TensorRT type results are to have."""
-    tensors = [ctx.get(v, node) for v in node.inputs if v is not None]
+    variadic = node.op in ("Max", "Min", "Sum", "Mean")  # their inputs may be left out; others are required
+    tensors = [ctx.get(v, node) for v in node.inputs if v is not None or not variadic]
     dtype = tensors[0].dtype
     if dtype not in (trt().uint8, trt().int8):
         return tensors, dtype
