@@ -1,6 +1,7 @@
 """Ops that reduce along axes: Reduce*, GlobalAveragePool/GlobalMaxPool, Softmax, LogSoftmax,
-ArgMax/ArgMin, TopK, CumSum. Axes arrive as inputs in the newest opsets; TensorRT needs them at build
-time, so they must be constants."""
+ArgMax/ArgMin, TopK, CumSum. Axes arrive as inputs in the newest opsets; TensorRT's reduce layer takes
+them when the network is built, so a computed axes input of Reduce* becomes one conditional reduction
+per axis (:mod:`loopc.backend.trt.ops.run_time_axes`); the other ops need constant ones."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from loopc.backend.trt.context import ConversionContext
+from loopc.backend.trt.ops.run_time_axes import axes_count, axis_flags, condition
 from loopc.backend.trt.registry import converter, node_error, unsupported
 from loopc.ir import Node, Value
 from loopc.trt import trt
@@ -16,6 +18,8 @@ from loopc.trt import trt
 _REDUCE = {"ReduceSum": "SUM", "ReduceMean": "AVG", "ReduceMax": "MAX", "ReduceMin": "MIN", "ReduceProd": "PROD",
            "ReduceSumSquare": "SUM", "ReduceL2": "SUM", "ReduceL1": "SUM", "ReduceLogSumExp": "SUM",
            "ReduceLogSum": "SUM"}
+#: What follows the sum (a root or logarithm).
+_POST = {"ReduceL2": "SQRT", "ReduceLogSumExp": "LOG", "ReduceLogSum": "LOG"}
 
 
 def const_ints(ctx: ConversionContext, node: Node, value: Value | None, what: str) -> list[int] | None:
@@ -39,30 +43,104 @@ def mask(axes: list[int], rank: int) -> int:
 def reduce(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
-    axes = const_ints(ctx, node, node.inputs[1] if len(node.inputs) > 1 else None, "axes")
+    keep = bool(node.attrs.get("keepdims", 1))
+    axes_v = node.inputs[1] if len(node.inputs) > 1 else None
+    if axes_v is not None and ctx.constant_of(axes_v) is None and axes_count(ctx, node, axes_v):
+        if rank == 0:
+            raise unsupported(node, "computed axes of a rank-0 input (it has no axis to reduce)")
+        ctx.set(node.outputs[0], _finished(ctx, node, _reduce_run_time_axes(ctx, node, _prepared(ctx, node, x),
+                                                                            axes_v, keep), x))
+        return
+    axes = [] if axes_v is not None and ctx.constant_of(axes_v) is None else const_ints(ctx, node, axes_v, "axes")
     if axes is None and "axes" in node.attrs:  # tolerate the pre-18 attribute form
         axes = [int(a) for a in node.attrs["axes"]]
-    keep = bool(node.attrs.get("keepdims", 1))
     if not axes:
         if node.attrs.get("noop_with_empty_axes", 0):
             ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(x), node))
             return
         axes = list(range(rank))
-    if node.op in ("ReduceSumSquare", "ReduceL2"):
-        x = ctx.elementwise(x, x, "PROD", node, "square")
-    elif node.op == "ReduceL1":
-        x = ctx.unary(x, "ABS", node, "abs")
-    elif node.op == "ReduceLogSumExp":
-        x = ctx.unary(x, "EXP", node, "exp")
-    post = {"ReduceL2": "SQRT", "ReduceLogSumExp": "LOG", "ReduceLogSum": "LOG"}.get(node.op)
+    prepared = _prepared(ctx, node, x)
+    suffix = "reduce" if node.op in _POST or x.dtype == trt().bool else ""
     if rank == 0:
-        y = ctx.out(ctx.network.add_identity(x), node, "reduce" if post else "")
+        y = ctx.out(ctx.network.add_identity(prepared), node, suffix)
     else:
         op = getattr(trt().ReduceOperation, _REDUCE[node.op])
-        y = ctx.out(ctx.network.add_reduce(x, op, mask(axes, rank), keep), node, "reduce" if post else "")
-    if post:
-        y = ctx.unary(y, post, node)
-    ctx.set(node.outputs[0], y)
+        y = ctx.out(ctx.network.add_reduce(prepared, op, mask(axes, rank), keep), node, suffix)
+    ctx.set(node.outputs[0], _finished(ctx, node, y, x))
+
+
+def _prepared(ctx: ConversionContext, node: Node, x: Any) -> Any:
+    """What the reduction runs on: the squares, magnitudes or exponentials, or booleans as INT32
+    (TensorRT reduces no BOOL)."""
+    if node.op in ("ReduceSumSquare", "ReduceL2"):
+        return ctx.elementwise(x, x, "PROD", node, "square")
+    if node.op == "ReduceL1":
+        return ctx.unary(x, "ABS", node, "abs")
+    if node.op == "ReduceLogSumExp":
+        return ctx.unary(x, "EXP", node, "exp")
+    if x.dtype == trt().bool:
+        return ctx.cast(x, trt().int32, node, "as_int")
+    return x
+
+
+def _finished(ctx: ConversionContext, node: Node, y: Any, x: Any) -> Any:
+    """The reduction's result as the op gives it: a root or logarithm, booleans back, or as it is."""
+    if node.op in _POST:
+        return ctx.unary(y, _POST[node.op], node)
+    if x.dtype == trt().bool:  # positive is true: an empty max is INT32's least value, which must be false
+        return ctx.elementwise(y, ctx.scalar(0, y, node, "false"), "GREATER", node)
+    return y
+
+
+def _reduce_run_time_axes(ctx: ConversionContext, node: Node, x: Any, axes_v: Value, keep: bool) -> Any:
+    """One conditional per axis of ``x``, last to first, reducing over it (kept as 1) when the axes name it;
+    without ``keepdims`` the reduced axis also moves to the end, so the reduced axes end up last and a
+    reshape drops them. A mean is the sum divided once by the reduced volume (means of means would round
+    integers twice). See :mod:`loopc.backend.trt.ops.run_time_axes`."""
+    rank = len(x.shape)
+    flags = axis_flags(ctx, node, axes_v, rank)
+    op = _REDUCE[node.op]
+    step = getattr(trt().ReduceOperation, "SUM" if op == "AVG" else op)
+    y = x
+    for d in reversed(range(rank)):
+        reduces, moves = x.shape[d] != 1, not keep and d < rank - 1  # reducing a unit axis changes nothing
+        if reduces or moves:
+            y = _reduce_if(ctx, node, y, flags[d], step if reduces else None, d, moves)
+    if op == "AVG":
+        y = ctx.elementwise(y, _reduced_volume(ctx, node, x, flags, y.dtype), "DIV", node, "mean")
+    if not keep:
+        return ctx.reshape(y, [0] * (rank - axes_count(ctx, node, axes_v)), node, "drop", zero_copies=True)
+    if y is x:  # every axis a unit one: still a layer of this node's own
+        y = ctx.out(ctx.network.add_identity(x), node, "unit_axes")
+    return y
+
+
+def _reduce_if(ctx: ConversionContext, node: Node, x: Any, flag: Any, op: Any, d: int, moves: bool) -> Any:
+    """``x`` reduced over axis ``d`` with ``op`` (kept as 1; None: a unit axis, left as it is) and, if
+    ``moves``, that axis moved to the end, when ``flag`` is set; else ``x``: an IIfConditional."""
+    layer = ctx.network.add_if_conditional()
+    ctx.name_loop(layer, node, f"if{d}")
+    ctx.named(layer.set_condition(condition(ctx, node, flag, f"cond{d}")), node, f"if{d}/condition")
+    entry = ctx.out(layer.add_input(x), node, f"if{d}/input")
+    taken = entry
+    if op is not None:
+        taken = ctx.out(ctx.network.add_reduce(taken, op, 1 << d, True), node, f"if{d}/reduce")
+    if moves:
+        shuffle = ctx.network.add_shuffle(taken)
+        shuffle.first_transpose = tuple(a for a in range(len(x.shape)) if a != d) + (d,)
+        taken = ctx.out(shuffle, node, f"if{d}/to_end")
+    return ctx.out(layer.add_output(taken, entry), node, f"if{d}/output")
+
+
+def _reduced_volume(ctx: ConversionContext, node: Node, x: Any, flags: list[Any], dtype: Any) -> Any:
+    """The product of the flagged dims of ``x``, as ``dtype`` shaped [1] * rank."""
+    rank = len(x.shape)
+    is_set = ctx.elementwise(ctx.concat(flags, node, "flags"), ctx.constant(np.array([1], np.int64), node, "set"),
+                             "EQUAL", node, "reduced")
+    factors = ctx.out(ctx.network.add_select(is_set, ctx.shape_of(x, node, "dims"),
+                                             ctx.constant(np.ones(rank, np.int64), node, "ones")), node, "factors")
+    volume = ctx.out(ctx.network.add_reduce(factors, trt().ReduceOperation.PROD, 1, True), node, "volume")
+    return ctx.reshape(ctx.cast(volume, dtype, node, "volume_cast"), [1] * rank, node, "volume_nd")
 
 
 @converter("GlobalAveragePool", "GlobalMaxPool")
