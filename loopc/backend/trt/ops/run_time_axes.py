@@ -44,7 +44,12 @@ def axis_flags(ctx: ConversionContext, node: Node, value: Value, rank: int, dims
     shape, a 1-D INT64 tensor) is given, that every dim they name is 1.
     """
     count = axes_count(ctx, node, value)
-    axes = ctx.cast(ctx.get(value, node), trt().int64, node, "axes_i64")
+    source = ctx.get(value, node)
+    varying = _loop_variant(ctx.network, source)
+    if varying is not None:
+        raise unsupported(node, f"axes computed from a value that changes from trip to trip (a loop's {varying} "
+                                "layer: the axes must be a shape tensor)", hint="compute the axes outside the loop")
+    axes = ctx.cast(source, trt().int64, node, "axes_i64")
     vec = lambda v, suffix: ctx.constant(np.array([v], np.int64), node, suffix)  # noqa: E731
     negative = ctx.elementwise(axes, vec(0, "axes_zero"), "LESS", node, "axes_negative")
     wrapped = ctx.elementwise(axes, vec(rank, "axes_rank"), "SUM", node, "axes_wrapped")
@@ -129,3 +134,31 @@ def unsqueezed_dims(ctx: ConversionContext, node: Node, dims: Any, flags: list[A
                              "is_new")
     ones = ctx.constant(np.ones(rank, np.int64), node, "new_dims")
     return ctx.out(ctx.network.add_select(is_new, ones, taken), node, "unsqueezed_dims")
+
+
+#: Loop layers whose outputs change from trip to trip: no shape tensor can be computed from them.
+_PER_TRIP = frozenset({"RECURRENCE", "ITERATOR"})
+
+
+def _loop_variant(network: Any, tensor: Any) -> str | None:
+    """The type of a loop layer whose per-trip values ``tensor`` is computed from (a shape read from one
+    does not count), or None."""
+    producers = {}
+    for i in range(network.num_layers):
+        layer = network.get_layer(i)
+        for k in range(layer.num_outputs):
+            producers[layer.get_output(k).name] = layer
+    seen: set[str] = set()
+    stack = [tensor]
+    while stack:
+        current = stack.pop()
+        layer = producers.get(current.name)
+        if layer is None or current.name in seen:
+            continue
+        seen.add(current.name)
+        kind = str(layer.type.name)
+        if kind in _PER_TRIP:
+            return kind
+        if kind != "SHAPE":
+            stack.extend(layer.get_input(k) for k in range(layer.num_inputs) if layer.get_input(k) is not None)
+    return None
