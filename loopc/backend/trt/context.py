@@ -275,10 +275,9 @@ class ConversionContext:
             self._names.add(tensor_name)
         return layer
 
-    def name_loop(self, loop: Any, node: Node, suffix: str = "") -> None:
-        """Name an ILoop or IIfConditional after its node, as its boundary layers are (``node/suffix`` for
-        one of several)."""
-        loop.name = f"{self._base(node)}/{suffix}" if suffix else self._base(node)
+    def name_loop(self, loop: Any, node: Node) -> None:
+        """Name an ILoop or IIfConditional after its node, as its boundary layers are."""
+        loop.name = self._base(node)
 
     def _base(self, node: Node) -> str:
         """The name ``node``'s layers start with: its own, or ``name.N`` if another node had it first."""

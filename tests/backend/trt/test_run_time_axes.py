@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import numpy as np
 import onnx.parser
+import onnxruntime as ort
 import pytest
 
 from loopc.backend.trt import to_network
 from loopc.conformance import node_test_cases
 from loopc.errors import BackendError, SimulationError, UnsupportedConversionError
 from loopc.frontend.onnx import import_model
+from loopc.profiles import ShapeProfile
 from loopc.sim import simulate
 from loopc.trt.config import build_serialized, builder_config, pin_profile
 from tests.backend.trt.oracle import build_and_simulate, check_onnx
@@ -167,6 +169,30 @@ def test_unsqueeze_by_an_empty_axes_input():
                {"x": X, "axes": np.zeros(0, np.int64)})
 
 
+def test_one_engine_for_every_axes_its_profile_allows():
+    """The axes are dims to TensorRT, not constants: one network, built for a range of axes values,
+    gives each axes in the range its own output shape."""
+    text = f"""{HEADER}
+        g (float[2,3,4] x, int64[2] axes, int64[1] one) => (float[A] y, float[B,C] z, float[D,E,F] u) {{
+            y = ReduceMean <keepdims = 0> (x, axes)
+            z = ReduceMax <keepdims = 0> (x, one)
+            u = Unsqueeze(z, one)
+        }}"""
+    proto = onnx.parser.parse_model(text)
+    session, network = to_network(import_model(proto))
+    cfg = builder_config(session)
+    ShapeProfile(min={"axes": (-3, -3), "one": (-3,)}, opt={"axes": (0, 1), "one": (0,)},
+                 max={"axes": (2, 2), "one": (2,)}).apply(session.builder, network, cfg)
+    build_serialized(session, network, cfg)
+    oracle = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    for axes, one in (([0, 1], [0]), ([2, -3], [-1]), ([-1, 1], [1]), ([1, 0], [-2])):
+        feeds = {"x": X, "axes": np.array(axes, np.int64), "one": np.array(one, np.int64)}
+        got = simulate(network, feeds)
+        for name, want in zip(("y", "z", "u"), oracle.run(["y", "z", "u"], feeds)):
+            assert got[name].shape == want.shape, (axes, one, name)
+            np.testing.assert_allclose(got[name], want, rtol=1e-6, err_msg=f"{axes} {one} {name}")
+
+
 # -- inside a loop --------------------------------------------------------------------------------
 
 
@@ -238,14 +264,14 @@ def test_invalid_axes_are_refused_when_run(op, x_shape, axes, keepdims):
 
 
 def test_invalid_axes_fail_the_build_for_a_profile_that_pins_them():
-    """Where the profile pins the axes, TensorRT's builder sees the rank mismatch."""
+    """Where the profile pins the axes, TensorRT's builder checks the assertion itself."""
     session, network = _network("""g (float[2,3,4] x, int64[2] axes) => (float[A] y) {
         y = ReduceSum <keepdims = 0> (x, axes)
     }""")
     feeds = {"x": X, "axes": np.array([1, 1], np.int64)}
     cfg = builder_config(session)
     pin_profile(session, network, cfg, feeds)
-    with pytest.raises(BackendError, match="volume"):
+    with pytest.raises(BackendError, match="the axes input must hold 2 distinct axes"):
         build_serialized(session, network, cfg)
 
 

@@ -1,7 +1,8 @@
 """Ops that reduce along axes: Reduce*, GlobalAveragePool/GlobalMaxPool, Softmax, LogSoftmax,
 ArgMax/ArgMin, TopK, CumSum. Axes arrive as inputs in the newest opsets; TensorRT's reduce layer takes
-them when the network is built, so a computed axes input of Reduce* becomes one conditional reduction
-per axis (:mod:`loopc.backend.trt.ops.run_time_axes`); the other ops need constant ones."""
+them when the network is built, so a computed axes input of Reduce* becomes a reduction of each axis
+over all of it or none of it (:mod:`loopc.backend.trt.ops.run_time_axes`); the other ops need constant
+ones."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any
 import numpy as np
 
 from loopc.backend.trt.context import ConversionContext
-from loopc.backend.trt.ops.run_time_axes import axes_count, axis_flags, condition
+from loopc.backend.trt.ops.run_time_axes import axes_count, axis_flags, split_dims, squeezed_dims
 from loopc.backend.trt.registry import converter, node_error, unsupported
 from loopc.ir import Node, Value
 from loopc.trt import trt
@@ -93,54 +94,40 @@ def _finished(ctx: ConversionContext, node: Node, y: Any, x: Any) -> Any:
 
 
 def _reduce_run_time_axes(ctx: ConversionContext, node: Node, x: Any, axes_v: Value, keep: bool) -> Any:
-    """One conditional per axis of ``x``, last to first, reducing over it (kept as 1) when the axes name it;
-    without ``keepdims`` the reduced axis also moves to the end, so the reduced axes end up last and a
-    reshape drops them. A mean is the sum divided once by the reduced volume (means of means would round
-    integers twice). See :mod:`loopc.backend.trt.ops.run_time_axes`."""
+    """Each axis d of ``x`` split in two, (1, n) when the axes name it, else (n, 1), and the second part
+    reduced by a reduce layer whose axis is fixed: the whole axis, or a unit one (nothing). For that step
+    the tensor is viewed as [before, kept, reduced, after] (a reshape, which moves no data), so any rank
+    fits. A mean is the sum divided once by the reduced volume (means of means would round integers
+    twice). See :mod:`loopc.backend.trt.ops.run_time_axes`."""
     rank = len(x.shape)
     flags = axis_flags(ctx, node, axes_v, rank)
+    dims = ctx.shape_of(x, node, "dims")
+    kept, reduced = split_dims(ctx, node, dims, flags)
     op = _REDUCE[node.op]
     step = getattr(trt().ReduceOperation, "SUM" if op == "AVG" else op)
     y = x
-    for d in reversed(range(rank)):
-        reduces, moves = x.shape[d] != 1, not keep and d < rank - 1  # reducing a unit axis changes nothing
-        if reduces or moves:
-            y = _reduce_if(ctx, node, y, flags[d], step if reduces else None, d, moves)
+    for d in range(rank):
+        if x.shape[d] == 1:  # reducing a unit axis changes nothing
+            continue
+        view = ctx.concat([_volume(ctx, node, kept, list(range(d)), f"before{d}"),
+                           ctx.gather1(kept, [d], node, f"kept{d}"), ctx.gather1(reduced, [d], node, f"reduced{d}"),
+                           _volume(ctx, node, dims, list(range(d + 1, rank)), f"after{d}")], node, f"view{d}")
+        split = ctx.reshape(y, view, node, f"split{d}")
+        y = ctx.out(ctx.network.add_reduce(split, step, 1 << 2, False), node, f"reduce{d}")
+    count = axes_count(ctx, node, axes_v)
+    y = ctx.reshape(y, kept if keep else squeezed_dims(ctx, node, dims, flags, count), node, "reduced")
     if op == "AVG":
-        y = ctx.elementwise(y, _reduced_volume(ctx, node, x, flags, y.dtype), "DIV", node, "mean")
-    if not keep:
-        return ctx.reshape(y, [0] * (rank - axes_count(ctx, node, axes_v)), node, "drop", zero_copies=True)
-    if y is x:  # every axis a unit one: still a layer of this node's own
-        y = ctx.out(ctx.network.add_identity(x), node, "unit_axes")
+        volume = ctx.cast(_volume(ctx, node, reduced, list(range(rank)), "volume"), y.dtype, node, "volume_cast")
+        y = ctx.elementwise(y, ctx.reshape(volume, [1] * len(y.shape), node, "volume_nd"), "DIV", node, "mean")
     return y
 
 
-def _reduce_if(ctx: ConversionContext, node: Node, x: Any, flag: Any, op: Any, d: int, moves: bool) -> Any:
-    """``x`` reduced over axis ``d`` with ``op`` (kept as 1; None: a unit axis, left as it is) and, if
-    ``moves``, that axis moved to the end, when ``flag`` is set; else ``x``: an IIfConditional."""
-    layer = ctx.network.add_if_conditional()
-    ctx.name_loop(layer, node, f"if{d}")
-    ctx.named(layer.set_condition(condition(ctx, node, flag, f"cond{d}")), node, f"if{d}/condition")
-    entry = ctx.out(layer.add_input(x), node, f"if{d}/input")
-    taken = entry
-    if op is not None:
-        taken = ctx.out(ctx.network.add_reduce(taken, op, 1 << d, True), node, f"if{d}/reduce")
-    if moves:
-        shuffle = ctx.network.add_shuffle(taken)
-        shuffle.first_transpose = tuple(a for a in range(len(x.shape)) if a != d) + (d,)
-        taken = ctx.out(shuffle, node, f"if{d}/to_end")
-    return ctx.out(layer.add_output(taken, entry), node, f"if{d}/output")
-
-
-def _reduced_volume(ctx: ConversionContext, node: Node, x: Any, flags: list[Any], dtype: Any) -> Any:
-    """The product of the flagged dims of ``x``, as ``dtype`` shaped [1] * rank."""
-    rank = len(x.shape)
-    is_set = ctx.elementwise(ctx.concat(flags, node, "flags"), ctx.constant(np.array([1], np.int64), node, "set"),
-                             "EQUAL", node, "reduced")
-    factors = ctx.out(ctx.network.add_select(is_set, ctx.shape_of(x, node, "dims"),
-                                             ctx.constant(np.ones(rank, np.int64), node, "ones")), node, "factors")
-    volume = ctx.out(ctx.network.add_reduce(factors, trt().ReduceOperation.PROD, 1, True), node, "volume")
-    return ctx.reshape(ctx.cast(volume, dtype, node, "volume_cast"), [1] * rank, node, "volume_nd")
+def _volume(ctx: ConversionContext, node: Node, dims: Any, indices: list[int], suffix: str) -> Any:
+    """The product of ``dims`` at ``indices`` (1 for none), as a [1] INT64 tensor."""
+    if not indices:
+        return ctx.constant(np.array([1], np.int64), node, suffix)
+    picked = ctx.gather1(dims, indices, node, f"{suffix}_dims")
+    return ctx.out(ctx.network.add_reduce(picked, trt().ReduceOperation.PROD, 1, True), node, suffix)
 
 
 @converter("GlobalAveragePool", "GlobalMaxPool")

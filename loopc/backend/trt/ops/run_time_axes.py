@@ -4,14 +4,18 @@
 The number of axes is static (the axes input's length), so the output rank is known; which axes they
 are is not. Each position d gets a flag, 1 when d is among the axes (a negative axis counts from the
 end), computed with 1-D INT64 arithmetic: shape-tensor arithmetic, which TensorRT evaluates with the
-shapes. A reduction then runs one IIfConditional per position (reduce over d, or pass through); a rank
-that drops or grows is a reshape to dims computed from the flags and the input's shape.
+shapes. Every layer that depends on the axes then takes them as dims: a reduction splits each axis in
+two, (1, n) when flagged, else (n, 1), and reduces the second part (all of the axis, or nothing) with a
+fixed axis; a rank that drops or grows is a reshape to dims computed from the flags and the input's
+shape. So the output's shape follows the axes as TensorRT's shapes follow shape tensors, and the engine
+takes any axes its optimization profile allows. (One conditional per axis, reduce or pass through,
+would give shapes that depend on the branch taken, which TensorRT-RTX builds only for pinned axes.)
 
-The flags must be shape tensors: TensorRT builds a conditional only where the shapes inside it do not
-depend on data. So the axes are a shape tensor too, and a network input that feeds them needs its
-values in the optimization profile (as Slice's computed axes do). Axes that repeat or lie outside the
-range are an ONNX error; an assertion on the flags refuses them (when the engine is built for the
-profile's values, and when it runs), where onnxruntime would reduce or squeeze a repeated axis once.
+The axes are thus a shape tensor: a network input that feeds them needs its values in the profile, as
+Slice's computed axes do, and axes computed in a loop from a per-trip value are refused. Axes that
+repeat or lie outside the range are an ONNX error; an assertion on the flags refuses them (when the
+engine is built, if the profile's values are invalid, and when it runs), where onnxruntime would
+reduce or squeeze a repeated axis once.
 """
 
 from __future__ import annotations
@@ -79,11 +83,16 @@ def axis_flags(ctx: ConversionContext, node: Node, value: Value, rank: int, dims
     return flags
 
 
-def condition(ctx: ConversionContext, node: Node, flag: Any, suffix: str) -> Any:
-    """A [1] flag as the 0-D BOOL a conditional takes."""
-    is_set = ctx.elementwise(flag, ctx.constant(np.array([1], np.int64), node, f"{suffix}_one"), "EQUAL", node,
-                             f"{suffix}_set")
-    return ctx.scalar0d(is_set, node, suffix)
+def split_dims(ctx: ConversionContext, node: Node, dims: Any, flags: list[Any]) -> tuple[Any, Any]:
+    """Each dim split in two, (1, n) where flagged, else (n, 1): the kept and the reduced parts, as two
+    1-D INT64 tensors. The kept part is the shape of a reduction that keeps its axes."""
+    rank = len(flags)
+    flagged = ctx.elementwise(ctx.concat(flags, node, "flags"), ctx.constant(np.array([1], np.int64), node, "set"),
+                              "EQUAL", node, "flagged")
+    ones = ctx.constant(np.ones(rank, np.int64), node, "unit_dims")
+    kept = ctx.out(ctx.network.add_select(flagged, ones, dims), node, "kept_dims")
+    reduced = ctx.out(ctx.network.add_select(flagged, dims, ones), node, "reduced_dims")
+    return kept, reduced
 
 
 def prefix_counts(ctx: ConversionContext, node: Node, flags: list[Any]) -> Any:
