@@ -71,6 +71,18 @@ def test_reduce_with_unit_axes(keepdims):
         check_reduce("ReduceMean", "float[1,3,1,2]", x, axes, keepdims)
 
 
+@pytest.mark.parametrize("shape, x_type", [((2, 3, 1, 2, 2, 3), "float[2,3,1,2,2,3]"),
+                                           ((2, 3, 1, 2, 2, 3), "float[A,B,C,D,E,F]"),
+                                           ((2, 1, 2, 3, 1, 2, 2, 2), "float[2,1,2,3,1,2,2,2]")])
+@pytest.mark.parametrize("axes", [[0, 4, -1], [1, 3], [-3], [0, 1, 2, 3, 4, 5]])
+@pytest.mark.parametrize("keepdims", [0, 1])
+def test_reduce_of_high_ranks(shape, x_type, axes, keepdims):
+    """Up to eight dims: one reduce layer takes three axes at a time (each viewed as two dims)."""
+    x = RNG.uniform(0.5, 2.0, shape).astype(np.float32)
+    for op in ("ReduceMean", "ReduceProd"):
+        check_reduce(op, x_type, x, axes, keepdims)
+
+
 @pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceLogSumExp"])
 @pytest.mark.parametrize("noop", [0, 1])
 @pytest.mark.parametrize("keepdims", [0, 1])
@@ -153,6 +165,16 @@ def test_unsqueeze_axes_fed_as_an_input(x_type, axes):
         g ({x_type} x, int64[{len(axes)}] axes) => ({tensor_type("float", 3 + len(axes))} y) {{
             y = Unsqueeze(x, axes)
         }}""", {"x": X, "axes": np.array(axes, np.int64)})
+
+
+@pytest.mark.parametrize("x_type", ["float[2,1,3,1,2]", "float[A,B,C,D,E]"])
+def test_squeeze_and_unsqueeze_up_to_eight_dims(x_type):
+    x = RNG.standard_normal((2, 1, 3, 1, 2)).astype(np.float32)
+    check_onnx(f"""{HEADER}
+        g ({x_type} x, int64[3] un, int64[5] sq) => (float[A,B,C,D,E,F,G,H] u, float[A,B,C] s) {{
+            u = Unsqueeze(x, un)
+            s = Squeeze(u, sq)
+        }}""", {"x": x, "un": np.array([7, 0, -4]), "sq": np.array([0, 2, -1, -4, 5])})
 
 
 def test_unsqueeze_a_scalar():

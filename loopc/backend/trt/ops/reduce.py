@@ -19,6 +19,9 @@ from loopc.trt import trt
 _REDUCE = {"ReduceSum": "SUM", "ReduceMean": "AVG", "ReduceMax": "MAX", "ReduceMin": "MIN", "ReduceProd": "PROD",
            "ReduceSumSquare": "SUM", "ReduceL2": "SUM", "ReduceL1": "SUM", "ReduceLogSumExp": "SUM",
            "ReduceLogSum": "SUM"}
+#: How many axes one reduce layer takes when the axes are computed: each is viewed as two dims, and the
+#: dims before and after them as one each, within TensorRT's eight.
+_AXES_PER_PASS = 3
 #: What follows the sum (a root or logarithm).
 _POST = {"ReduceL2": "SQRT", "ReduceLogSumExp": "LOG", "ReduceLogSum": "LOG"}
 
@@ -94,11 +97,12 @@ def _finished(ctx: ConversionContext, node: Node, y: Any, x: Any) -> Any:
 
 
 def _reduce_run_time_axes(ctx: ConversionContext, node: Node, x: Any, axes_v: Value, keep: bool) -> Any:
-    """Each axis d of ``x`` split in two, (1, n) when the axes name it, else (n, 1), and the second part
-    reduced by a reduce layer whose axis is fixed: the whole axis, or a unit one (nothing). For that step
-    the tensor is viewed as [before, kept, reduced, after] (a reshape, which moves no data), so any rank
-    fits. A mean is the sum divided once by the reduced volume (means of means would round integers
-    twice). See :mod:`loopc.backend.trt.ops.run_time_axes`."""
+    """Each axis of ``x`` split in two, (1, n) when the axes name it, else (n, 1), and the second parts
+    reduced by a reduce layer whose axes are fixed: all of an axis, or a unit one (nothing). The tensor is
+    viewed (a reshape, which moves no data) as [before, kept_a, reduced_a, kept_b, reduced_b, ..., after]
+    for up to three axes at a time, within TensorRT's eight dims; unit axes need no reduction. A mean is
+    the sum divided once by the reduced volume (means of means would round integers twice). See
+    :mod:`loopc.backend.trt.ops.run_time_axes`."""
     rank = len(x.shape)
     flags = axis_flags(ctx, node, axes_v, rank)
     dims = ctx.shape_of(x, node, "dims")
@@ -106,14 +110,16 @@ def _reduce_run_time_axes(ctx: ConversionContext, node: Node, x: Any, axes_v: Va
     op = _REDUCE[node.op]
     step = getattr(trt().ReduceOperation, "SUM" if op == "AVG" else op)
     y = x
-    for d in range(rank):
-        if x.shape[d] == 1:  # reducing a unit axis changes nothing
-            continue
-        view = ctx.concat([_volume(ctx, node, kept, list(range(d)), f"before{d}"),
-                           ctx.gather1(kept, [d], node, f"kept{d}"), ctx.gather1(reduced, [d], node, f"reduced{d}"),
-                           _volume(ctx, node, dims, list(range(d + 1, rank)), f"after{d}")], node, f"view{d}")
-        split = ctx.reshape(y, view, node, f"split{d}")
-        y = ctx.out(ctx.network.add_reduce(split, step, 1 << 2, False), node, f"reduce{d}")
+    wide = [d for d in range(rank) if x.shape[d] != 1]  # the dims between two of them are ones
+    for k in range(0, len(wide), _AXES_PER_PASS):
+        part = wide[k:k + _AXES_PER_PASS]
+        pairs = [ctx.gather1(which, [d], node, f"{name}{d}") for d in part for which, name in ((kept, "kept"),
+                                                                                              (reduced, "reduced"))]
+        view = ctx.concat([_volume(ctx, node, kept, list(range(part[0])), f"before{k}"), *pairs,
+                           _volume(ctx, node, dims, list(range(part[-1] + 1, rank)), f"after{k}")], node, f"view{k}")
+        split = ctx.reshape(y, view, node, f"split{k}")
+        y = ctx.out(ctx.network.add_reduce(split, step, sum(1 << (2 + 2 * i) for i in range(len(part))), False),
+                    node, f"reduce{k}")
     count = axes_count(ctx, node, axes_v)
     y = ctx.reshape(y, kept if keep else squeezed_dims(ctx, node, dims, flags, count), node, "reduced")
     if op == "AVG":
