@@ -3,7 +3,8 @@
 Exporters compute many "attribute" inputs (Slice axes, Unsqueeze axes, reshape targets) from
 constants through small chains of nodes. Folding them gives the backend the static operands
 TensorRT wants, and the values come from onnx's reference evaluator, not from code of ours.
-``Shape`` of a value whose shape is fully static folds too.
+``Shape`` and ``Size`` of a value whose shape is fully static fold too (an If on a rank, as ONNX's
+AffineGrid function tests ``Size(size) == 4``, then has a constant condition).
 
 Sizes are known before anything is computed: ONNX's shape functions (shown the constant operands)
 give each result's shape first. A result larger than loopc's tensor limit is a
@@ -65,6 +66,9 @@ def fold(node: Node, known: Mapping[Value, np.ndarray] | None = None,
     if node.op == "Shape" and node.inputs[0] is not None:
         dims = _shape_dims(node)
         return None if dims is None or not all(isinstance(d, int) for d in dims) else [np.array(dims, np.int64)]
+    if node.op == "Size" and node.inputs[0] is not None and node.inputs[0].shape is not None:
+        static = [d for d in node.inputs[0].shape if isinstance(d, int)]
+        return [np.array(math.prod(static), np.int64)] if len(static) == len(node.inputs[0].shape) else None
     if node.op == "Gather" and node.inputs[0] is not None and node.inputs[0].producer is not None:
         picked = _static_dims_picked(node)
         if picked is not None:

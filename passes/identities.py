@@ -1,7 +1,9 @@
 """Nodes that compute their input unchanged are names, not work: their readers read the input instead.
 
-Exporters emit Identity nodes to name loop-body outputs; as TensorRT layers they only add a copy per
-trip. A Where whose condition is known to be all true or all false is the branch it takes. The other
+Exporters emit Identity nodes to name loop-body outputs, and TorchScript casts a carried value to the
+type it has (torchvision's ``torch.cat((acc.to(torch.float32), piece), 0)``); as TensorRT layers they
+only add a copy per trip, and a Cast hides a growing concatenation from the pass that turns it into a
+loop output. A Where whose condition is known to be all true or all false is the branch it takes. The other
 such nodes take back a size-1 axis an Unsqueeze just added: a Squeeze of the same
 axis, or a Gather of index 0 on it (what an ONNX LSTM/GRU/RNN's ``initial_h[0]`` is when a PyTorch
 cell hands it ``h.unsqueeze(0)``). The Gather would be a kernel on the recurrence's critical path.
@@ -44,7 +46,7 @@ def same_value(node: Node) -> Value | None:
     source = node.inputs[0] if node.inputs else None
     if source is None or source.dtype != node.outputs[0].dtype:
         return None
-    if node.op == "Identity":
+    if node.op in ("Identity", "Cast"):  # a Cast to the type its input has already
         return source
     added = source.producer
     if node.op not in ("Squeeze", "Gather") or added is None or added.op != "Unsqueeze" or len(node.inputs) < 2:

@@ -230,6 +230,7 @@ def run(
 def ops() -> None:
     """List the ONNX ops and OpenVINO IR types loopc reads, and the TensorRT layer types the simulator runs."""
     from loopc.backend.trt.registry import supported_ops
+    from loopc.frontend.onnx.functions import expanded_ops
     from loopc.frontend.onnx.registry import structural_ops
     from loopc.frontend.openvino.registry import openvino_types
 
@@ -237,6 +238,8 @@ def ops() -> None:
     click.echo("  " + " ".join(sorted(supported_ops())))
     click.echo("ONNX ops the frontend lowers to loops and conditionals itself:")
     click.echo("  " + " ".join(structural_ops()))
+    click.echo("ONNX ops built from ONNX's own definition of them (a function of other ops), when their parts are:")
+    click.echo("  " + " ".join(expanded_ops()))
     click.echo("OpenVINO IR types (the opsets that introduced the versions read):")
     click.echo("  " + " ".join(f"{name}/{','.join(map(str, sorted(versions)))}"
                                for name, versions in sorted(openvino_types().items())))

@@ -14,6 +14,7 @@ import numpy as np
 
 from loopc.errors import BackendError, LoopcError
 from loopc.trt import gpu, is_rtx, trt
+from loopc.trt.loop_shapes import explain
 from loopc.trt.messages import captured
 
 log = logging.getLogger(__name__)
@@ -102,5 +103,5 @@ def build_serialized(session: Session, network: Any, cfg: Any) -> bytes:
         blob = session.builder.build_serialized_network(network, cfg)
     if blob is None:
         reason = session.errors[-1] if session.errors else "no reason given"
-        raise BackendError(f"TensorRT could not build the network: {reason}")
+        raise BackendError(f"TensorRT could not build the network: {explain(network, reason)}")
     return bytes(memoryview(blob))

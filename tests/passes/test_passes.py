@@ -269,6 +269,24 @@ def test_identities_are_read_through() -> None:
     assert result.stats == {"nodes": 2}
 
 
+def test_a_cast_to_the_type_it_has_is_read_through() -> None:
+    """TorchScript casts a carried value to its own type before growing it (torchvision's keypoint loop);
+    a Cast that converts stays."""
+    result = check(Identities(), """
+        graph main(%x: f32[4,3]) -> (%a, %b) {
+          %same: f32[4,3] = Cast(%x) to=1
+          %a: f32[4,3] = Relu(%same)
+          %b: i64[4,3] = Cast(%x) to=7
+        }
+    """, """
+        graph main(%x: f32[4,3]) -> (%a, %b) {
+          %a: f32[4,3] = Relu(%x)
+          %b: i64[4,3] = Cast(%x) to=7
+        }
+    """, {"x": X - 5.5}, [np.maximum(X - 5.5, 0), (X - 5.5).astype(np.int64)])
+    assert result.stats == {"nodes": 1}
+
+
 def test_an_added_axis_taken_back_is_read_through() -> None:
     """Squeeze of the axis an Unsqueeze added, and Gather of index 0 (or -1) on it, compute their input;
     a 1-D index keeps the axis and another axis is other data, so those stay."""

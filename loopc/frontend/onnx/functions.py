@@ -48,6 +48,21 @@ def expand_functions(model: onnx.ModelProto, opset: int, handled: Callable[[str]
     return model
 
 
+def built_directly(op: str) -> bool:
+    """Whether loopc builds ``op`` itself: a translator of the ONNX frontend's or a converter of the
+    backend's (an op with neither is expanded into ONNX's definition of it, where ONNX has one)."""
+    from loopc.backend.trt.registry import CONVERTERS
+    from loopc.frontend.onnx.registry import TRANSLATORS
+
+    return op == "Constant" or op in TRANSLATORS or op in CONVERTERS
+
+
+def expanded_ops() -> list[str]:
+    """The default-domain ops loopc builds only by ONNX's function definition of them (newest opset)."""
+    return sorted({s.name for s in onnx.defs.get_all_schemas() if s.domain in ("", "ai.onnx")
+                   and not built_directly(s.name) and _has_function(s.name, s.since_version)})
+
+
 def _has_function(op: str, opset: int) -> bool:
     try:
         schema = onnx.defs.get_schema(op, opset)

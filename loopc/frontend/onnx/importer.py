@@ -20,7 +20,7 @@ from onnx import helper
 from loopc.errors import FrontendError, LoopcError, located
 from loopc.fileio import check_readable
 from loopc.frontend.onnx import validate
-from loopc.frontend.onnx.functions import expand_functions
+from loopc.frontend.onnx.functions import built_directly, expand_functions
 from loopc.frontend.onnx.registry import TRANSLATORS
 from loopc.frontend.onnx.tensors import load_external_data, to_array
 from loopc.frontend.onnx.upgrade import upgrade_node
@@ -93,7 +93,7 @@ def import_model(model: onnx.ModelProto | str | os.PathLike[str], *, stack_direc
     opset = validate.default_opset(proto, source)
     validate.validate_model(proto, source, opset)
     _check_tensor_io(proto.graph, source, opset)
-    proto = expand_functions(proto, opset, _handled)
+    proto = expand_functions(proto, opset, built_directly)
     types, inferred, refusal = infer_types(proto, source, opset)
     validate.validate_types(inferred, opset)
     ctx = Context(opset, types, stack_directions=stack_directions)
@@ -101,14 +101,6 @@ def import_model(model: onnx.ModelProto | str | os.PathLike[str], *, stack_direc
         _refuse(ctx, proto.graph, refusal)
     graph = translate_graph(ctx, proto.graph, Scope(), proto.graph.name or "main")
     return Model(graph, source, opset, [v.name for v in graph.outputs])
-
-
-def _handled(op: str) -> bool:
-    """Whether loopc builds ``op`` itself: a translator of the frontend's or a converter of the backend's
-    (ops that have neither are expanded into ONNX's definition of them where it has one)."""
-    from loopc.backend.trt.registry import CONVERTERS
-
-    return op == "Constant" or op in TRANSLATORS or op in CONVERTERS
 
 
 def _refuse(ctx: Context, graph: onnx.GraphProto, refusal: LoopcError) -> NoReturn:

@@ -329,3 +329,22 @@ def _group_norm(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
                  helper.make_node("Reshape", [wide, flat_name], [flat], name=ctx.fresh("reshape"))]
         per_channel.append(flat)
     return [*made, _rebuild(node, [node.input[0], *per_channel], set())]
+
+
+@upgrades("RoiAlign")
+def _roi_align(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+    # RoiAlign-10 had no coordinate_transformation_mode: it sampled as 16's output_half_pixel (no -0.5
+    # shift, rois at least 1x1); 16 made half_pixel the default.
+    if ctx.opset < 16 and "coordinate_transformation_mode" not in _attrs(node):
+        return [_rebuild(node, list(node.input), set(), coordinate_transformation_mode="output_half_pixel")]
+    return [node]
+
+
+@upgrades("DFT")
+def _dft(ctx: Context, node: onnx.NodeProto) -> list[onnx.NodeProto]:
+    """DFT < 20 took its axis as an attribute whose default was 1 (input 2's default is -2)."""
+    if ctx.opset >= 20:
+        return [node]
+    name, const = _const(ctx, node, np.array(_attrs(node).get("axis", 1), dtype=np.int64), "axis")
+    inputs = (list(node.input) + ["", ""])[:2] + [name]
+    return [const, _rebuild(node, inputs, {"axis"})]

@@ -95,11 +95,11 @@ def test_float_mod_edge_cases(fmod):
     np.testing.assert_array_equal(np.signbit(got["y"][numbers]), np.signbit(want[numbers]))
 
 
-def test_mod_of_uint8_is_refused_by_name():
-    proto = onnx.parser.parse_model(f"""{HEADER}
-        g (uint8[3] a, uint8[3] b) => (uint8[3] y) {{ y = Mod (a, b) }}""")
-    with pytest.raises(UnsupportedError, match=r"node 'y' \(Mod, opset 18\): Mod of uint8 tensors"):
-        build_and_simulate(import_model(proto), {})
+@pytest.mark.parametrize("fmod", [0, 1])
+def test_mod_of_uint8_is_computed_in_int32(fmod):
+    check_onnx(f"""{HEADER}
+        g (uint8[2,4] a, uint8[4] b) => (uint8[2,4] y) {{ y = Mod <fmod = {fmod}> (a, b) }}""",
+               {"a": UINT8_A, "b": UINT8_B})
 
 
 def test_dynamic_batch_with_constant_operand():
@@ -108,3 +108,39 @@ def test_dynamic_batch_with_constant_operand():
             c = Constant <value = float[3] {{1, 2, 3}}> ()
             y = Mul(a, c)
         }}""", {"a": floats(5, 3)})
+
+
+# uint8 operands that leave uint8's range: ONNX's uint8 arithmetic wraps modulo 256
+UINT8_A = np.array([[200, 3, 255, 16], [0, 128, 7, 250]], np.uint8)
+UINT8_B = np.array([100, 10, 255, 17], np.uint8)
+
+
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul", "Div", "Max", "Min", "Mod"])
+def test_uint8_arithmetic_wraps_as_onnx_defines(op):
+    check_onnx(f"""{HEADER}
+        g (uint8[2,4] a, uint8[4] b) => (uint8[2,4] y) {{ y = {op}(a, b) }}""", {"a": UINT8_A, "b": UINT8_B})
+
+
+def test_uint8_wraps_by_hand():
+    """200 + 100 = 300 = 44, 3 - 10 = -7 = 249, 200 * 100 = 20000 = 32, 255 * 255 = 65025 = 1 (mod 256)."""
+    out = check_onnx(f"""{HEADER}
+        g (uint8[3] a, uint8[3] b) => (uint8[3] s, uint8[3] d, uint8[3] p) {{
+            s = Add(a, b)  d = Sub(a, b)  p = Mul(a, b)
+        }}""", {"a": np.array([200, 3, 255], np.uint8), "b": np.array([100, 10, 255], np.uint8)})
+    assert out["s"].dtype == np.uint8
+    assert out["s"].tolist() == [44, 13, 254]
+    assert out["d"].tolist() == [100, 249, 0]
+    assert out["p"].tolist() == [32, 30, 1]
+
+
+@pytest.mark.parametrize("op", ["Greater", "Less", "GreaterOrEqual", "LessOrEqual", "Equal"])
+def test_uint8_comparisons(op):
+    check_onnx(f"""{HEADER}
+        g (uint8[2,4] a, uint8[4] b) => (bool[2,4] y) {{ y = {op}(a, b) }}""", {"a": UINT8_A, "b": UINT8_B})
+
+
+def test_uint8_variadic_max_and_min():
+    check_onnx(f"""{HEADER}
+        g (uint8[2,4] a, uint8[4] b, uint8[1,4] c) => (uint8[2,4] y, uint8[2,4] m) {{
+            y = Min(a, b, c)  m = Max(a, b, c)
+        }}""", {"a": UINT8_A, "b": UINT8_B, "c": np.array([[90, 250, 1, 0]], np.uint8)})

@@ -62,9 +62,12 @@ TV = f"torchvision {torchvision.__version__.split('+')[0]}, traced, TorchScript 
 #: Cases made but not listed in cases.toml, with what stops loopc today (`loopc build` with no flags).
 PENDING: dict[str, str] = {
     "mask_rcnn": "node 'NonMaxSuppression_1489' (NonMaxSuppression, opset 11): op 'NonMaxSuppression' has no TensorRT"
-                 " converter; RoiAlign has none either",
+                 " converter; with NMS's results given, TensorRT's builder asserts (makeScopeNodesContiguous) on the"
+                 " mask-pasting Loop, whose Resize and ConstantOfShape sizes are computed in each trip",
     "keypoint_rcnn": "node 'NonMaxSuppression_1474' (NonMaxSuppression, opset 11): op 'NonMaxSuppression' has no"
-                     " TensorRT converter; RoiAlign has none either",
+                     " TensorRT converter; with NMS's results given, TensorRT's builder asserts"
+                     " (makeScopeNodesContiguous) on the heatmaps-to-keypoints Loop, whose bicubic Resize size is"
+                     " computed in each trip",
 }
 
 

@@ -2,6 +2,10 @@
 
 TensorRT's ElementWise layer needs equal ranks and equal types; ONNX guarantees the types (Pow
 excepted) and ``ctx.elementwise`` adds the leading unit axes NumPy broadcasting implies.
+
+TensorRT's ElementWise layer refuses UInt8 operands: they are computed in INT32 and the result is
+brought back to UInt8 modulo 256, as ONNX's fixed-width integer arithmetic wraps (:func:`_operands`,
+:func:`_result`).
 """
 
 from __future__ import annotations
@@ -17,18 +21,44 @@ _BINARY = {
     "Add": "SUM", "Sub": "SUB", "Mul": "PROD", "Div": "DIV", "Equal": "EQUAL", "Greater": "GREATER",
     "Less": "LESS", "And": "AND", "Or": "OR", "Xor": "XOR",
 }
+#: Operations whose INT32 result can leave UInt8's range (Div, Mod, Max and Min stay in it).
+_MAY_WRAP = frozenset({"SUM", "SUB", "PROD"})
+
+
+def _operands(ctx: ConversionContext, node: Node) -> tuple[list[Any], Any]:
+    """The node's input tensors, in INT32 when they are UInt8 (which TensorRT does not compute in), and
+    the type results are to have."""
+    tensors = [ctx.get(v, node) for v in node.inputs]  # a missing one is the node's error (ctx.get says so)
+    dtype = tensors[0].dtype
+    if dtype != trt().uint8:
+        return tensors, dtype
+    return [ctx.cast(t, trt().int32, node, f"int32_{k}") for k, t in enumerate(tensors)], dtype
+
+
+def _result(ctx: ConversionContext, tensor: Any, dtype: Any, ops: set[str], node: Node) -> Any:
+    """``tensor`` (computed by ``ops``) back in ``dtype``: UInt8 arithmetic wraps modulo 256."""
+    if tensor.dtype == dtype or tensor.dtype == trt().bool:
+        return tensor
+    if ops & _MAY_WRAP:
+        modulus = ctx.scalar(256, tensor, node, "modulus")
+        turns = ctx.elementwise(tensor, modulus, "FLOOR_DIV", node, "turns")
+        tensor = ctx.elementwise(tensor, ctx.elementwise(turns, modulus, "PROD", node, "wrapped"), "SUB", node,
+                                 "modulo")
+    return ctx.cast(tensor, dtype, node, "uint8")
 
 
 @converter(*_BINARY)
 def binary(ctx: ConversionContext, node: Node) -> None:
-    a, b = (ctx.get(v, node) for v in node.inputs)
-    ctx.set(node.outputs[0], ctx.elementwise(a, b, _BINARY[node.op], node))
+    (a, b), dtype = _operands(ctx, node)
+    op = _BINARY[node.op]
+    computed = ctx.elementwise(a, b, op, node, "" if a.dtype == dtype else "int32")
+    ctx.set(node.outputs[0], _result(ctx, computed, dtype, {op}, node))
 
 
 @converter("GreaterOrEqual", "LessOrEqual")
 def ordered_or_equal(ctx: ConversionContext, node: Node) -> None:
     """a >= b is not (a < b): TensorRT has no >= (NaN operands differ, as in most compilers)."""
-    a, b = (ctx.get(v, node) for v in node.inputs)
+    (a, b), _ = _operands(ctx, node)
     strict = ctx.elementwise(a, b, "LESS" if node.op == "GreaterOrEqual" else "GREATER", node, "strict")
     ctx.set(node.outputs[0], ctx.unary(strict, "NOT", node))
 
@@ -44,11 +74,13 @@ def power(ctx: ConversionContext, node: Node) -> None:
 @converter("Max", "Min", "Sum", "Mean")
 def variadic(ctx: ConversionContext, node: Node) -> None:
     op = {"Max": "MAX", "Min": "MIN", "Sum": "SUM", "Mean": "SUM"}[node.op]
-    tensors = [ctx.get(v, node) for v in node.inputs if v is not None]
+    tensors, dtype = _operands(ctx, node)
     acc = tensors[0]
     for k, t in enumerate(tensors[1:]):
-        last = k == len(tensors) - 2 and node.op != "Mean"
+        last = k == len(tensors) - 2 and node.op != "Mean" and dtype != trt().uint8
         acc = ctx.elementwise(acc, t, op, node, "" if last else f"fold{k}")
+    if len(tensors) > 1:
+        acc = _result(ctx, acc, dtype, {op}, node)
     if node.op == "Mean":
         acc = ctx.elementwise(acc, ctx.scalar(len(tensors), acc, node, "count"), "DIV", node)
     elif len(tensors) == 1:
@@ -58,19 +90,17 @@ def variadic(ctx: ConversionContext, node: Node) -> None:
 
 @converter("Mod")
 def mod(ctx: ConversionContext, node: Node) -> None:
-    """Integers: a - b * q, q = floor(a / b) for fmod=0 (the divisor's sign), TensorRT's truncating integer
-    kDIV for fmod=1. Floats: see :func:`_float_mod`."""
-    a, b = (ctx.get(v, node) for v in node.inputs)
+    """Integers (UInt8 in INT32): a - b * q, q = floor(a / b) for fmod=0 (the divisor's sign), TensorRT's
+    truncating integer kDIV for fmod=1. Floats: see :func:`_float_mod`."""
+    (a, b), dtype = _operands(ctx, node)
     fmod = bool(node.attrs.get("fmod", 0))
-    if a.dtype == trt().uint8:
-        raise unsupported(node, "Mod of uint8 tensors (TensorRT has no uint8 arithmetic)",
-                          hint="cast the operands to int32 before the Mod")
     if a.dtype not in (trt().int32, trt().int64, trt().int8):
         ctx.set(node.outputs[0], _float_mod(ctx, node, a, b, fmod))
         return
     q = ctx.elementwise(a, b, "DIV" if fmod else "FLOOR_DIV", node, "quotient")
     product = ctx.elementwise(b, q, "PROD", node, "product")
-    ctx.set(node.outputs[0], ctx.elementwise(a, product, "SUB", node))
+    remainder = ctx.elementwise(a, product, "SUB", node, "" if a.dtype == dtype else "remainder")
+    ctx.set(node.outputs[0], _result(ctx, remainder, dtype, set(), node))
 
 
 def _float_mod(ctx: ConversionContext, node: Node, a: Any, b: Any, fmod: bool) -> Any:

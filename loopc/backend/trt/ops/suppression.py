@@ -1,0 +1,182 @@
+"""NonMaxSuppression as a TensorRT loop over the boxes in score order.
+
+TensorRT has an NMS layer (``add_nms``), but TensorRT-RTX's builder has no kernel for it ("has no
+runners that implement it"), and its outputs follow another order (by score across classes, ties
+unspecified). So the op is built from layers every builder has, following ONNX exactly:
+
+* ``overlaps[b, i, j]``: box j overlaps box i by more than ``iou_threshold`` (IoU computed as
+  onnxruntime computes it; degenerate boxes overlap nothing).
+* ``rank[b, c, i]``: box i's place in class c's descending score order, ties to the lower index.
+* A loop of N trips: trip r takes the box of rank r if no selected box suppressed it, records it,
+  and suppresses the boxes it overlaps (one matrix product of the one-hot choice with ``overlaps``).
+* The first ``max_output_boxes_per_class`` recorded boxes of each (batch, class), read in
+  (batch, class, rank) order: ONNX's output order.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from loopc.backend.trt.context import ConversionContext
+from loopc.backend.trt.ops.nonzero import nonzero_positions
+from loopc.backend.trt.registry import converter
+from loopc.ir import Node
+from loopc.trt import trt
+
+
+def _static_boxes(node: Node) -> str | None:
+    boxes = node.inputs[0].shape if node.inputs[0] is not None else None
+    if boxes is None or len(boxes) != 3 or not isinstance(boxes[1], int):
+        return "NonMaxSuppression of a box count not known when the network is built (the loop needs it)"
+    return None
+
+
+def _corners(ctx: ConversionContext, node: Node, boxes: Any, center: bool) -> list[Any]:
+    """[first_min, first_max, second_min, second_max] of each box, each [B, N, 1] (first = y, or x)."""
+    coords = [ctx.out(ctx.network.add_gather(boxes, ctx.constant(np.array([k], np.int32), node, f"coord{k}_idx"), 2),
+                      node, f"coord{k}") for k in range(4)]
+    if center:  # [x_center, y_center, width, height]
+        two = ctx.constant(np.full((1, 1, 1), 2, np.float32), node, "two")
+        halves = [ctx.elementwise(coords[k], two, "DIV", node, f"half{k}") for k in (2, 3)]
+        return [ctx.elementwise(coords[k], half, op, node, f"{op.lower()}{k}")
+                for k, half in zip((0, 1), halves) for op in ("SUB", "SUM")]
+    return [ctx.elementwise(coords[a], coords[a + 2], op, node, f"{op.lower()}{a}")
+            for a in (0, 1) for op in ("MIN", "MAX")]
+
+
+def _overlaps(ctx: ConversionContext, node: Node, boxes: Any, center: bool, iou_threshold: Any) -> Any:
+    """[B, N, N] FLOAT, 1 where box j overlaps box i by more than the threshold, else 0."""
+    lo0, hi0, lo1, hi1 = _corners(ctx, node, boxes, center)
+
+    def row(t: Any, name: str) -> Any:  # [B, N, 1] -> [B, 1, N]
+        layer = ctx.network.add_shuffle(t)
+        layer.first_transpose = (0, 2, 1)
+        return ctx.out(layer, node, f"{name}_row")
+
+    def extent(lo: Any, hi: Any, name: str) -> tuple[Any, Any]:
+        """The box's own extent on an axis, and its intersection's with every other box (at least 0)."""
+        own = ctx.elementwise(hi, lo, "SUB", node, f"{name}_extent")
+        low = ctx.elementwise(lo, row(lo, f"{name}_lo"), "MAX", node, f"{name}_cut_lo")
+        high = ctx.elementwise(hi, row(hi, f"{name}_hi"), "MIN", node, f"{name}_cut_hi")
+        zero = ctx.constant(np.zeros((1, 1, 1), np.float32), node, f"{name}_zero")
+        return own, ctx.elementwise(ctx.elementwise(high, low, "SUB", node, f"{name}_cut"), zero, "MAX", node,
+                                    f"{name}_cut_pos")
+
+    own0, cut0 = extent(lo0, hi0, "a0")
+    own1, cut1 = extent(lo1, hi1, "a1")
+    area = ctx.elementwise(own0, own1, "PROD", node, "area")  # [B, N, 1]
+    inter = ctx.elementwise(cut0, cut1, "PROD", node, "intersection")
+    union = ctx.elementwise(ctx.elementwise(area, row(area, "area"), "SUM", node, "areas"), inter, "SUB", node,
+                            "union")
+    zero = ctx.constant(np.zeros((1, 1, 1), np.float32), node, "zero")
+    positive = [ctx.elementwise(t, zero, "GREATER", node, f"{name}_positive")
+                for t, name in ((inter, "intersection"), (area, "area"), (row(area, "area_j"), "area_j"),
+                                (union, "union"))]
+    iou = ctx.elementwise(inter, union, "DIV", node, "iou")
+    hit = ctx.elementwise(iou, iou_threshold, "GREATER", node, "too_close")
+    for k, p in enumerate(positive):
+        hit = ctx.elementwise(hit, p, "AND", node, f"overlap{k}")
+    return ctx.cast(hit, trt().float32, node, "overlaps")
+
+
+def _rank(ctx: ConversionContext, node: Node, scores: Any, n: int) -> Any:
+    """[B, C, N] FLOAT: how many boxes come before box i in descending score order (ties: lower index)."""
+    mine = ctx.reshape(scores, [0, 0, n, 1], node, "scores_i", zero_copies=True)
+    theirs = ctx.reshape(scores, [0, 0, 1, n], node, "scores_j", zero_copies=True)
+    higher = ctx.elementwise(theirs, mine, "GREATER", node, "higher")
+    equal = ctx.elementwise(theirs, mine, "EQUAL", node, "tie")
+    earlier = ctx.constant(np.tril(np.ones((n, n), bool), -1)[None, None], node, "earlier")  # j < i
+    before = ctx.elementwise(higher, ctx.elementwise(equal, earlier, "AND", node, "tie_earlier"), "OR", node, "before")
+    counted = ctx.cast(before, trt().float32, node, "before_f")
+    return ctx.out(ctx.network.add_reduce(counted, trt().ReduceOperation.SUM, 1 << 3, False), node, "rank")
+
+
+def _greedy(ctx: ConversionContext, node: Node, rank: Any, candidates: Any, overlaps: Any, n: int) -> tuple[Any, Any]:
+    """The loop: per trip r, whether (batch, class)'s rank-r box is selected, and which box it is
+    (``overlaps`` is [B, 1, N, N])."""
+    T = trt()
+    loop = ctx.network.add_loop()
+    ctx.named(loop.add_trip_limit(ctx.constant(np.array(n, np.int32), node, "trips"), T.TripLimit.COUNT), node,
+              "count")
+    r = ctx.out(loop.add_iterator(ctx.constant(np.arange(n, dtype=np.float32), node, "ranks"), 0, False), node, "r")
+    alive = ctx.named(loop.add_recurrence(candidates), node, "alive")
+    turn = ctx.elementwise(rank, ctx.reshape(r, [1, 1, 1], node, "r3"), "EQUAL", node, "turn")
+    chosen = ctx.cast(ctx.elementwise(turn, alive.get_output(0), "AND", node, "chosen"), T.float32, node, "chosen_f")
+    # the chosen box's row of overlaps (a matrix product would do, but TensorRT-RTX's builder takes
+    # seconds to minutes on one inside a loop)
+    column = ctx.reshape(chosen, [0, 0, n, 1], node, "chosen_col", zero_copies=True)
+    rows = ctx.elementwise(column, overlaps, "PROD", node, "chosen_rows")
+    suppressed = ctx.out(ctx.network.add_reduce(rows, T.ReduceOperation.MAX, 1 << 2, False), node, "suppressed")
+    half = ctx.constant(np.full((1, 1, 1), 0.5, np.float32), node, "half")
+    spared = ctx.unary(ctx.elementwise(suppressed, half, "GREATER", node, "hit"), "NOT", node, "spared")
+    alive.set_input(1, ctx.elementwise(alive.get_output(0), spared, "AND", node, "still_alive"))
+    index = ctx.constant(np.arange(n, dtype=np.float32)[None, None], node, "box_index")
+    picked = ctx.elementwise(chosen, index, "PROD", node, "picked")
+    outputs = []
+    for name, t in (("selected", chosen), ("box", picked)):
+        summed = ctx.out(ctx.network.add_reduce(t, T.ReduceOperation.SUM, 1 << 2, False), node, f"{name}_step")
+        out = loop.add_loop_output(summed, T.LoopOutput.CONCATENATE, 2)
+        out.set_input(1, ctx.constant(np.array(n, np.int32), node, f"{name}_length"))
+        outputs.append(ctx.out(out, node, f"{name}_by_rank"))
+    return outputs[0], outputs[1]
+
+
+def _scalar_input(ctx: ConversionContext, node: Node, index: int, default: Any, dtype: Any) -> Any:
+    """An optional scalar input (or ``default`` when absent) as a [1, 1, 1] tensor of ``dtype``."""
+    value = node.inputs[index] if len(node.inputs) > index else None
+    if value is None:
+        return ctx.constant(np.full((1, 1, 1), default, dtype), node, f"input{index}_default")
+    t = ctx.get(value, node)
+    return ctx.reshape(ctx.cast(t, trt().float32 if dtype == np.float32 else t.dtype, node, f"input{index}_f"),
+                       [1, 1, 1], node, f"input{index}_3d")
+
+
+@converter("NonMaxSuppression", capability=_static_boxes)
+def non_max_suppression(ctx: ConversionContext, node: Node) -> None:
+    T = trt()
+    boxes, scores = ctx.get(node.inputs[0], node), ctx.get(node.inputs[1], node)
+    boxes = ctx.cast(boxes, T.float32, node, "boxes_f")
+    scores = ctx.cast(scores, T.float32, node, "scores_f")
+    n = int(boxes.shape[1])
+    center = int(node.attrs.get("center_point_box", 0)) == 1
+    iou_threshold = _scalar_input(ctx, node, 3, 0.0, np.float32)
+    rank = _rank(ctx, node, scores, n)
+    if len(node.inputs) > 4 and node.inputs[4] is not None:
+        candidates = ctx.elementwise(scores, _scalar_input(ctx, node, 4, 0.0, np.float32), "GREATER", node, "scored")
+    else:
+        candidates = ctx.elementwise(rank, ctx.constant(np.full((1, 1, 1), -1, np.float32), node, "minus_one"),
+                                     "GREATER", node, "scored")  # every box
+    overlaps = ctx.reshape(_overlaps(ctx, node, boxes, center, iou_threshold), [0, 1, n, n], node, "overlaps4",
+                           zero_copies=True)
+    selected, box = _greedy(ctx, node, rank, candidates, overlaps, n)
+    # The first max_output_boxes_per_class selected of each (batch, class): a running count along rank.
+    limit = _scalar_input(ctx, node, 2, 0, np.int64)
+    limit = ctx.elementwise(limit, ctx.constant(np.full((1, 1, 1), n, np.int64), node, "n"), "MIN", node, "limit_n")
+    limit = ctx.cast(ctx.elementwise(limit, ctx.constant(np.zeros((1, 1, 1), np.int64), node, "none"), "MAX", node,
+                                     "limit_pos"), T.int32, node, "limit")
+    chosen = ctx.cast(selected, T.int32, node, "selected_i")
+    axis = ctx.constant(np.array(2, np.int32), node, "rank_axis")
+    running = ctx.out(ctx.network.add_cumulative(chosen, axis, T.CumulativeOperation.SUM, False, False), node,
+                      "running")
+    within = ctx.unary(ctx.elementwise(running, limit, "GREATER", node, "over"), "NOT", node, "within")
+    kept = ctx.elementwise(ctx.elementwise(chosen, ctx.constant(np.ones((1, 1, 1), np.int32), node, "one"),
+                                           "EQUAL", node, "is_selected"), within, "AND", node, "kept")
+    positions = nonzero_positions(ctx, node, ctx.reshape(kept, [-1], node, "kept_flat"))  # (batch, class, rank)
+    flat_box = ctx.reshape(ctx.cast(box, T.int32, node, "box_i"), [-1], node, "box_flat")
+    box_index = ctx.out(ctx.network.add_gather(flat_box, positions, 0), node, "box_of")
+    classes = int(scores.shape[1])
+    if classes != -1:
+        per_batch = ctx.scalar(classes * n, positions, node, "per_batch")
+    else:
+        shape = ctx.cast(ctx.shape_of(scores, node, "scores_shape"), T.int32, node, "scores_shape32")
+        c = ctx.gather1(shape, [1], node, "classes")
+        per_batch = ctx.elementwise(c, ctx.scalar(n, c, node, "n32"), "PROD", node, "per_batch")
+    batch = ctx.elementwise(positions, per_batch, "FLOOR_DIV", node, "batch")
+    in_batch = ctx.elementwise(positions, ctx.elementwise(batch, per_batch, "PROD", node, "batch_start"), "SUB",
+                               node, "in_batch")
+    cls = ctx.elementwise(in_batch, ctx.scalar(n, in_batch, node, "n_boxes"), "FLOOR_DIV", node, "class")
+    columns = [ctx.reshape(t, [-1, 1], node, f"{name}_col") for t, name in
+               ((batch, "batch"), (cls, "class"), (box_index, "box"))]
+    ctx.set(node.outputs[0], ctx.cast(ctx.concat(columns, node, "rows", axis=1), T.int64, node))

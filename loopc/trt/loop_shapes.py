@@ -1,0 +1,64 @@
+"""Find the layer of a TensorRT loop that takes a shape from values the loop computes in each trip.
+
+TensorRT's builder cannot build such a loop (a Resize, fill or reshape whose size, or a slice whose
+size or bounds, come from an iterator or a recurrence): it fails an internal assertion
+(``makeScopeNodesContiguous``) that names no layer. Naming the layer makes that an error a user can
+act on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+#: Shape-tensor inputs: sizes, and a slice's start, size, stride and axes.
+_SHAPE_INPUTS = {"SHUFFLE": (1,), "SLICE": (1, 2, 3, 5), "FILL": (0,), "RESIZE": (1,), "TOPK": (1,)}
+#: Layers whose output shape follows the values of their data.
+_DATA_SIZED = {"NON_ZERO"}
+#: Boundary layers whose outputs are the same on every trip, or outside the loop.
+_TRIP_INVARIANT = {"LOOP_OUTPUT", "TRIP_LIMIT", "SHAPE"}
+
+#: What TensorRT's builder says when it meets such a layer.
+SYMPTOM = "makeScopeNodesContiguous"
+
+
+def trip_shaped_layer(network: Any) -> str | None:
+    """The name of the first layer that takes a shape from values that change between trips of its
+    loop, or None. A Shape layer's output counts as fixed: a changing shape is caught at its source.
+
+    Layers are not listed in data order (an input may be set after its reader was added), so the values
+    that change are found by spreading from the iterators and recurrences through their readers."""
+    layers = [network.get_layer(i) for i in range(network.num_layers)]
+    inputs = [[layer.get_input(i) for i in range(layer.num_inputs)] for layer in layers]
+    readers: dict[str, list[int]] = {}
+    for index, tensors in enumerate(inputs):
+        for tensor in tensors:
+            if tensor is not None:
+                readers.setdefault(tensor.name, []).append(index)
+    changing = [i for i, layer in enumerate(layers) if layer.type.name in ("ITERATOR", "RECURRENCE")]
+    varying: set[str] = set()
+    while changing:
+        layer = layers[changing.pop()]
+        for k in range(layer.num_outputs):
+            name = layer.get_output(k).name
+            if name not in varying:
+                varying.add(name)
+                changing.extend(i for i in readers.get(name, []) if layers[i].type.name not in _TRIP_INVARIANT)
+    for layer, tensors in zip(layers, inputs):
+        names = [t.name if t is not None else None for t in tensors]
+        kind = layer.type.name
+        if any(i < len(names) and names[i] in varying for i in _SHAPE_INPUTS.get(kind, ())) or (
+                kind in _DATA_SIZED and any(name in varying for name in names)):
+            return str(layer.name)
+    return None
+
+
+def explain(network: Any, reason: str) -> str:
+    """``reason`` (TensorRT's error) with the layer it is about, when it is this limitation."""
+    if SYMPTOM not in reason:
+        return reason
+    culprit = trip_shaped_layer(network)
+    if culprit is None:
+        return reason
+    return (f"layer '{culprit}' takes a shape (a size, or slice bounds) from values its loop computes in each "
+            f"trip, which TensorRT's builder cannot build ({SYMPTOM}); compute it outside the loop, or read the "
+            "data with a gather")
