@@ -29,7 +29,7 @@ REDUCE_OPS = ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd",
 
 def tensor_type(elem: str, rank: int) -> str:
     """An ONNX text type of ``rank`` symbolic dims (a scalar for rank 0)."""
-    return f"{elem}[{','.join('ABCDEFG'[:rank])}]" if rank else elem
+    return f"{elem}[{','.join('ABCDEFGH'[:rank])}]" if rank else elem
 
 
 def check_reduce(op: str, x_type: str, x: np.ndarray, axes: list[int], keepdims: int, extra: str = "",
