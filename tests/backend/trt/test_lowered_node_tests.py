@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import re
 
-from loopc.conformance import MATCH, PARSE_FAILED, node_test_cases, run_case
+from loopc.conformance import node_test_cases
+from tests.onnx_cases import loopc_failures
 
 #: Names (regular expressions, matched whole) of the cases that must match.
 MATCHING = (
@@ -34,13 +35,5 @@ def test_node_cases_through_loopc():
     cases = [c for c in node_test_cases() if pattern.fullmatch(c.name) or c.name in REFUSED]
     assert len(cases) == 13 + 9 + 10 + 12 + 8, sorted(c.name for c in cases)
     assert set(REFUSED) <= {c.name for c in cases}
-    wrong = []
-    for case in cases:
-        result = run_case(case, "loopc")
-        if case.name in REFUSED:
-            ok = result.status == PARSE_FAILED and REFUSED[case.name] in result.detail
-        else:
-            ok = result.status == MATCH
-        if not ok:
-            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+    wrong = loopc_failures(cases, REFUSED)
     assert not wrong, "\n".join(wrong)

@@ -13,6 +13,7 @@ from loopc.backend.trt import to_network
 from loopc.errors import UnsupportedConversionError
 from loopc.frontend.onnx import import_model
 from tests.backend.trt.oracle import check_onnx
+from tests.onnx_cases import loopc_failures
 
 HEADER = '<ir_version: 10, opset_import: ["" : 21]>'
 RNG = np.random.default_rng(7)
@@ -163,17 +164,11 @@ REFUSED = {
 
 
 def test_node_tests_match_or_are_refused_by_name():
-    from loopc.conformance import MATCH, PARSE_FAILED, node_test_cases, run_case
+    from loopc.conformance import node_test_cases
 
     cases = node_test_cases("quantizelinear")
     assert len(cases) >= 27
-    wrong = []
-    for case in cases:
-        result = run_case(case, "loopc")
-        reason = REFUSED.get(case.name)
-        ok = result.status == MATCH if reason is None else (result.status == PARSE_FAILED and reason in result.detail)
-        if not ok:
-            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+    wrong = loopc_failures(cases, REFUSED)
     assert not wrong, "\n".join(wrong)
 
 
@@ -248,17 +243,11 @@ def test_half_input_divided_in_the_scales_float32():
 
 def test_float8_cast_node_tests():
     """ONNX's Cast/CastLike node tests to and from float8 e4m3fn match; saturate=0 is refused by name."""
-    from loopc.conformance import MATCH, PARSE_FAILED, node_test_cases, run_case
+    from loopc.conformance import node_test_cases
 
     cases = [c for c in node_test_cases("FLOAT8E4M3FN") if "FNUZ" not in c.name and c.name.startswith("test_cast")]
     assert len(cases) >= 12
-    wrong = []
-    for case in cases:
-        result = run_case(case, "loopc")
-        refused = "no_saturate" in case.name
-        ok = (result.status == PARSE_FAILED and "saturate=0" in result.detail) if refused else result.status == MATCH
-        if not ok:
-            wrong.append(f"{case.name}: {result.status}: {result.detail}")
+    wrong = loopc_failures(cases, {c.name: "saturate=0" for c in cases if "no_saturate" in c.name})
     assert not wrong, "\n".join(wrong)
 
 
