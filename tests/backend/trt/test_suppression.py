@@ -54,3 +54,30 @@ def test_nms_by_hand():
         }}""", {"boxes": boxes, "scores": scores, "m": np.array([10], np.int64),
                 "iou": np.array([0.5], np.float32), "score": np.array([0.1], np.float32)})
     assert out["y"].tolist() == [[0, 0, 1], [0, 0, 2], [0, 1, 2], [0, 1, 0]]
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.0, 1.0])
+def test_nms_of_boxes_a_score_filter_kept(threshold):
+    """The box count is NonZero's (a detector's score filter): padded to its bound, 12; the filter keeps 7 boxes
+    (of which NMS keeps 6), every box (NMS keeps 9), or none."""
+    rng = np.random.default_rng(11)
+    corners = rng.uniform(0, 10, (12, 2)).astype(np.float32)
+    boxes = np.concatenate([corners, corners + rng.uniform(1, 4, (12, 2)).astype(np.float32)], axis=1)
+    scores = rng.random(12).astype(np.float32)
+    check_onnx(f"""{HEADER}
+        g (float[12,4] boxes, float[12] scores, float threshold) => (int64[K] keep, int64[K,3] rows) {{
+            live = Greater(scores, threshold)
+            where = NonZero(live)
+            index = Squeeze <axes = [0]> (where)
+            kept_boxes = Gather <axis = 0> (boxes, index)
+            kept_scores = Gather <axis = 0> (scores, index)
+            batched = Unsqueeze <axes = [0]> (kept_boxes)
+            scores2 = Unsqueeze <axes = [0]> (kept_scores)
+            scores3 = Unsqueeze <axes = [0]> (scores2)
+            m = Constant <value = int64[1] {{100}}> ()
+            iou = Constant <value = float[1] {{0.1}}> ()
+            rows = NonMaxSuppression (batched, scores3, m, iou)
+            two = Constant <value = int64[1] {{2}}> ()
+            column = Gather <axis = 1> (rows, two)
+            keep = Squeeze <axes = [1]> (column)
+        }}""", {"boxes": boxes, "scores": scores, "threshold": np.array(threshold, np.float32)})
