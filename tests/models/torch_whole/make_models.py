@@ -62,17 +62,13 @@ TV = f"torchvision {torchvision.__version__.split('+')[0]}, traced, TorchScript 
 
 #: Cases made but not listed in cases.toml, with what stops loopc today (`loopc build` with no flags).
 PENDING: dict[str, str] = {
-    "faster_rcnn": "node 'NonMaxSuppression_1414' (NonMaxSuppression, opset 11): NonMaxSuppression of a box count not"
-                   " known when the network is built (the loop needs it); and batched_nms's If (an empty result when"
-                   " there are no boxes) holds NonZero-sized tensors, which TensorRT's builder cannot build in a"
-                   " conditional",
-    "mask_rcnn": "node 'NonMaxSuppression_1489' (NonMaxSuppression, opset 11): op 'NonMaxSuppression' has no TensorRT"
-                 " converter; with NMS's results given, TensorRT's builder asserts (makeScopeNodesContiguous) on the"
-                 " mask-pasting Loop, whose Resize and ConstantOfShape sizes are computed in each trip",
-    "keypoint_rcnn": "node 'NonMaxSuppression_1474' (NonMaxSuppression, opset 11): op 'NonMaxSuppression' has no"
-                     " TensorRT converter; with NMS's results given, TensorRT's builder asserts"
-                     " (makeScopeNodesContiguous) on the heatmaps-to-keypoints Loop, whose bicubic Resize size is"
-                     " computed in each trip",
+    "mask_rcnn": "TensorRT could not build the network: layer 'Resize_2268' takes a shape (a size, or slice bounds)"
+                 " from values its loop computes in each trip, which TensorRT's builder cannot build"
+                 " (makeScopeNodesContiguous): the mask-pasting Loop resizes each mask to its box's size",
+    "keypoint_rcnn": "TensorRT could not build the network: layer 'Resize_2145' takes a shape (a size, or slice"
+                     " bounds) from values its loop computes in each trip, which TensorRT's builder cannot build"
+                     " (makeScopeNodesContiguous): the heatmaps-to-keypoints Loop resizes each heatmap to its"
+                     " roi's size (bicubic)",
 }
 
 
