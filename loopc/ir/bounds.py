@@ -75,8 +75,19 @@ class Bounder:
             return None
         if node.op == "Shape" and not node.attrs.get("start") and node.attrs.get("end") is None:
             return self.of(node.inputs[0])
-        if node.op in ("Cast", "Identity", "Squeeze", "Unsqueeze"):
-            return self.entries(node.inputs[0])
+        if node.op in ("Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape", "Flatten"):
+            return self.entries(node.inputs[0])  # the same entries in the same order
+        if node.op == "ReduceMin" and not node.attrs.get("axes") and len(node.inputs) == 1:
+            known = [e for e in self.entries(node.inputs[0]) or () if e is not None]
+            return (min(known),) if known else None  # a minimum is at most any one entry
+        if node.op in ("Min", "Max"):
+            parts = [self.entries(v) for v in node.inputs]
+            if len(parts) == 2 and all(p is not None and len(p) == 1 for p in parts):
+                a, b = parts[0][0], parts[1][0]  # type: ignore[index]
+                if node.op == "Min":
+                    return (a if b is None else b if a is None else min(a, b),)
+                return (None if a is None or b is None else max(a, b),)
+            return None
         if node.op == "Concat":
             parts = [self.entries(v) for v in node.inputs]
             return None if any(p is None for p in parts) else tuple(x for p in parts if p is not None for x in p)
@@ -144,6 +155,14 @@ def _gather(b: Bounder, node: Node, k: int) -> Bounds | None:
         return None
     axis = int(node.attrs.get("axis", 0)) % len(data)
     return data[:axis] + indices + data[axis + 1:]
+
+
+def _gather_nd(b: Bounder, node: Node, k: int) -> Bounds | None:
+    """indices' leading dims, then data's dims past the batch dims and the indexed ones."""
+    data, indices = b.of(node.inputs[0]), b.of(node.inputs[1])
+    if data is None or indices is None or indices[-1] is None:
+        return None
+    return indices[:-1] + data[int(node.attrs.get("batch_dims", 0)) + indices[-1]:]
 
 
 def _slice(b: Bounder, node: Node, k: int) -> Bounds | None:
@@ -217,12 +236,13 @@ def _split(b: Bounder, node: Node, k: int) -> Bounds | None:
 
 
 def _topk(b: Bounder, node: Node, k: int) -> Bounds | None:
+    """k along the axis (torchvision's min(candidates, n) bounded by the constant), the input's elsewhere."""
     data = b.of(node.inputs[0])
-    count = _ints(node.inputs[1])
+    count = b.entries(node.inputs[1])
     if data is None:
         return None
     out = list(data)
-    if count is not None:
+    if count is not None and len(count) == 1 and count[0] is not None:
         axis = int(node.attrs.get("axis", -1)) % len(out)
         out[axis] = count[0] if out[axis] is None else min(count[0], out[axis])  # type: ignore[type-var]
     return tuple(out)
@@ -288,7 +308,7 @@ def _scatter(b: Bounder, node: Node, k: int) -> Bounds | None:
 
 
 RULES: dict[str, Callable[[Bounder, Node, int], Bounds | None]] = {
-    "NonZero": _nonzero, "NonMaxSuppression": _nms, "Gather": _gather, "Slice": _slice, "Squeeze": _squeeze,
+    "NonZero": _nonzero, "NonMaxSuppression": _nms, "Gather": _gather, "GatherND": _gather_nd, "Slice": _slice, "Squeeze": _squeeze,
     "Unsqueeze": _unsqueeze, "Transpose": _transpose, "Concat": _concat, "Split": _split, "TopK": _topk,
     "Reshape": _reshape, "Flatten": _flatten, "Gemm": _first_dim, "Conv": _first_dim,
     "ConvTranspose": _first_dim, "MaxPool": _first_dim, "AveragePool": _first_dim, "RoiAlign": _roi_align,

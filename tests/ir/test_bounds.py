@@ -67,3 +67,25 @@ def test_a_computed_shape_bounds_what_it_sizes():
     assert b.entries(v["dims"]) == (30, 8, 7, 7)
     assert b.of(v["result"]) == (30, 8, 7, 7)
     assert b.of(v["wide"]) == (30, 8, 7, 7)
+
+
+def test_retinanet_candidates_per_level():
+    """RetinaNet's ONNX form: GatherND by a NonZero's positions, then TopK with k = min(20, n)."""
+    v = _values("""<ir_version: 8, opset_import: ["" : 13]>
+        g (float[2304] scores, float t) => (float[K] best) {
+            live = Greater(scores, t)
+            where = NonZero(live)
+            positions = Transpose(where)
+            kept = GatherND(scores, positions)
+            shape = Shape(kept)
+            twenty = Constant <value = int64[1] {20}> ()
+            both = Concat <axis = 0> (twenty, shape)
+            k0 = ReduceMin <keepdims = 0> (both)
+            one = Constant <value = int64[1] {1}> ()
+            k = Reshape(k0, one)
+            best, at = TopK(kept, k)
+        }""")
+    b = Bounder()
+    assert b.of(v["kept"]) == (2304,)  # positions [n, 1] index one axis of 2304: n values
+    assert b.entries(v["k"]) == (20,)  # the minimum is at most the constant, whatever n is
+    assert b.of(v["best"]) == (20,)

@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 import torchvision
 from torch import Tensor, nn
-from torchvision.models.detection import FasterRCNN, KeypointRCNN, MaskRCNN
+from torchvision.models.detection import FasterRCNN, KeypointRCNN, MaskRCNN, RetinaNet
 from torchvision.models.detection.anchor_utils import AnchorGenerator
 from torchvision.models.detection.backbone_utils import BackboneWithFPN
 from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
@@ -354,6 +354,23 @@ def faster_rcnn() -> FasterRCNN:
         model.roi_heads.box_predictor.cls_score.weight *= 4.0
         model.roi_heads.box_predictor.cls_score.bias[0] -= 2.0  # less background
         model.roi_heads.box_predictor.bbox_pred.weight *= 4.0
+    return model
+
+
+def retinanet() -> RetinaNet:
+    """RetinaNet over the same backbone. Its head's init (std 0.01 convs, a prior of 0.01 in the class bias) gives
+    near-zero features and scores below any threshold: livelier head convs and a class bias of -1 give varied
+    scores, of which the threshold keeps some candidates per level and NMS drops some of those."""
+    model = RetinaNet(small_fpn_backbone(), 3, min_size=64, max_size=64,
+                      anchor_generator=AnchorGenerator(((8,), (16,), (32,), (64,)), ((0.5, 1.0, 2.0),) * 4),
+                      score_thresh=0.3, nms_thresh=0.3, detections_per_img=20, topk_candidates=20)
+    with torch.no_grad():
+        for head in (model.head.classification_head, model.head.regression_head):
+            for conv in head.conv.modules():
+                if isinstance(conv, nn.Conv2d):
+                    conv.weight *= 30.0
+        model.head.classification_head.cls_logits.bias.fill_(-1.0)
+        model.head.regression_head.bbox_reg.weight *= 4.0
     return model
 
 
@@ -706,6 +723,7 @@ def detector(name: str, make_model: Callable[[], nn.Module], outputs: list[str],
 #: What each detector's export holds of torchvision's scripted code.
 SCRIPTED = {
     "faster_rcnn": "batched_nms's If, for the RPN and the box head",
+    "retinanet": "batched_nms's If",
     "mask_rcnn": "the Loop of paste_masks on the ONNX path, batched_nms's If",
     "keypoint_rcnn": "the Loop of heatmaps_to_keypoints on the ONNX path, batched_nms's If",
 }
@@ -765,6 +783,7 @@ def tacotron() -> None:
 MAKERS: dict[str, Callable[[], None]] = {
     "ocr_crnn": crnn, "speech_packed_bilstm": speech, "whisper_greedy": whisper, "unet_ddim": unet_ddim,
     "faster_rcnn": lambda: detector("faster_rcnn", faster_rcnn, ["boxes", "labels", "scores"], "FasterRCNN"),
+    "retinanet": lambda: detector("retinanet", retinanet, ["boxes", "scores", "labels"], "RetinaNet"),
     "mask_rcnn": lambda: detector("mask_rcnn", mask_rcnn, ["boxes", "labels", "scores", "masks"], "MaskRCNN"),
     "keypoint_rcnn": lambda: detector("keypoint_rcnn", keypoint_rcnn,
                                       ["boxes", "labels", "scores", "keypoints", "keypoints_scores"], "KeypointRCNN"),

@@ -182,6 +182,8 @@ def non_max_suppression(ctx: ConversionContext, node: Node) -> None:
     n = _box_count(node)
     assert isinstance(n, int)
     real = None
+    if int(boxes.shape[2]) == -1:  # four coordinates, as ONNX defines the input
+        boxes = ctx.reshape(boxes, [int(boxes.shape[0]), -1, 4], node, "boxes_4")
     if int(boxes.shape[1]) == -1:
         count = ctx.cast(ctx.gather1(ctx.shape_of(boxes, node, "boxes_shape"), [1], node, "count"), T.float32, node,
                          "count_f")
