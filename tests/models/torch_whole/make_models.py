@@ -45,7 +45,7 @@ import torch
 import torch.nn.functional as F
 import torchvision
 from torch import Tensor, nn
-from torchvision.models.detection import FasterRCNN, KeypointRCNN, MaskRCNN, RetinaNet
+from torchvision.models.detection import FCOS, FasterRCNN, KeypointRCNN, MaskRCNN, RetinaNet
 from torchvision.models.detection.anchor_utils import AnchorGenerator
 from torchvision.models.detection.backbone_utils import BackboneWithFPN
 from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
@@ -322,14 +322,15 @@ class DDIMSampler(nn.Module):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def small_fpn_backbone() -> BackboneWithFPN:
+def small_fpn_backbone(channels: int = 8) -> BackboneWithFPN:
     """torchvision's ``BackboneWithFPN`` over a four-conv body (strides 4 to 16) instead of a ResNet-50, so that
-    the model is kilobytes: three pyramid levels plus the max-pool level, as ``*_resnet50_fpn`` has five."""
+    the model is kilobytes: three pyramid levels plus the max-pool level, as ``*_resnet50_fpn`` has five;
+    ``channels`` out of the FPN."""
     def conv(cin: int, cout: int) -> nn.Sequential:
         return nn.Sequential(nn.Conv2d(cin, cout, 3, 2, 1), nn.ReLU())
 
     body = nn.Sequential(OrderedDict(stem=conv(3, 8), layer1=conv(8, 8), layer2=conv(8, 16), layer3=conv(16, 16)))
-    return BackboneWithFPN(body, {"layer1": "0", "layer2": "1", "layer3": "2"}, [8, 16, 16], 8,
+    return BackboneWithFPN(body, {"layer1": "0", "layer2": "1", "layer3": "2"}, [8, 16, 16], channels,
                            extra_blocks=LastLevelMaxPool())
 
 
@@ -371,6 +372,19 @@ def retinanet() -> RetinaNet:
                     conv.weight *= 30.0
         model.head.classification_head.cls_logits.bias.fill_(-1.0)
         model.head.regression_head.bbox_reg.weight *= 4.0
+    return model
+
+
+def fcos() -> FCOS:
+    """FCOS over the same backbone with 32 FPN channels (its head's GroupNorm has 32 groups), one anchor per
+    location; a class bias of -1 and box distances of about twice the anchor (a bias of 2), so that the score
+    threshold keeps candidates and NMS drops most of them (72 to 9)."""
+    model = FCOS(small_fpn_backbone(32), 3, min_size=64, max_size=64,
+                 anchor_generator=AnchorGenerator(((8,), (16,), (32,), (64,)), ((1.0,),) * 4),
+                 score_thresh=0.2, nms_thresh=0.3, detections_per_img=20, topk_candidates=20)
+    with torch.no_grad():
+        model.head.classification_head.cls_logits.bias.fill_(-1.0)
+        model.head.regression_head.bbox_reg.bias.fill_(2.0)
     return model
 
 
@@ -724,6 +738,7 @@ def detector(name: str, make_model: Callable[[], nn.Module], outputs: list[str],
 SCRIPTED = {
     "faster_rcnn": "batched_nms's If, for the RPN and the box head",
     "retinanet": "batched_nms's If",
+    "fcos": "batched_nms's If",
     "mask_rcnn": "the Loop of paste_masks on the ONNX path, batched_nms's If",
     "keypoint_rcnn": "the Loop of heatmaps_to_keypoints on the ONNX path, batched_nms's If",
 }
@@ -784,6 +799,7 @@ MAKERS: dict[str, Callable[[], None]] = {
     "ocr_crnn": crnn, "speech_packed_bilstm": speech, "whisper_greedy": whisper, "unet_ddim": unet_ddim,
     "faster_rcnn": lambda: detector("faster_rcnn", faster_rcnn, ["boxes", "labels", "scores"], "FasterRCNN"),
     "retinanet": lambda: detector("retinanet", retinanet, ["boxes", "scores", "labels"], "RetinaNet"),
+    "fcos": lambda: detector("fcos", fcos, ["boxes", "scores", "labels"], "FCOS"),
     "mask_rcnn": lambda: detector("mask_rcnn", mask_rcnn, ["boxes", "labels", "scores", "masks"], "MaskRCNN"),
     "keypoint_rcnn": lambda: detector("keypoint_rcnn", keypoint_rcnn,
                                       ["boxes", "labels", "scores", "keypoints", "keypoints_scores"], "KeypointRCNN"),
