@@ -36,6 +36,7 @@ import sys
 import tomllib
 import warnings
 from collections import OrderedDict
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -46,11 +47,13 @@ import torch.nn.functional as F
 import torchvision
 from torch import Tensor, nn
 from torchvision.models.detection import FCOS, FasterRCNN, KeypointRCNN, MaskRCNN, RetinaNet
-from torchvision.models.detection.anchor_utils import AnchorGenerator
+from torchvision.models.detection.anchor_utils import AnchorGenerator, DefaultBoxGenerator
 from torchvision.models.detection.backbone_utils import BackboneWithFPN
 from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
 from torchvision.models.detection.keypoint_rcnn import KeypointRCNNHeads, KeypointRCNNPredictor
 from torchvision.models.detection.mask_rcnn import MaskRCNNHeads, MaskRCNNPredictor
+from torchvision.models.detection.ssd import SSD
+from torchvision.models.detection.ssdlite import SSDLiteHead
 from torchvision.ops import MultiScaleRoIAlign
 from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
 
@@ -385,6 +388,43 @@ def fcos() -> FCOS:
     with torch.no_grad():
         model.head.classification_head.cls_logits.bias.fill_(-1.0)
         model.head.regression_head.bbox_reg.bias.fill_(2.0)
+    return model
+
+
+class MobileBody(nn.Module):
+    """A MobileNet-like body at toy size for SSDlite: a strided conv stem, then depthwise-separable blocks
+    (depthwise 3x3 stride 2, BatchNorm, ReLU6, pointwise 1x1, BatchNorm, ReLU6); three feature maps out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def block(cin: int, cout: int) -> nn.Sequential:
+            return nn.Sequential(nn.Conv2d(cin, cin, 3, 2, 1, groups=cin), nn.BatchNorm2d(cin), nn.ReLU6(),
+                                 nn.Conv2d(cin, cout, 1), nn.BatchNorm2d(cout), nn.ReLU6())
+
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.BatchNorm2d(8), nn.ReLU6())
+        self.b1, self.b2, self.b3 = block(8, 16), block(16, 16), block(16, 16)
+        self.out_channels = [16, 16, 16]
+
+    def forward(self, x: Tensor) -> dict[str, Tensor]:
+        a = self.b1(self.stem(x))
+        b = self.b2(a)
+        return OrderedDict([("0", a), ("1", b), ("2", self.b3(b))])
+
+
+def ssdlite() -> SSD:
+    """torchvision's SSD with its SSDlite head (depthwise-separable predictors) over :class:`MobileBody`,
+    default boxes of aspect ratios 2 (and 3), 64x64; BatchNorm statistics randomized and the class predictors
+    scaled so that per-class scores spread over the threshold; NMS drops 40 candidates to 12 boxes."""
+    anchors = DefaultBoxGenerator([[2], [2, 3], [2, 3]])
+    head = SSDLiteHead([16, 16, 16], anchors.num_anchors_per_location(), 3,
+                       partial(nn.BatchNorm2d, eps=0.001, momentum=0.03))
+    model = SSD(MobileBody(), anchors, (64, 64), 3, head=head, score_thresh=0.4, nms_thresh=0.3,
+                detections_per_img=20, topk_candidates=20)
+    randomize_batchnorm(model, 44)
+    with torch.no_grad():
+        for layer in model.head.classification_head.module_list:
+            layer[-1].weight *= 20.0
     return model
 
 
@@ -739,6 +779,7 @@ SCRIPTED = {
     "faster_rcnn": "batched_nms's If, for the RPN and the box head",
     "retinanet": "batched_nms's If",
     "fcos": "batched_nms's If",
+    "ssdlite": "batched_nms's If",
     "mask_rcnn": "the Loop of paste_masks on the ONNX path, batched_nms's If",
     "keypoint_rcnn": "the Loop of heatmaps_to_keypoints on the ONNX path, batched_nms's If",
 }
@@ -800,6 +841,7 @@ MAKERS: dict[str, Callable[[], None]] = {
     "faster_rcnn": lambda: detector("faster_rcnn", faster_rcnn, ["boxes", "labels", "scores"], "FasterRCNN"),
     "retinanet": lambda: detector("retinanet", retinanet, ["boxes", "scores", "labels"], "RetinaNet"),
     "fcos": lambda: detector("fcos", fcos, ["boxes", "scores", "labels"], "FCOS"),
+    "ssdlite": lambda: detector("ssdlite", ssdlite, ["boxes", "scores", "labels"], "SSD with SSDLiteHead"),
     "mask_rcnn": lambda: detector("mask_rcnn", mask_rcnn, ["boxes", "labels", "scores", "masks"], "MaskRCNN"),
     "keypoint_rcnn": lambda: detector("keypoint_rcnn", keypoint_rcnn,
                                       ["boxes", "labels", "scores", "keypoints", "keypoints_scores"], "KeypointRCNN"),
