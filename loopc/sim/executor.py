@@ -66,7 +66,8 @@ class Executor:
         sys.setrecursionlimit(max(limit, 10_000 + 4 * len(self.network.layers)))
         try:
             self._check_assertions(top)
-            return {t.name: self.value(t, top) for t in self.network.outputs}
+            # contiguous, as an engine's output buffers are (a kernel may hand back a strided view)
+            return {t.name: np.require(self.value(t, top), requirements="C") for t in self.network.outputs}
         finally:
             sys.setrecursionlimit(limit)
 

@@ -3,14 +3,22 @@
 TensorRT decides which layers belong to a branch from the data flow out of the conditional's
 input layers, so every outer value a branch reads (at any depth) enters through ``add_input``;
 the branches are converted with those values redirected to the input tensors.
+
+A TensorRT conditional's branches give each output one rank. ONNX's may differ; when both are a
+single element (``0`` against ``[0.5]``) and every reader broadcasts it against operands of at least
+the higher rank, the rank is invisible to the model, and the lower one is raised (see
+:func:`_rank_is_invisible`). Other differences are refused.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.registry import converter, node_error
 from loopc.errors import InternalError
 from loopc.ir import Graph, If, Node, Value
+from loopc.ir.core import Use
 from loopc.trt import trt
 
 
@@ -58,7 +66,39 @@ def convert_if(ctx: ConversionContext, node: Node) -> None:
             ctx.convert_graph(branch)
             results.append([ctx.get(v, node) for v in branch.outputs])
     for k, (value, a, b) in enumerate(zip(node.outputs, *results)):
+        if len(a.shape) != len(b.shape) and _rank_is_invisible(value, a, b):
+            rank = max(len(a.shape), len(b.shape))
+            a, b = (ctx.reshape(t, [1] * rank, node, f"output{k}_rank{j}") if len(t.shape) < rank else t
+                    for j, t in enumerate((a, b)))
         if len(a.shape) != len(b.shape):
             raise node_error(node, f"output {k} has rank {len(a.shape)} in one branch, {len(b.shape)} in the other; "
                                    "TensorRT needs equal ranks")
         ctx.set(value, ctx.out(layer.add_output(a, b), node, f"output{k}"))
+
+
+#: Ops whose result from a one-element operand is the same for any rank of it up to their other
+#: operands' ranks (NumPy broadcasting).
+_BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Greater", "Less",
+                 "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor", "Where", "Mod"}
+
+
+def _rank_is_invisible(value: Value, a: Any, b: Any) -> bool:
+    """Whether ``value`` (one element in both branches, of ranks ``a`` and ``b``) is read only by
+    broadcasting ops whose other operands have at least the higher rank (or for its type): its rank
+    changes nothing."""
+    shapes = (tuple(a.shape), tuple(b.shape))
+    if any(any(d != 1 for d in shape) for shape in shapes):
+        return False
+    rank = max(len(shape) for shape in shapes)
+    uses = value.uses()
+    return bool(uses) and all(_broadcasts(use, value, rank) for use in uses)
+
+
+def _broadcasts(use: Use, value: Value, rank: int) -> bool:
+    user = use.user
+    if isinstance(user, Node) and user.op == "CastLike" and use.slot == 1:
+        return True  # reads the type only
+    if not isinstance(user, Node) or user.op not in _BROADCASTING:
+        return False  # a graph output, or an op that could see the rank
+    others = [v for v in user.inputs if v is not None and v is not value]
+    return bool(others) and all(v.shape is not None and len(v.shape) >= rank for v in others)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx.parser
+import onnxruntime as ort
 import pytest
 
 from loopc.errors import UnsupportedError
@@ -144,3 +145,33 @@ def test_uint8_variadic_max_and_min():
         g (uint8[2,4] a, uint8[4] b, uint8[1,4] c) => (uint8[2,4] y, uint8[2,4] m) {{
             y = Min(a, b, c)  m = Max(a, b, c)
         }}""", {"a": UINT8_A, "b": UINT8_B, "c": np.array([[90, 250, 1, 0]], np.uint8)})
+
+
+def _extremes(dtype: type) -> tuple[np.ndarray, np.ndarray]:
+    """Operands at and near the type's bounds, whose sums, differences and products leave it."""
+    info = np.iinfo(dtype)
+    a = np.array([info.max, info.min, info.max - 3, info.min + 5, 7, info.max // 2 + 9], dtype)
+    b = np.array([1, info.max, info.max, 3, info.max, 2], dtype)
+    return a, b
+
+
+#: How TensorRT carries the types it lacks (the network's inputs and outputs have these types).
+CARRIED = {np.int8: np.int8, np.int16: np.int32, np.uint16: np.int32, np.uint32: np.int64}
+
+
+@pytest.mark.parametrize("onnx_type, dtype", [("int8", np.int8), ("int16", np.int16), ("uint16", np.uint16),
+                                              ("uint32", np.uint32)])
+@pytest.mark.parametrize("op", ["Add", "Sub", "Mul"])
+def test_narrow_integers_wrap_as_onnx_defines(onnx_type, dtype, op):
+    """int8/int16/uint16/uint32 are computed wider (INT32, INT64) and wrapped back to their width."""
+    a, b = _extremes(dtype)
+    proto = onnx.parser.parse_model(f"""{HEADER}
+        g ({onnx_type}[6] a, {onnx_type}[6] b) => ({onnx_type}[6] y) {{ y = {op}(a, b) }}""")
+    carried = CARRIED[dtype]
+    _, got = build_and_simulate(import_model(proto), {"a": a.astype(carried), "b": b.astype(carried)})
+    want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(
+        None, {"a": a, "b": b})[0]
+    with np.errstate(over="ignore"):
+        by_numpy = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}[op](a, b)  # NumPy wraps too
+    np.testing.assert_array_equal(want, by_numpy)
+    np.testing.assert_array_equal(got["y"], want.astype(carried))

@@ -7,6 +7,7 @@ import onnx
 import pytest
 from onnx.reference import ReferenceEvaluator
 
+from loopc.errors import LoopcError
 from loopc.frontend.onnx import import_model
 from tests.backend.trt.oracle import build_and_simulate, check_onnx
 
@@ -69,3 +70,28 @@ def test_stft_against_onnxruntime(onesided, window):
             length = Constant <value_int = 16> ()
             y = STFT <onesided = {onesided}> (signal, step, {win}, length)
         }}""", {"signal": signal, "w": frames}, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("axis", [0, 1, 2, -2, -4])
+def test_dft_along_an_axis_known_when_the_engine_runs(axis):
+    """The output's shape is the same for every axis (not one-sided): one product per axis, and a Select."""
+    check_onnx(f"""{HEADER}
+        g (float[3,8,5,2] x, int64 a) => (float[3,8,5,2] y) {{ y = DFT <inverse = 1> (x, , a) }}""",
+               {"x": _signal(3, 8, 5, 2), "a": np.array(axis, np.int64)}, rtol=1e-4, atol=1e-5)
+
+
+def test_a_one_sided_dft_along_an_axis_known_when_the_engine_runs_is_refused():
+    with pytest.raises(LoopcError, match="an axis computed when the engine runs"):
+        check_onnx(f"""{HEADER}
+            g (float[3,8,5,1] x, int64 a) => (float[3,?,?,2] y) {{ y = DFT <onesided = 1> (x, , a) }}""",
+                   {"x": _signal(3, 8, 5, 1), "a": np.array(1, np.int64)})
+
+
+@pytest.mark.parametrize("step", [1, 5, 16])
+def test_stft_of_a_frame_step_given_when_the_engine_runs(step):
+    """The frame count follows the step's value (a shape input): offsets are a fill of i·step + j."""
+    check_onnx(f"""<ir_version: 10, opset_import: ["" : 17]>
+        g (float[1,40,1] signal, int64 step, float[8] w) => (float[1,?,5,2] y) {{
+            y = STFT (signal, step, w)
+        }}""", {"signal": _signal(1, 40, 1), "step": np.array(step, np.int64), "w": np.hanning(8).astype(np.float32)},
+               rtol=1e-4, atol=1e-5)

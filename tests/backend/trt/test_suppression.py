@@ -132,3 +132,13 @@ def test_boxes_whose_coordinate_axis_is_not_inferred():
     want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, inputs)[0]
     assert 0 < len(want) < (inputs["scores"] > 0.2).sum()  # NMS drops some of the boxes the filter kept
     np.testing.assert_array_equal(got["y"], want)
+
+
+def test_nms_of_a_few_hundred_boxes():
+    """Detector-sized input (one row of overlaps per trip keeps the loop's work linear in the boxes)."""
+    boxes, scores = _boxes(1, 300, False), RNG.random((1, 4, 300)).astype(np.float32)
+    check_onnx(f"""{HEADER}
+        g (float[1,300,4] boxes, float[1,4,300] scores, int64[1] m, float[1] iou, float[1] score) => (int64[K,3] y) {{
+            y = NonMaxSuppression (boxes, scores, m, iou, score)
+        }}""", {"boxes": boxes, "scores": scores, "m": np.array([50], np.int64),
+                "iou": np.array([0.4], np.float32), "score": np.array([0.2], np.float32)})

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from loopc.backend.trt.context import ConversionContext, np_dtype
+from loopc.backend.trt.ops.elementwise import wrap_around
 from loopc.backend.trt.registry import converter, node_error
 from loopc.ir import Node
 from loopc.trt import trt
@@ -78,10 +79,13 @@ def cumprod(ctx: ConversionContext, node: Node) -> None:
     if rank == 0:
         raise node_error(node, "CumProd needs an input of rank 1 or more")
     exclusive, reverse = bool(node.attrs.get("exclusive", 0)), bool(node.attrs.get("reverse", 0))
+    unsigned32 = node.inputs[0] is not None and node.inputs[0].dtype == np.dtype(np.uint32)
     known = ctx.constant_of(node.inputs[1])
     if known is not None or rank == 1:  # a rank-1 input has one axis, whatever the value
         axis = int(np.asarray(known).reshape(-1)[0]) % rank if known is not None else 0
-        ctx.set(node.outputs[0], product_scan(ctx, node, x, axis, exclusive, reverse, ""))
+        result = product_scan(ctx, node, x, axis, exclusive, reverse, "wide/" if unsigned32 else "")
+        # uint32 is carried in INT64: its products wrap around to 32 bits, as ONNX's uint32 does
+        ctx.set(node.outputs[0], wrap_around(ctx, result, 32, False, node) if unsigned32 else result)
         return
     axis_t = ctx.get(node.inputs[1], node)
     axis_nd = ctx.reshape(ctx.cast(axis_t, trt().int64, node, "axis64"), [1] * rank, node, "axis_nd")
@@ -89,5 +93,6 @@ def cumprod(ctx: ConversionContext, node: Node) -> None:
     for k in reversed(range(rank - 1)):
         scan = product_scan(ctx, node, x, k, exclusive, reverse, f"axis{k}/")
         chosen = axis_is(ctx, node, axis_nd, k, rank)
-        result = ctx.out(ctx.network.add_select(chosen, scan, result), node, "" if k == 0 else f"select{k}")
-    ctx.set(node.outputs[0], result)
+        result = ctx.out(ctx.network.add_select(chosen, scan, result), node,
+                         "" if k == 0 and not unsigned32 else f"select{k}")
+    ctx.set(node.outputs[0], wrap_around(ctx, result, 32, False, node) if unsigned32 else result)

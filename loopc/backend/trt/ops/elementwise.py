@@ -3,9 +3,10 @@
 TensorRT's ElementWise layer needs equal ranks and equal types; ONNX guarantees the types (Pow
 excepted) and ``ctx.elementwise`` adds the leading unit axes NumPy broadcasting implies.
 
-TensorRT's ElementWise layer refuses UInt8 operands: they are computed in INT32 and the result is
-brought back to UInt8 modulo 256, as ONNX's fixed-width integer arithmetic wraps (:func:`_operands`,
-:func:`_result`).
+ONNX's narrow integers wrap around (uint8 200 + 100 is 44); TensorRT computes none of them in its own
+width: its ElementWise layer refuses UInt8 (and INT8 is its quantized type), and int16, uint16 and
+uint32 are carried in INT32 or INT64 (see ``ctx.constant``). Their arithmetic is computed in the wider
+type and wrapped back to the model's width (:func:`_operands`, :func:`_result`).
 """
 
 from __future__ import annotations
@@ -21,37 +22,68 @@ _BINARY = {
     "Add": "SUM", "Sub": "SUB", "Mul": "PROD", "Div": "DIV", "Equal": "EQUAL", "Greater": "GREATER",
     "Less": "LESS", "And": "AND", "Or": "OR", "Xor": "XOR",
 }
-#: Operations whose INT32 result can leave UInt8's range (Div, Mod, Max and Min stay in it).
+#: Operations whose result is BOOL.
+_BOOLEAN = frozenset({"EQUAL", "GREATER", "LESS", "AND", "OR", "XOR"})
+#: Operations whose wide result can leave a narrow type's range (Div, Mod, Max and Min stay in it).
 _MAY_WRAP = frozenset({"SUM", "SUB", "PROD"})
+#: ONNX integer types computed wider than they are: (bits, signed).
+_NARROW = {"uint8": (8, False), "int8": (8, True), "uint16": (16, False), "int16": (16, True),
+           "uint32": (32, False)}
+
+
+def _narrow(node: Node) -> tuple[int, bool] | None:
+    """The width and signedness of the node's operands when they are a narrow integer type."""
+    value = node.inputs[0]
+    return None if value is None or value.dtype is None else _NARROW.get(value.dtype.name)
 
 
 def _operands(ctx: ConversionContext, node: Node) -> tuple[list[Any], Any]:
-    """The node's input tensors, in INT32 when they are UInt8 (which TensorRT does not compute in), and
-    the type results are to have."""
-    tensors = [ctx.get(v, node) for v in node.inputs if v is not None]
+    """The node's input tensors, in INT32 when they are UInt8 or INT8 (which TensorRT does not compute
+    in), and the TensorRT type results are to have."""
+    variadic = node.op in ("Max", "Min", "Sum", "Mean")  # their inputs may be left out; others are required
+    tensors = [ctx.get(v, node) for v in node.inputs if v is not None or not variadic]
     dtype = tensors[0].dtype
-    if dtype != trt().uint8:
+    if dtype not in (trt().uint8, trt().int8):
         return tensors, dtype
     return [ctx.cast(t, trt().int32, node, f"int32_{k}") for k, t in enumerate(tensors)], dtype
 
 
+def _adjusted(tensor: Any, dtype: Any, ops: set[str], node: Node) -> bool:
+    """Whether :func:`_result` adds layers after ``tensor`` (so that it is not the node's own output)."""
+    return tensor.dtype not in (dtype, trt().bool) or (bool(ops & _MAY_WRAP) and _narrow(node) is not None)
+
+
 def _result(ctx: ConversionContext, tensor: Any, dtype: Any, ops: set[str], node: Node) -> Any:
-    """``tensor`` (computed by ``ops``) back in ``dtype``: UInt8 arithmetic wraps modulo 256."""
-    if tensor.dtype == dtype or tensor.dtype == trt().bool:
+    """``tensor`` (computed by ``ops``) back in ``dtype``, wrapped around to the operands' width."""
+    if tensor.dtype == trt().bool:
         return tensor
-    if ops & _MAY_WRAP:
-        modulus = ctx.scalar(256, tensor, node, "modulus")
-        turns = ctx.elementwise(tensor, modulus, "FLOOR_DIV", node, "turns")
-        tensor = ctx.elementwise(tensor, ctx.elementwise(turns, modulus, "PROD", node, "wrapped"), "SUB", node,
-                                 "modulo")
-    return ctx.cast(tensor, dtype, node, "uint8")
+    narrow = _narrow(node)
+    if ops & _MAY_WRAP and narrow is not None:
+        tensor = wrap_around(ctx, tensor, *narrow, node)
+    return ctx.cast(tensor, dtype, node, "narrowed")
+
+
+def wrap_around(ctx: ConversionContext, tensor: Any, bits: int, signed: bool, node: Node) -> Any:
+    """An integer ``tensor`` computed wider than ``bits`` wrapped around to that width, in its own type:
+    t mod 2**bits, or ((t + 2**(bits-1)) mod 2**bits) - 2**(bits-1) when signed. The wide type's own
+    overflow (uint16 products in INT32) wraps modulo a multiple of 2**bits, which keeps the residue."""
+    if signed:
+        tensor = ctx.elementwise(tensor, ctx.scalar(1 << (bits - 1), tensor, node, "half"), "SUM", node, "offset")
+    modulus = ctx.scalar(1 << bits, tensor, node, "modulus")
+    turns = ctx.elementwise(tensor, modulus, "FLOOR_DIV", node, "turns")
+    tensor = ctx.elementwise(tensor, ctx.elementwise(turns, modulus, "PROD", node, "wrapped"), "SUB", node, "modulo")
+    if signed:
+        tensor = ctx.elementwise(tensor, ctx.scalar(1 << (bits - 1), tensor, node, "half_back"), "SUB", node,
+                                 "signed")
+    return tensor
 
 
 @converter(*_BINARY)
 def binary(ctx: ConversionContext, node: Node) -> None:
     (a, b), dtype = _operands(ctx, node)
     op = _BINARY[node.op]
-    computed = ctx.elementwise(a, b, op, node, "" if a.dtype == dtype else "int32")
+    wide = op not in _BOOLEAN and _adjusted(a, dtype, {op}, node)
+    computed = ctx.elementwise(a, b, op, node, "wide" if wide else "")
     ctx.set(node.outputs[0], _result(ctx, computed, dtype, {op}, node))
 
 
@@ -77,7 +109,7 @@ def variadic(ctx: ConversionContext, node: Node) -> None:
     tensors, dtype = _operands(ctx, node)
     acc = tensors[0]
     for k, t in enumerate(tensors[1:]):
-        last = k == len(tensors) - 2 and node.op != "Mean" and dtype != trt().uint8
+        last = k == len(tensors) - 2 and node.op != "Mean" and not _adjusted(acc, dtype, {op}, node)
         acc = ctx.elementwise(acc, t, op, node, "" if last else f"fold{k}")
     if len(tensors) > 1:
         acc = _result(ctx, acc, dtype, {op}, node)
@@ -90,7 +122,7 @@ def variadic(ctx: ConversionContext, node: Node) -> None:
 
 @converter("Mod")
 def mod(ctx: ConversionContext, node: Node) -> None:
-    """Integers (UInt8 in INT32): a - b * q, q = floor(a / b) for fmod=0 (the divisor's sign), TensorRT's
+    """Integers (UInt8 and INT8 in INT32): a - b * q, q = floor(a / b) for fmod=0 (the divisor's sign), TensorRT's
     truncating integer kDIV for fmod=1. Floats: see :func:`_float_mod`."""
     (a, b), dtype = _operands(ctx, node)
     fmod = bool(node.attrs.get("fmod", 0))
@@ -99,7 +131,8 @@ def mod(ctx: ConversionContext, node: Node) -> None:
         return
     q = ctx.elementwise(a, b, "DIV" if fmod else "FLOOR_DIV", node, "quotient")
     product = ctx.elementwise(b, q, "PROD", node, "product")
-    remainder = ctx.elementwise(a, product, "SUB", node, "" if a.dtype == dtype else "remainder")
+    wide = _adjusted(a, dtype, set(), node)
+    remainder = ctx.elementwise(a, product, "SUB", node, "remainder" if wide else "")
     ctx.set(node.outputs[0], _result(ctx, remainder, dtype, set(), node))
 
 

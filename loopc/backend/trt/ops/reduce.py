@@ -1,6 +1,8 @@
 """Ops that reduce along axes: Reduce*, GlobalAveragePool/GlobalMaxPool, Softmax, LogSoftmax,
-ArgMax/ArgMin, TopK, CumSum. Axes arrive as inputs in the newest opsets; TensorRT needs them at build
-time, so they must be constants."""
+ArgMax/ArgMin, TopK, CumSum. Axes arrive as inputs in the newest opsets; TensorRT's reduce layer takes
+them when the network is built, so a computed axes input of Reduce* becomes a reduction of each axis
+over all of it or none of it (:mod:`loopc.backend.trt.ops.run_time_axes`); the other ops need constant
+ones."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from loopc.backend.trt.context import ConversionContext
+from loopc.backend.trt.ops.run_time_axes import axes_count, axis_flags, split_dims, squeezed_dims
 from loopc.backend.trt.registry import converter, node_error, unsupported
 from loopc.ir import Node, Value
 from loopc.trt import trt
@@ -16,6 +19,11 @@ from loopc.trt import trt
 _REDUCE = {"ReduceSum": "SUM", "ReduceMean": "AVG", "ReduceMax": "MAX", "ReduceMin": "MIN", "ReduceProd": "PROD",
            "ReduceSumSquare": "SUM", "ReduceL2": "SUM", "ReduceL1": "SUM", "ReduceLogSumExp": "SUM",
            "ReduceLogSum": "SUM"}
+#: How many axes one reduce layer takes when the axes are computed: each is viewed as two dims, and the
+#: dims before and after them as one each, within TensorRT's eight.
+_AXES_PER_PASS = 3
+#: What follows the sum (a root or logarithm).
+_POST = {"ReduceL2": "SQRT", "ReduceLogSumExp": "LOG", "ReduceLogSum": "LOG"}
 
 
 def const_ints(ctx: ConversionContext, node: Node, value: Value | None, what: str) -> list[int] | None:
@@ -39,30 +47,93 @@ def mask(axes: list[int], rank: int) -> int:
 def reduce(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
-    axes = const_ints(ctx, node, node.inputs[1] if len(node.inputs) > 1 else None, "axes")
+    keep = bool(node.attrs.get("keepdims", 1))
+    axes_v = node.inputs[1] if len(node.inputs) > 1 else None
+    if axes_v is not None and ctx.constant_of(axes_v) is None and axes_count(ctx, node, axes_v):
+        if rank == 0:
+            raise unsupported(node, "computed axes of a rank-0 input (it has no axis to reduce)")
+        ctx.set(node.outputs[0], _finished(ctx, node, _reduce_run_time_axes(ctx, node, _prepared(ctx, node, x),
+                                                                            axes_v, keep), x))
+        return
+    axes = [] if axes_v is not None and ctx.constant_of(axes_v) is None else const_ints(ctx, node, axes_v, "axes")
     if axes is None and "axes" in node.attrs:  # tolerate the pre-18 attribute form
         axes = [int(a) for a in node.attrs["axes"]]
-    keep = bool(node.attrs.get("keepdims", 1))
     if not axes:
         if node.attrs.get("noop_with_empty_axes", 0):
             ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(x), node))
             return
         axes = list(range(rank))
-    if node.op in ("ReduceSumSquare", "ReduceL2"):
-        x = ctx.elementwise(x, x, "PROD", node, "square")
-    elif node.op == "ReduceL1":
-        x = ctx.unary(x, "ABS", node, "abs")
-    elif node.op == "ReduceLogSumExp":
-        x = ctx.unary(x, "EXP", node, "exp")
-    post = {"ReduceL2": "SQRT", "ReduceLogSumExp": "LOG", "ReduceLogSum": "LOG"}.get(node.op)
+    prepared = _prepared(ctx, node, x)
+    suffix = "reduce" if node.op in _POST or x.dtype == trt().bool else ""
     if rank == 0:
-        y = ctx.out(ctx.network.add_identity(x), node, "reduce" if post else "")
+        y = ctx.out(ctx.network.add_identity(prepared), node, suffix)
     else:
         op = getattr(trt().ReduceOperation, _REDUCE[node.op])
-        y = ctx.out(ctx.network.add_reduce(x, op, mask(axes, rank), keep), node, "reduce" if post else "")
-    if post:
-        y = ctx.unary(y, post, node)
-    ctx.set(node.outputs[0], y)
+        y = ctx.out(ctx.network.add_reduce(prepared, op, mask(axes, rank), keep), node, suffix)
+    ctx.set(node.outputs[0], _finished(ctx, node, y, x))
+
+
+def _prepared(ctx: ConversionContext, node: Node, x: Any) -> Any:
+    """What the reduction runs on: the squares, magnitudes or exponentials, or booleans as INT32
+    (TensorRT reduces no BOOL)."""
+    if node.op in ("ReduceSumSquare", "ReduceL2"):
+        return ctx.elementwise(x, x, "PROD", node, "square")
+    if node.op == "ReduceL1":
+        return ctx.unary(x, "ABS", node, "abs")
+    if node.op == "ReduceLogSumExp":
+        return ctx.unary(x, "EXP", node, "exp")
+    if x.dtype == trt().bool:
+        return ctx.cast(x, trt().int32, node, "as_int")
+    return x
+
+
+def _finished(ctx: ConversionContext, node: Node, y: Any, x: Any) -> Any:
+    """The reduction's result as the op gives it: a root or logarithm, booleans back, or as it is."""
+    if node.op in _POST:
+        return ctx.unary(y, _POST[node.op], node)
+    if x.dtype == trt().bool:  # positive is true: an empty max is INT32's least value, which must be false
+        return ctx.elementwise(y, ctx.scalar(0, y, node, "false"), "GREATER", node)
+    return y
+
+
+def _reduce_run_time_axes(ctx: ConversionContext, node: Node, x: Any, axes_v: Value, keep: bool) -> Any:
+    """Each axis of ``x`` split in two, (1, n) when the axes name it, else (n, 1), and the second parts
+    reduced by a reduce layer whose axes are fixed: all of an axis, or a unit one (nothing). The tensor is
+    viewed (a reshape, which moves no data) as [before, kept_a, reduced_a, kept_b, reduced_b, ..., after]
+    for up to three axes at a time, within TensorRT's eight dims; unit axes need no reduction. A mean is
+    the sum divided once by the reduced volume (means of means would round integers twice). See
+    :mod:`loopc.backend.trt.ops.run_time_axes`."""
+    rank = len(x.shape)
+    flags = axis_flags(ctx, node, axes_v, rank)
+    dims = ctx.shape_of(x, node, "dims")
+    kept, reduced = split_dims(ctx, node, dims, flags)
+    op = _REDUCE[node.op]
+    step = getattr(trt().ReduceOperation, "SUM" if op == "AVG" else op)
+    y = x
+    wide = [d for d in range(rank) if x.shape[d] != 1]  # the dims between two of them are ones
+    for k in range(0, len(wide), _AXES_PER_PASS):
+        part = wide[k:k + _AXES_PER_PASS]
+        pairs = [ctx.gather1(which, [d], node, f"{name}{d}") for d in part for which, name in ((kept, "kept"),
+                                                                                              (reduced, "reduced"))]
+        view = ctx.concat([_volume(ctx, node, kept, list(range(part[0])), f"before{k}"), *pairs,
+                           _volume(ctx, node, dims, list(range(part[-1] + 1, rank)), f"after{k}")], node, f"view{k}")
+        split = ctx.reshape(y, view, node, f"split{k}")
+        y = ctx.out(ctx.network.add_reduce(split, step, sum(1 << (2 + 2 * i) for i in range(len(part))), False),
+                    node, f"reduce{k}")
+    count = axes_count(ctx, node, axes_v)
+    y = ctx.reshape(y, kept if keep else squeezed_dims(ctx, node, dims, flags, count), node, "reduced")
+    if op == "AVG":
+        volume = ctx.cast(_volume(ctx, node, reduced, list(range(rank)), "volume"), y.dtype, node, "volume_cast")
+        y = ctx.elementwise(y, ctx.reshape(volume, [1] * len(y.shape), node, "volume_nd"), "DIV", node, "mean")
+    return y
+
+
+def _volume(ctx: ConversionContext, node: Node, dims: Any, indices: list[int], suffix: str) -> Any:
+    """The product of ``dims`` at ``indices`` (1 for none), as a [1] INT64 tensor."""
+    if not indices:
+        return ctx.constant(np.array([1], np.int64), node, suffix)
+    picked = ctx.gather1(dims, indices, node, f"{suffix}_dims")
+    return ctx.out(ctx.network.add_reduce(picked, trt().ReduceOperation.PROD, 1, True), node, suffix)
 
 
 @converter("GlobalAveragePool", "GlobalMaxPool")

@@ -14,6 +14,7 @@ import numpy as np
 
 from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.ops.reduce import const_ints
+from loopc.backend.trt.ops.run_time_axes import axes_count, axis_flags, squeezed_dims, unsqueezed_dims
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node, Value
 from loopc.trt import trt
@@ -136,19 +137,53 @@ def flatten(ctx: ConversionContext, node: Node) -> None:
 @converter("Squeeze")
 def squeeze(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
-    axes = const_ints(ctx, node, node.inputs[1] if len(node.inputs) > 1 else None, "axes")
+    axes_v = node.inputs[1] if len(node.inputs) > 1 else None
+    if axes_v is not None and ctx.constant_of(axes_v) is None:
+        ctx.set(node.outputs[0], _squeeze_run_time_axes(ctx, node, x, axes_v))
+        return
+    axes = const_ints(ctx, node, axes_v, "axes")
     if axes is None:
         axes = [i for i, d in enumerate(x.shape) if d == 1]
     y = ctx.squeeze(x, axes, node, "") if axes else ctx.out(ctx.network.add_identity(x), node)
     ctx.set(node.outputs[0], y)
 
 
+def _squeeze_run_time_axes(ctx: ConversionContext, node: Node, x: Any, axes_v: Value) -> Any:
+    """A reshape to the dims the axes leave (see :mod:`loopc.backend.trt.ops.run_time_axes`)."""
+    count = axes_count(ctx, node, axes_v)
+    if count == 0:
+        if any(d in (1, -1) for d in x.shape):
+            raise unsupported(node, "an empty computed axes input of Squeeze (onnxruntime then squeezes every "
+                                    "dim of length 1, ONNX's reference none)", hint="leave the axes input out")
+        return ctx.out(ctx.network.add_identity(x), node)
+    rank = len(x.shape)
+    dims = ctx.shape_of(x, node, "dims")
+    flags = axis_flags(ctx, node, axes_v, rank, dims)
+    return ctx.reshape(x, squeezed_dims(ctx, node, dims, flags, count), node, "")
+
+
 @converter("Unsqueeze")
 def unsqueeze(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
-    axes = const_ints(ctx, node, node.inputs[1], "axes") or []
+    axes_v = node.inputs[1]
+    if axes_v is not None and ctx.constant_of(axes_v) is None:
+        ctx.set(node.outputs[0], _unsqueeze_run_time_axes(ctx, node, x, axes_v))
+        return
+    axes = const_ints(ctx, node, axes_v, "axes") or []
     y = ctx.unsqueeze(x, axes, node, "") if axes else ctx.out(ctx.network.add_identity(x), node)  # tf2onnx's einsum
     ctx.set(node.outputs[0], y)
+
+
+def _unsqueeze_run_time_axes(ctx: ConversionContext, node: Node, x: Any, axes_v: Value) -> Any:
+    """A reshape to the dims with ones where the axes say (see :mod:`loopc.backend.trt.ops.run_time_axes`)."""
+    count = axes_count(ctx, node, axes_v)
+    rank = len(x.shape) + count
+    if count == 0:
+        return ctx.out(ctx.network.add_identity(x), node)
+    flags = axis_flags(ctx, node, axes_v, rank)
+    if rank == count:  # a scalar: every axis is a new one
+        return ctx.reshape(x, [1] * rank, node, "")
+    return ctx.reshape(x, unsqueezed_dims(ctx, node, ctx.shape_of(x, node, "dims"), flags), node, "")
 
 
 @converter("Transpose")

@@ -4,9 +4,10 @@ With the signal's length known when the network is built, a DFT along an axis is
 the signal axis and the (real, imaginary) axis are moved last and flattened, multiplied by a constant
 [c·n, 2·m] matrix (``dft_length`` pads or truncates, ``onesided`` keeps m = L//2 + 1 bins, ``inverse``
 conjugates and divides by L; an inverse one-sided DFT rebuilds the Hermitian half, real output), and
-moved back. STFT frames the signal with a constant gather, applies the window, and takes that DFT of
-every frame. Lengths computed when the engine runs (``dft_length``, ``frame_step``, ``frame_length``)
-would change output shapes: refused.
+moved back. STFT frames the signal with a gather, applies the window, and takes that DFT of every
+frame. Lengths computed when the engine runs (``dft_length``, ``frame_length``) would change the DFT's
+matrices: refused. A frame step given as an input sizes the output like a shape
+input (TensorRT knows its value when the engine runs).
 """
 
 from __future__ import annotations
@@ -138,14 +139,31 @@ def dft(ctx: ConversionContext, node: Node) -> None:
     ctx.set(node.outputs[0], result)
 
 
+def _offsets(ctx: ConversionContext, node: Node, step: Any, samples: int, length: int) -> Any:
+    """[frames, L] INT32 sample offsets i·step + j for a frame step given when the engine runs (a shape
+    input: the frame count, 1 + (samples - L) // step, sizes the output)."""
+    T = trt()
+    step = ctx.cast(ctx.reshape(step, [1], node, "step1"), T.int32, node, "step32")
+    spare = ctx.constant(np.array([samples - length], np.int32), node, "spare")
+    frames = ctx.elementwise(ctx.elementwise(spare, step, "FLOOR_DIV", node, "more_frames"),
+                             ctx.constant(np.array([1], np.int32), node, "first"), "SUM", node, "frame_count")
+    layer = ctx.network.add_fill([0, 0], T.FillOperation.LINSPACE, T.int32)
+    layer.set_input(0, ctx.cast(ctx.concat([frames, ctx.constant(np.array([length], np.int32), node, "length")],
+                                           node, "offsets_shape"), T.int64, node, "offsets_shape64"))
+    layer.set_input(1, ctx.constant(np.array(0, np.int32), node, "offset0"))
+    layer.set_input(2, ctx.concat([step, ctx.constant(np.array([1], np.int32), node, "unit")], node, "strides"))
+    return ctx.out(layer, node, "offsets")
+
+
 @converter("STFT")
 def stft(ctx: ConversionContext, node: Node) -> None:
-    """Frames [B, frames, L, c] gathered at constant offsets, windowed, and transformed along axis 2."""
+    """Frames [B, frames, L, c] gathered at their offsets, windowed, and transformed along axis 2."""
     signal = ctx.get(node.inputs[0], node)
     shape = [int(d) for d in signal.shape]
     if len(shape) != 3 or shape[1] == -1:
         raise unsupported(node, "an STFT of a signal whose length is known only when the engine runs")
-    step = _constant_int(ctx, node, 1, "frame_step")
+    step_value = node.inputs[1]
+    known_step = ctx.constant_of(step_value)
     window_value = node.inputs[2] if len(node.inputs) > 2 else None
     window = ctx.get(window_value, node) if window_value is not None else None
     length = _constant_int(ctx, node, 3, "frame_length")
@@ -153,13 +171,16 @@ def stft(ctx: ConversionContext, node: Node) -> None:
         if window is None or int(window.shape[0]) == -1:
             raise unsupported(node, "an STFT without frame_length whose window length is not known")
         length = int(window.shape[0])
-    assert step is not None  # a required input (the frontend checks arity)
-    frames = 1 + (shape[1] - length) // step
-    if frames < 1 or step < 1:
-        raise unsupported(node, f"an STFT of {shape[1]} samples in frames of {length} every {step}")
-    offsets = np.arange(frames)[:, None] * step + np.arange(length)[None, :]
-    framed = ctx.out(ctx.network.add_gather(signal, ctx.constant(offsets.astype(np.int32), node, "offsets"), 1),
-                     node, "frames")  # [B, frames, L, c]
+    if known_step is not None:
+        step = int(np.asarray(known_step).reshape(-1)[0])
+        frames = 1 + (shape[1] - length) // step if step >= 1 else 0
+        if frames < 1:
+            raise unsupported(node, f"an STFT of {shape[1]} samples in frames of {length} every {step}")
+        offsets = ctx.constant((np.arange(frames)[:, None] * step + np.arange(length)[None, :]).astype(np.int32),
+                               node, "offsets")
+    else:
+        offsets = _offsets(ctx, node, ctx.get(step_value, node), shape[1], length)
+    framed = ctx.out(ctx.network.add_gather(signal, offsets, 1), node, "frames")  # [B, frames, L, c]
     if window is not None:
         window = ctx.reshape(ctx.cast(window, signal.dtype, node, "window_cast"), [1, 1, length, 1], node,
                              "window4")

@@ -8,9 +8,12 @@ unspecified). So the op is built from layers every builder has, following ONNX e
   onnxruntime computes it; degenerate boxes overlap nothing).
 * ``rank[b, c, i]``: box i's place in class c's descending score order, ties to the lower index.
 * A loop of N trips: trip r takes the box of rank r if no selected box suppressed it, records it,
-  and suppresses the boxes it overlaps (one matrix product of the one-hot choice with ``overlaps``).
+  and suppresses the boxes it overlaps (its row of ``overlaps``, gathered).
 * The first ``max_output_boxes_per_class`` recorded boxes of each (batch, class), read in
   (batch, class, rank) order: ONNX's output order.
+
+The ranks and ``overlaps`` take B·C·N² and B·N² elements (comparisons of every pair), built once;
+each trip reads one row per (batch, class).
 
 A box count the data decides (boxes gathered by a NonZero, as detectors' score filters do) cannot size
 a tensor in a TensorRT loop, so the boxes are padded to the count's static upper bound
@@ -123,31 +126,43 @@ def _rank(ctx: ConversionContext, node: Node, scores: Any, n: int) -> Any:
     return ctx.out(ctx.network.add_reduce(counted, trt().ReduceOperation.SUM, 1 << 3, False), node, "rank")
 
 
-def _greedy(ctx: ConversionContext, node: Node, rank: Any, candidates: Any, overlaps: Any, n: int) -> tuple[Any, Any]:
-    """The loop: per trip r, whether (batch, class)'s rank-r box is selected, and which box it is
-    (``overlaps`` is [B, 1, N, N])."""
+def _order(ctx: ConversionContext, node: Node, rank: Any, n: int) -> Any:
+    """[B, C, N] INT32: the box of each rank (``rank`` inverted, once, before the loop)."""
+    at = ctx.elementwise(ctx.reshape(rank, [0, 0, n, 1], node, "rank_col", zero_copies=True),
+                         ctx.constant(np.arange(n, dtype=np.float32).reshape(1, 1, 1, n), node, "places"), "EQUAL",
+                         node, "at_place")  # [B, C, box, rank]
+    boxes = ctx.constant(np.arange(n, dtype=np.float32).reshape(1, 1, n, 1), node, "boxes_index")
+    placed = ctx.elementwise(ctx.cast(at, trt().float32, node, "at_place_f"), boxes, "PROD", node, "placed")
+    summed = ctx.out(ctx.network.add_reduce(placed, trt().ReduceOperation.SUM, 1 << 2, False), node, "order_f")
+    return ctx.cast(summed, trt().int32, node, "order")
+
+
+def _greedy(ctx: ConversionContext, node: Node, order: Any, candidates: Any, overlaps: Any, n: int
+            ) -> tuple[Any, Any]:
+    """The loop: per trip r, whether (batch, class)'s rank-r box is selected, and which box it is.
+    Each trip reads one row of ``overlaps`` ([B, N, N]) per (batch, class): O(B·C·N) work."""
     T = trt()
     loop = ctx.network.add_loop()
     ctx.named(loop.add_trip_limit(ctx.constant(np.array(n, np.int32), node, "trips"), T.TripLimit.COUNT), node,
               "count")
-    r = ctx.out(loop.add_iterator(ctx.constant(np.arange(n, dtype=np.float32), node, "ranks"), 0, False), node, "r")
+    box = ctx.out(loop.add_iterator(order, 2, False), node, "box")  # [B, C]
     alive = ctx.named(loop.add_recurrence(candidates), node, "alive")
-    turn = ctx.elementwise(rank, ctx.reshape(r, [1, 1, 1], node, "r3"), "EQUAL", node, "turn")
-    chosen = ctx.cast(ctx.elementwise(turn, alive.get_output(0), "AND", node, "chosen"), T.float32, node, "chosen_f")
-    # the chosen box's row of overlaps (a matrix product would do, but TensorRT-RTX's builder takes
-    # seconds to minutes on one inside a loop)
-    column = ctx.reshape(chosen, [0, 0, n, 1], node, "chosen_col", zero_copies=True)
-    rows = ctx.elementwise(column, overlaps, "PROD", node, "chosen_rows")
-    suppressed = ctx.out(ctx.network.add_reduce(rows, T.ReduceOperation.MAX, 1 << 2, False), node, "suppressed")
+    box_col = ctx.reshape(box, [0, 0, 1], node, "box_col", zero_copies=True)
+    pick = ctx.network.add_gather_v2(alive.get_output(0), box_col, T.GatherMode.ELEMENT)
+    pick.axis = 2
+    chosen = ctx.out(pick, node, "chosen")  # [B, C, 1]: the box is still a candidate
+    row = ctx.network.add_gather_v2(overlaps, box_col, T.GatherMode.ND)
+    row.num_elementwise_dims = 1
+    overlapped = ctx.out(row, node, "overlapped")  # [B, C, N]
     half = ctx.constant(np.full((1, 1, 1), 0.5, np.float32), node, "half")
-    spared = ctx.unary(ctx.elementwise(suppressed, half, "GREATER", node, "hit"), "NOT", node, "spared")
-    alive.set_input(1, ctx.elementwise(alive.get_output(0), spared, "AND", node, "still_alive"))
-    index = ctx.constant(np.arange(n, dtype=np.float32)[None, None], node, "box_index")
-    picked = ctx.elementwise(chosen, index, "PROD", node, "picked")
+    hit = ctx.elementwise(ctx.elementwise(overlapped, half, "GREATER", node, "overlaps_row"), chosen, "AND", node,
+                          "hit")
+    alive.set_input(1, ctx.elementwise(alive.get_output(0), ctx.unary(hit, "NOT", node, "spared"), "AND", node,
+                                       "still_alive"))
     outputs = []
-    for name, t in (("selected", chosen), ("box", picked)):
-        summed = ctx.out(ctx.network.add_reduce(t, T.ReduceOperation.SUM, 1 << 2, False), node, f"{name}_step")
-        out = loop.add_loop_output(summed, T.LoopOutput.CONCATENATE, 2)
+    for name, t in (("selected", ctx.cast(chosen, T.int32, node, "chosen_i")), ("box", box_col)):
+        step = ctx.reshape(t, [0, 0], node, f"{name}_step", zero_copies=True)
+        out = loop.add_loop_output(step, T.LoopOutput.CONCATENATE, 2)
         out.set_input(1, ctx.constant(np.array(n, np.int32), node, f"{name}_length"))
         outputs.append(ctx.out(out, node, f"{name}_by_rank"))
     return outputs[0], outputs[1]
@@ -201,23 +216,21 @@ def non_max_suppression(ctx: ConversionContext, node: Node) -> None:
                                      "GREATER", node, "scored")  # every box
     if real is not None:
         candidates = ctx.elementwise(candidates, real, "AND", node, "real_candidates")
-    overlaps = ctx.reshape(_overlaps(ctx, node, boxes, center, iou_threshold), [0, 1, n, n], node, "overlaps4",
-                           zero_copies=True)
-    selected, box = _greedy(ctx, node, rank, candidates, overlaps, n)
+    overlaps = _overlaps(ctx, node, boxes, center, iou_threshold)
+    selected, box = _greedy(ctx, node, _order(ctx, node, rank, n), candidates, overlaps, n)
     # The first max_output_boxes_per_class selected of each (batch, class): a running count along rank.
     limit = _scalar_input(ctx, node, 2, 0, np.int64)
     limit = ctx.elementwise(limit, ctx.constant(np.full((1, 1, 1), n, np.int64), node, "n"), "MIN", node, "limit_n")
     limit = ctx.cast(ctx.elementwise(limit, ctx.constant(np.zeros((1, 1, 1), np.int64), node, "none"), "MAX", node,
                                      "limit_pos"), T.int32, node, "limit")
-    chosen = ctx.cast(selected, T.int32, node, "selected_i")
     axis = ctx.constant(np.array(2, np.int32), node, "rank_axis")
-    running = ctx.out(ctx.network.add_cumulative(chosen, axis, T.CumulativeOperation.SUM, False, False), node,
+    running = ctx.out(ctx.network.add_cumulative(selected, axis, T.CumulativeOperation.SUM, False, False), node,
                       "running")
     within = ctx.unary(ctx.elementwise(running, limit, "GREATER", node, "over"), "NOT", node, "within")
-    kept = ctx.elementwise(ctx.elementwise(chosen, ctx.constant(np.ones((1, 1, 1), np.int32), node, "one"),
+    kept = ctx.elementwise(ctx.elementwise(selected, ctx.constant(np.ones((1, 1, 1), np.int32), node, "one"),
                                            "EQUAL", node, "is_selected"), within, "AND", node, "kept")
     positions = nonzero_positions(ctx, node, ctx.reshape(kept, [-1], node, "kept_flat"))  # (batch, class, rank)
-    flat_box = ctx.reshape(ctx.cast(box, T.int32, node, "box_i"), [-1], node, "box_flat")
+    flat_box = ctx.reshape(box, [-1], node, "box_flat")
     box_index = ctx.out(ctx.network.add_gather(flat_box, positions, 0), node, "box_of")
     classes = int(scores.shape[1])
     if classes != -1:
