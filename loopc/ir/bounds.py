@@ -249,16 +249,32 @@ def _topk(b: Bounder, node: Node, k: int) -> Bounds | None:
 
 
 def _reshape(b: Bounder, node: Node, k: int) -> Bounds | None:
-    """Each result dim times the others' sizes is the element count: a dim is at most the input's element
-    bound over the product of the other dims known to be at least 1."""
+    """Per target entry: a -1 is the element count over the other dims (ONNX requires their product to be
+    positive); a computed entry is at most its bound, or the input's dim when it is 0 (which copies it); with
+    the target unknown, a dim whose others are all static and positive is the element count over them."""
     total = b.numel(node.inputs[0])
-    if total is None or node.outputs[0].shape is None:
+    data, out_shape = b.of(node.inputs[0]), node.outputs[0].shape
+    if out_shape is None:
         return None
-    shape = node.outputs[0].shape
+    target = _ints(node.inputs[1])
+    entries = b.entries(node.inputs[1])
     out: list[int | None] = []
-    for axis, d in enumerate(shape):
-        others = math.prod(x for a, x in enumerate(shape) if a != axis and isinstance(x, int) and x > 0)
-        out.append(d if isinstance(d, int) else total // others)
+    for axis, d in enumerate(out_shape):
+        others = [x for a, x in enumerate(out_shape) if a != axis]
+        static_others = math.prod(x for x in others if isinstance(x, int) and x > 0)
+        if isinstance(d, int):
+            out.append(d)
+        elif target is not None and target[axis] == -1:
+            out.append(None if total is None else total // static_others)
+        elif entries is not None and len(entries) == len(out_shape) and (entry := entries[axis]) is not None:
+            beyond = data is not None and axis >= len(data)  # no input dim to copy: the entry is not 0
+            copied = data[axis] if data is not None and not beyond else None
+            allow_zero = bool(node.attrs.get("allowzero", 0)) or beyond
+            out.append(entry if allow_zero else None if copied is None else max(entry, copied))
+        elif total is not None and all(isinstance(x, int) and x > 0 for x in others):
+            out.append(total // static_others)
+        else:
+            out.append(None)
     return tuple(out)
 
 

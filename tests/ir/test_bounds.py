@@ -61,12 +61,19 @@ def test_a_computed_shape_bounds_what_it_sizes():
             dims = Concat <axis = 0> (n, rest)
             result = ConstantOfShape(dims)
             wide = Expand(result, dims)
+            twos = Constant <value = int64[2] {2, 2}> ()
+            split_dims = Concat <axis = 0> (n, twos)
+            rows4 = Concat <axis = 1> (rows, rows, rows, rows)
+            pairs = Reshape(rows4, split_dims)
         }""")
     b = Bounder()
     assert b.of(v["rows"]) == (30, 1)
     assert b.entries(v["dims"]) == (30, 8, 7, 7)
     assert b.of(v["result"]) == (30, 8, 7, 7)
     assert b.of(v["wide"]) == (30, 8, 7, 7)
+    # a computed target [n, 2, 2]: n <= 30; the middle 2 is not known to be non-zero, and a 0 would copy
+    # the input's 4; the last has no input dim to copy
+    assert b.of(v["pairs"]) == (30, 4, 2)
 
 
 def test_retinanet_candidates_per_level():
