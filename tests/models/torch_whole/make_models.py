@@ -24,7 +24,8 @@ For each case the script writes ``<case>.onnx``, ``<case>.inputs.npz`` (keyed by
 ``<case>.expected.npz`` (the eager PyTorch module's outputs, keyed by graph output name), and finally
 ``cases.toml``. Each export is checked once against onnxruntime so that a broken export fails here, not in the
 tests. Cases in :data:`PENDING` are made but not listed in ``cases.toml``: loopc cannot build them yet, and the
-corpus test requires every listed case to build and match.
+corpus test requires every listed case to build and match. Naming cases (``make_models.py faster_rcnn fcos``)
+remakes only those; the others stay listed as they were.
 """
 
 from __future__ import annotations
