@@ -8,6 +8,12 @@
   ``If(step < n, token != end, False)``. That is ``And(step < n, token != end)`` with the branch's
   nodes run unconditionally — legal, as IR nodes have no side effects and a value computed but
   not chosen is never read. As an ``And`` the counter test becomes visible to counted-loops.
+- An empty guard: torchvision's ``batched_nms`` is ``If(boxes.numel() == 0, <empty>, nms(...))``.
+  The branch whose results are all empty constants is the other branch's results cut to length 0
+  when it is taken: ``Slice(r, 0, c ? 0 : len(r))`` along the empty axis, the other branch's nodes
+  run unconditionally (legal for the same reason; on the empty inputs the guard exists for, they give
+  results the cut drops). A TensorRT conditional cannot hold the NonZero-
+  and NMS-sized tensors such a branch computes; outside one they build.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import numpy as np
 
 from loopc.ir import Graph, If, Node, Value
 from loopc.ir import constant_value
+from loopc.passes._util import constant
 from loopc.passes.manager import PassResult
 
 
@@ -43,6 +50,17 @@ class StaticConditionals:
                                           origin=node.origin))
                 _inline(graph, outer, node, node.then_branch, [both])
                 return True
+            guarded = _empty_guard(node)
+            if guarded is not None:
+                branch, axes = guarded
+                cuts: list[Node] = []
+                results = [_cut(cuts, node, value, axis, empty_when=branch is node.else_branch)
+                           for value, axis in zip(branch.outputs, axes)]
+                outer.insert_before(node, list(branch.nodes) + cuts)
+                for result, value in zip(node.outputs, results):
+                    result.replace_all_uses_with(value)
+                outer.remove(node)
+                return True
         return False
 
 
@@ -51,6 +69,57 @@ def _inline(graph: Graph, outer: Graph, node: If, branch: Graph, results: list[V
     for result, value in zip(node.outputs, results):
         result.replace_all_uses_with(value)
     outer.remove(node)
+
+
+def _empty_guard(node: If) -> tuple[Graph, list[int]] | None:
+    """The branch to run and, per result, the axis to cut, when the other branch's results are all empty
+    constants of the running branch's dtypes, ranks and other (static) dims, and the running branch holds
+    no loops or conditionals (it runs whichever way the condition goes)."""
+    condition = node.inputs[0]
+    if condition is None or condition.shape not in ((), (1,)):
+        return None
+    for empty, branch in ((node.then_branch, node.else_branch), (node.else_branch, node.then_branch)):
+        if any(n.subgraphs() for n in branch.nodes):
+            continue
+        axes = [_empty_axis(constant_value(e), r) for e, r in zip(empty.outputs, branch.outputs)]
+        if all(a is not None for a in axes):
+            return branch, [a for a in axes if a is not None]
+    return None
+
+
+def _empty_axis(empty: np.ndarray | None, result: Value) -> int | None:
+    """The first axis along which ``empty`` is empty, when cutting ``result`` there to length 0 gives it."""
+    if empty is None or empty.size != 0 or result.dtype != empty.dtype or result.shape is None:
+        return None
+    if len(result.shape) != empty.ndim:
+        return None
+    axis = list(empty.shape).index(0)
+    if any(k != axis and d != e for k, (d, e) in enumerate(zip(result.shape, empty.shape))):
+        return None
+    return axis
+
+
+def _cut(nodes: list[Node], node: If, value: Value, axis: int, empty_when: bool) -> Value:
+    """``value`` cut to length 0 along ``axis`` when ``node``'s condition is ``empty_when``, else whole."""
+    name = f"{node.name}_{value.name}"
+    cond = node.inputs[0]
+    assert cond is not None
+    flag = Value(f"{name}_flag", np.dtype(np.bool_), (1,))
+    nodes.append(Node("Reshape", [cond, constant(nodes, f"{name}_one", np.array([1], np.int64))], [flag],
+                      origin=node.origin))
+    shape = Value(f"{name}_shape", np.dtype(np.int64), (len(value.shape or ()),))
+    nodes.append(Node("Shape", [value], [shape], origin=node.origin))
+    length = Value(f"{name}_length", np.dtype(np.int64), (1,))
+    at = constant(nodes, f"{name}_at", np.array([axis], np.int64))
+    nodes.append(Node("Gather", [shape, at], [length], {"axis": 0}, origin=node.origin))
+    none = constant(nodes, f"{name}_none", np.array([0], np.int64))
+    end = Value(f"{name}_end", np.dtype(np.int64), (1,))
+    nodes.append(Node("Where", [flag, none, length] if empty_when else [flag, length, none], [end], origin=node.origin))
+    cut = Value(f"{name}_cut", value.dtype, tuple(None if k == axis else d for k, d in enumerate(value.shape or ())))
+    nodes.append(Node("Slice", [value, constant(nodes, f"{name}_start", np.array([0], np.int64)), end,
+                                constant(nodes, f"{name}_axis", np.array([axis], np.int64))], [cut],
+                      origin=node.origin))
+    return cut
 
 
 def _short_circuit_and(node: If) -> bool:

@@ -90,6 +90,28 @@ def test_topk(attrs):
         }}""", {"x": X})
 
 
+@pytest.mark.parametrize("threshold", [0.2, 0.6, 1.0])
+def test_topk_of_a_filtered_vector_with_a_computed_k(threshold):
+    """RetinaNet's per-level candidates: TopK(kept, min(4, len(kept))) of the scores a threshold kept (a
+    data-dependent length: more than 4, fewer, none); the k and the indices are computed per run."""
+    scores = np.random.default_rng(3).random(10).astype(np.float32)
+    check_onnx(f"""{HEADER}
+        g (float[10] scores, float threshold) => (float[K] v, int64[K] i) {{
+            live = Greater(scores, threshold)
+            where = NonZero(live)
+            axis0 = Constant <value = int64[1] {{0}}> ()
+            index = Squeeze(where, axis0)
+            kept = Gather <axis = 0> (scores, index)
+            shape = Shape(kept)
+            four = Constant <value = int64[1] {{4}}> ()
+            both = Concat <axis = 0> (four, shape)
+            k0 = ReduceMin <keepdims = 0> (both)
+            one = Constant <value = int64[1] {{1}}> ()
+            k = Reshape(k0, one)
+            v, i = TopK(kept, k)
+        }}""", {"scores": scores, "threshold": np.array(threshold, np.float32)})
+
+
 @pytest.mark.parametrize("exclusive", [0, 1])
 @pytest.mark.parametrize("reverse", [0, 1])
 @pytest.mark.parametrize("axis", [0, -1])

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import numpy as np
+import onnx.parser
+import onnxruntime as ort
 import pytest
 
-from tests.backend.trt.oracle import check_onnx
+from loopc.backend.trt import to_network
+from loopc.compiler import optimize
+from loopc.errors import LoopcError
+from loopc.frontend.onnx import import_model
+from tests.backend.trt.oracle import build_and_simulate, check_onnx
 
 HEADER = '<ir_version: 8, opset_import: ["" : 11]>'
+HEADER13 = '<ir_version: 8, opset_import: ["" : 13]>'
 RNG = np.random.default_rng(7)
 
 
@@ -54,6 +61,77 @@ def test_nms_by_hand():
         }}""", {"boxes": boxes, "scores": scores, "m": np.array([10], np.int64),
                 "iou": np.array([0.5], np.float32), "score": np.array([0.1], np.float32)})
     assert out["y"].tolist() == [[0, 0, 1], [0, 0, 2], [0, 1, 2], [0, 1, 0]]
+
+
+@pytest.mark.parametrize("threshold", [0.3, 0.0, 1.0])
+def test_nms_of_boxes_a_score_filter_kept(threshold):
+    """The box count is NonZero's (a detector's score filter): padded to its bound, 12; the filter keeps 7 boxes
+    (of which NMS keeps 6), every box (NMS keeps 9), or none."""
+    rng = np.random.default_rng(11)
+    corners = rng.uniform(0, 10, (12, 2)).astype(np.float32)
+    boxes = np.concatenate([corners, corners + rng.uniform(1, 4, (12, 2)).astype(np.float32)], axis=1)
+    scores = rng.random(12).astype(np.float32)
+    check_onnx(f"""{HEADER}
+        g (float[12,4] boxes, float[12] scores, float threshold) => (int64[K] keep, int64[K,3] rows) {{
+            live = Greater(scores, threshold)
+            where = NonZero(live)
+            index = Squeeze <axes = [0]> (where)
+            kept_boxes = Gather <axis = 0> (boxes, index)
+            kept_scores = Gather <axis = 0> (scores, index)
+            batched = Unsqueeze <axes = [0]> (kept_boxes)
+            scores2 = Unsqueeze <axes = [0]> (kept_scores)
+            scores3 = Unsqueeze <axes = [0]> (scores2)
+            m = Constant <value = int64[1] {{100}}> ()
+            iou = Constant <value = float[1] {{0.1}}> ()
+            rows = NonMaxSuppression (batched, scores3, m, iou)
+            two = Constant <value = int64[1] {{2}}> ()
+            column = Gather <axis = 1> (rows, two)
+            keep = Squeeze <axes = [1]> (column)
+        }}""", {"boxes": boxes, "scores": scores, "threshold": np.array(threshold, np.float32)})
+
+
+def test_boxes_of_a_count_with_no_bound_are_refused_in_one_line():
+    """Boxes as long as an input's dynamic axis: no static size to pad the loop's tensors to."""
+    text = f"""{HEADER}
+        g (float[1,N,4] boxes, float[1,1,N] scores) => (int64[K,3] y) {{
+            y = NonMaxSuppression (boxes, scores)
+        }}"""
+    with pytest.raises(LoopcError) as caught:
+        to_network(import_model(onnx.parser.parse_model(text)))
+    message = str(caught.value)
+    assert "\n" not in message and "NonMaxSuppression" in message and "neither known nor bounded" in message
+
+
+def test_boxes_whose_coordinate_axis_is_not_inferred():
+    """A filtered [1, n, ?] reshape of the boxes (RetinaNet's): read as ONNX's [B, N, 4]."""
+    rng = np.random.default_rng(12)
+    corners = rng.uniform(0, 10, (8, 2)).astype(np.float32)
+    boxes = np.concatenate([corners, corners + rng.uniform(1, 4, (8, 2)).astype(np.float32)], axis=1).reshape(-1)
+    text = f"""{HEADER13}
+        g (float[32] flat, float[8] scores, int64[2] rows) => (int64[K,3] y) {{
+            half = Constant <value = float {{0.2}}> ()
+            live = Greater(scores, half)
+            where = NonZero(live)
+            axis0 = Constant <value = int64[1] {{0}}> ()
+            index = Squeeze(where, axis0)
+            boxes = Reshape(flat, rows)
+            kept = Gather <axis = 0> (boxes, index)
+            batched = Unsqueeze(kept, axis0)
+            kept_scores = Gather <axis = 0> (scores, index)
+            scores2 = Unsqueeze(kept_scores, axis0)
+            scores3 = Unsqueeze(scores2, axis0)
+            m = Constant <value = int64[1] {{10}}> ()
+            iou = Constant <value = float[1] {{0.0}}> ()
+            y = NonMaxSuppression (batched, scores3, m, iou)
+        }}"""
+    inputs = {"flat": boxes, "scores": rng.random(8).astype(np.float32), "rows": np.array([8, 4], np.int64)}
+    proto = onnx.parser.parse_model(text)
+    model = import_model(proto)
+    optimize(model)  # the ranks the compiler knows when it converts
+    _, got = build_and_simulate(model, inputs)
+    want = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, inputs)[0]
+    assert 0 < len(want) < (inputs["scores"] > 0.2).sum()  # NMS drops some of the boxes the filter kept
+    np.testing.assert_array_equal(got["y"], want)
 
 
 def test_nms_of_a_few_hundred_boxes():

@@ -24,7 +24,8 @@ For each case the script writes ``<case>.onnx``, ``<case>.inputs.npz`` (keyed by
 ``<case>.expected.npz`` (the eager PyTorch module's outputs, keyed by graph output name), and finally
 ``cases.toml``. Each export is checked once against onnxruntime so that a broken export fails here, not in the
 tests. Cases in :data:`PENDING` are made but not listed in ``cases.toml``: loopc cannot build them yet, and the
-corpus test requires every listed case to build and match.
+corpus test requires every listed case to build and match. Naming cases (``make_models.py faster_rcnn fcos``)
+remakes only those; the others stay listed as they were.
 """
 
 from __future__ import annotations
@@ -33,8 +34,10 @@ import dataclasses
 import math
 import pathlib
 import sys
+import tomllib
 import warnings
 from collections import OrderedDict
+from functools import partial
 from typing import Callable
 
 import numpy as np
@@ -44,12 +47,14 @@ import torch
 import torch.nn.functional as F
 import torchvision
 from torch import Tensor, nn
-from torchvision.models.detection import KeypointRCNN, MaskRCNN
-from torchvision.models.detection.anchor_utils import AnchorGenerator
+from torchvision.models.detection import FCOS, FasterRCNN, KeypointRCNN, MaskRCNN, RetinaNet
+from torchvision.models.detection.anchor_utils import AnchorGenerator, DefaultBoxGenerator
 from torchvision.models.detection.backbone_utils import BackboneWithFPN
 from torchvision.models.detection.faster_rcnn import FastRCNNPredictor, TwoMLPHead
 from torchvision.models.detection.keypoint_rcnn import KeypointRCNNHeads, KeypointRCNNPredictor
 from torchvision.models.detection.mask_rcnn import MaskRCNNHeads, MaskRCNNPredictor
+from torchvision.models.detection.ssd import SSD
+from torchvision.models.detection.ssdlite import SSDLiteHead
 from torchvision.ops import MultiScaleRoIAlign
 from torchvision.ops.feature_pyramid_network import LastLevelMaxPool
 
@@ -61,13 +66,13 @@ TV = f"torchvision {torchvision.__version__.split('+')[0]}, traced, TorchScript 
 
 #: Cases made but not listed in cases.toml, with what stops loopc today (`loopc build` with no flags).
 PENDING: dict[str, str] = {
-    "mask_rcnn": "node 'NonMaxSuppression_1489' (NonMaxSuppression, opset 11): op 'NonMaxSuppression' has no TensorRT"
-                 " converter; with NMS's results given, TensorRT's builder asserts (makeScopeNodesContiguous) on the"
-                 " mask-pasting Loop, whose Resize and ConstantOfShape sizes are computed in each trip",
-    "keypoint_rcnn": "node 'NonMaxSuppression_1474' (NonMaxSuppression, opset 11): op 'NonMaxSuppression' has no"
-                     " TensorRT converter; with NMS's results given, TensorRT's builder asserts"
-                     " (makeScopeNodesContiguous) on the heatmaps-to-keypoints Loop, whose bicubic Resize size is"
-                     " computed in each trip",
+    "mask_rcnn": "TensorRT could not build the network: layer 'Resize_2268' takes a shape (a size, or slice bounds)"
+                 " from values its loop computes in each trip, which TensorRT's builder cannot build"
+                 " (makeScopeNodesContiguous): the mask-pasting Loop resizes each mask to its box's size",
+    "keypoint_rcnn": "TensorRT could not build the network: layer 'Resize_2145' takes a shape (a size, or slice"
+                     " bounds) from values its loop computes in each trip, which TensorRT's builder cannot build"
+                     " (makeScopeNodesContiguous): the heatmaps-to-keypoints Loop resizes each heatmap to its"
+                     " roi's size (bicubic)",
 }
 
 
@@ -317,18 +322,19 @@ class DDIMSampler(nn.Module):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# 5. torchvision detection: Mask R-CNN and Keypoint R-CNN (small backbone with an FPN)
+# 5. torchvision detection: Faster R-CNN, Mask R-CNN and Keypoint R-CNN (small backbone with an FPN)
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def small_fpn_backbone() -> BackboneWithFPN:
+def small_fpn_backbone(channels: int = 8) -> BackboneWithFPN:
     """torchvision's ``BackboneWithFPN`` over a four-conv body (strides 4 to 16) instead of a ResNet-50, so that
-    the model is kilobytes: three pyramid levels plus the max-pool level, as ``*_resnet50_fpn`` has five."""
+    the model is kilobytes: three pyramid levels plus the max-pool level, as ``*_resnet50_fpn`` has five;
+    ``channels`` out of the FPN."""
     def conv(cin: int, cout: int) -> nn.Sequential:
         return nn.Sequential(nn.Conv2d(cin, cout, 3, 2, 1), nn.ReLU())
 
     body = nn.Sequential(OrderedDict(stem=conv(3, 8), layer1=conv(8, 8), layer2=conv(8, 16), layer3=conv(16, 16)))
-    return BackboneWithFPN(body, {"layer1": "0", "layer2": "1", "layer3": "2"}, [8, 16, 16], 8,
+    return BackboneWithFPN(body, {"layer1": "0", "layer2": "1", "layer3": "2"}, [8, 16, 16], channels,
                            extra_blocks=LastLevelMaxPool())
 
 
@@ -341,6 +347,86 @@ def detection_kwargs() -> dict[str, object]:
         box_roi_pool=MultiScaleRoIAlign(levels, 7, 2), box_head=TwoMLPHead(8 * 7 * 7, 32),
         box_predictor=FastRCNNPredictor(32, 3),
     )
+
+
+def faster_rcnn() -> FasterRCNN:
+    """Faster R-CNN with a livelier box classifier than random init gives (its scores are all near 1/3 otherwise)
+    and a box NMS threshold of 0.3, so that the score threshold and the box NMS both drop some of the 20
+    proposals and the output is neither empty nor one box per proposal."""
+    model = FasterRCNN(small_fpn_backbone(), None, **{**detection_kwargs(), "box_score_thresh": 0.4,
+                                                       "box_nms_thresh": 0.3, "box_detections_per_img": 20})
+    with torch.no_grad():
+        model.roi_heads.box_predictor.cls_score.weight *= 4.0
+        model.roi_heads.box_predictor.cls_score.bias[0] -= 2.0  # less background
+        model.roi_heads.box_predictor.bbox_pred.weight *= 4.0
+    return model
+
+
+def retinanet() -> RetinaNet:
+    """RetinaNet over the same backbone. Its head's init (std 0.01 convs, a prior of 0.01 in the class bias) gives
+    near-zero features and scores below any threshold: livelier head convs and a class bias of -1 give varied
+    scores, of which the threshold keeps some candidates per level and NMS drops some of those."""
+    model = RetinaNet(small_fpn_backbone(), 3, min_size=64, max_size=64,
+                      anchor_generator=AnchorGenerator(((8,), (16,), (32,), (64,)), ((0.5, 1.0, 2.0),) * 4),
+                      score_thresh=0.3, nms_thresh=0.3, detections_per_img=20, topk_candidates=20)
+    with torch.no_grad():
+        for head in (model.head.classification_head, model.head.regression_head):
+            for conv in head.conv.modules():
+                if isinstance(conv, nn.Conv2d):
+                    conv.weight *= 30.0
+        model.head.classification_head.cls_logits.bias.fill_(-1.0)
+        model.head.regression_head.bbox_reg.weight *= 4.0
+    return model
+
+
+def fcos() -> FCOS:
+    """FCOS over the same backbone with 32 FPN channels (its head's GroupNorm has 32 groups), one anchor per
+    location; a class bias of -1 and box distances of about twice the anchor (a bias of 2), so that the score
+    threshold keeps candidates and NMS drops most of them (72 to 9)."""
+    model = FCOS(small_fpn_backbone(32), 3, min_size=64, max_size=64,
+                 anchor_generator=AnchorGenerator(((8,), (16,), (32,), (64,)), ((1.0,),) * 4),
+                 score_thresh=0.2, nms_thresh=0.3, detections_per_img=20, topk_candidates=20)
+    with torch.no_grad():
+        model.head.classification_head.cls_logits.bias.fill_(-1.0)
+        model.head.regression_head.bbox_reg.bias.fill_(2.0)
+    return model
+
+
+class MobileBody(nn.Module):
+    """A MobileNet-like body at toy size for SSDlite: a strided conv stem, then depthwise-separable blocks
+    (depthwise 3x3 stride 2, BatchNorm, ReLU6, pointwise 1x1, BatchNorm, ReLU6); three feature maps out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+
+        def block(cin: int, cout: int) -> nn.Sequential:
+            return nn.Sequential(nn.Conv2d(cin, cin, 3, 2, 1, groups=cin), nn.BatchNorm2d(cin), nn.ReLU6(),
+                                 nn.Conv2d(cin, cout, 1), nn.BatchNorm2d(cout), nn.ReLU6())
+
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.BatchNorm2d(8), nn.ReLU6())
+        self.b1, self.b2, self.b3 = block(8, 16), block(16, 16), block(16, 16)
+        self.out_channels = [16, 16, 16]
+
+    def forward(self, x: Tensor) -> dict[str, Tensor]:
+        a = self.b1(self.stem(x))
+        b = self.b2(a)
+        return OrderedDict([("0", a), ("1", b), ("2", self.b3(b))])
+
+
+def ssdlite() -> SSD:
+    """torchvision's SSD with its SSDlite head (depthwise-separable predictors) over :class:`MobileBody`,
+    default boxes of aspect ratios 2 (and 3), 64x64; BatchNorm statistics randomized and the class predictors
+    scaled so that per-class scores spread over the threshold; NMS drops 40 candidates to 12 boxes."""
+    anchors = DefaultBoxGenerator([[2], [2, 3], [2, 3]])
+    head = SSDLiteHead([16, 16, 16], anchors.num_anchors_per_location(), 3,
+                       partial(nn.BatchNorm2d, eps=0.001, momentum=0.03))
+    model = SSD(MobileBody(), anchors, (64, 64), 3, head=head, score_thresh=0.4, nms_thresh=0.3,
+                detections_per_img=20, topk_candidates=20)
+    randomize_batchnorm(model, 44)
+    with torch.no_grad():
+        for layer in model.head.classification_head.module_list:
+            layer[-1].weight *= 20.0
+    return model
 
 
 def mask_rcnn() -> MaskRCNN:
@@ -676,20 +762,28 @@ def unet_ddim() -> None:
               f" concat), torch.jit.script, {TS}", rtol=1e-3, atol=1e-4)
 
 
-def detection() -> None:
-    for name, make_model, outputs, what in [
-        ("mask_rcnn", mask_rcnn, ["boxes", "labels", "scores", "masks"], "MaskRCNN"),
-        ("keypoint_rcnn", keypoint_rcnn, ["boxes", "labels", "scores", "keypoints", "keypoints_scores"], "KeypointRCNN"),
-    ]:
-        torch.manual_seed(44)
-        model = make_model().eval()
-        image = torch.from_numpy(np.random.default_rng(44).uniform(size=(3, 64, 64)).astype(np.float32))
-        torch.onnx.export(model, ([image],), str(HERE / f"{name}.onnx"), input_names=["image"], output_names=outputs,
-                          opset_version=11, dynamo=False)
-        save_case(name, EagerDetection(model), {"image": image},
-                  f"torchvision.models.detection.{what} (random weights) with a small four-conv body under torchvision's"
-                  " BackboneWithFPN (3 levels + max-pool level), MultiScaleRoIAlign, 64x64 image; its scripted pieces"
-                  f" (the Loop of paste_masks / heatmaps_to_keypoints on the ONNX path, batched_nms's If), {TV}")
+def detector(name: str, make_model: Callable[[], nn.Module], outputs: list[str], what: str) -> None:
+    """Export a torchvision detector as torchvision documents it (traced, a list of one image, opset 11)."""
+    torch.manual_seed(44)
+    model = make_model().eval()
+    image = torch.from_numpy(np.random.default_rng(44).uniform(size=(3, 64, 64)).astype(np.float32))
+    torch.onnx.export(model, ([image],), str(HERE / f"{name}.onnx"), input_names=["image"], output_names=outputs,
+                      opset_version=11, dynamo=False)
+    save_case(name, EagerDetection(model), {"image": image},
+              f"torchvision.models.detection.{what} (random weights) with a small four-conv body under torchvision's"
+              " BackboneWithFPN (3 levels + max-pool level), MultiScaleRoIAlign, 64x64 image; its scripted pieces"
+              f" ({SCRIPTED[name]}), {TV}")
+
+
+#: What each detector's export holds of torchvision's scripted code.
+SCRIPTED = {
+    "faster_rcnn": "batched_nms's If, for the RPN and the box head",
+    "retinanet": "batched_nms's If",
+    "fcos": "batched_nms's If",
+    "ssdlite": "batched_nms's If",
+    "mask_rcnn": "the Loop of paste_masks on the ONNX path, batched_nms's If",
+    "keypoint_rcnn": "the Loop of heatmaps_to_keypoints on the ONNX path, batched_nms's If",
+}
 
 
 def yolo() -> None:
@@ -745,16 +839,33 @@ def tacotron() -> None:
 
 MAKERS: dict[str, Callable[[], None]] = {
     "ocr_crnn": crnn, "speech_packed_bilstm": speech, "whisper_greedy": whisper, "unet_ddim": unet_ddim,
-    "detection": detection, "yolo_nms": yolo, "tacotron_decoder": tacotron,
+    "faster_rcnn": lambda: detector("faster_rcnn", faster_rcnn, ["boxes", "labels", "scores"], "FasterRCNN"),
+    "retinanet": lambda: detector("retinanet", retinanet, ["boxes", "scores", "labels"], "RetinaNet"),
+    "fcos": lambda: detector("fcos", fcos, ["boxes", "scores", "labels"], "FCOS"),
+    "ssdlite": lambda: detector("ssdlite", ssdlite, ["boxes", "scores", "labels"], "SSD with SSDLiteHead"),
+    "mask_rcnn": lambda: detector("mask_rcnn", mask_rcnn, ["boxes", "labels", "scores", "masks"], "MaskRCNN"),
+    "keypoint_rcnn": lambda: detector("keypoint_rcnn", keypoint_rcnn,
+                                      ["boxes", "labels", "scores", "keypoints", "keypoints_scores"], "KeypointRCNN"),
+    "yolo_nms": yolo, "tacotron_decoder": tacotron,
 }
 
 
+def _earlier_cases() -> dict[str, Case]:
+    """The cases the last full run listed, so that remaking some of them keeps the others listed."""
+    manifest = HERE / "cases.toml"
+    if not manifest.exists():
+        return {}
+    tables = tomllib.loads(manifest.read_text()).get("model", [])
+    return {t["name"]: Case(t["name"], t["path"], t["about"], t.get("rtol"), t.get("atol")) for t in tables}
+
+
 def write_toml() -> None:
+    made = {**_earlier_cases(), **{case.name: case for case in CASES}}
     lines = ["# Made by make_models.py; one table per case (see README.md).", ""]
     for name, why in PENDING.items():
         lines.append(f"# not listed: {name} (loopc: {why})")
     lines.append("")
-    for case in CASES:
+    for case in sorted(made.values(), key=lambda c: list(MAKERS).index(c.name)):
         if case.name in PENDING:
             continue
         lines += [
@@ -774,12 +885,15 @@ def write_toml() -> None:
 
 
 def main(only: list[str]) -> None:
+    """Make every case (or those named), then list them in cases.toml (those not remade as they were)."""
     warnings.filterwarnings("ignore")
+    unknown = set(only) - set(MAKERS)
+    if unknown:
+        raise SystemExit(f"no such case: {', '.join(sorted(unknown))} (cases: {', '.join(MAKERS)})")
     for name, make in MAKERS.items():
         if not only or name in only:
             make()
-    if not only:
-        write_toml()
+    write_toml()
     for onnx_file in sorted(HERE.glob("*.onnx")):
         if onnx_file.stat().st_size > 2_000_000:
             raise RuntimeError(f"{onnx_file.name} is {onnx_file.stat().st_size} bytes; keep corpus models < 2 MB")

@@ -171,7 +171,10 @@ def topk(ctx: ConversionContext, node: Node, x: Any, k: int | Any, axis: int, la
         return ctx.squeeze(values, [0], node, "values1d"), ctx.squeeze(idx, [0], node, "indices1d")
     op = T.TopKOperation.MAX if largest else T.TopKOperation.MIN
     static_k = k if isinstance(k, int) else 1
-    layer = ctx.named(ctx.network.add_topk(x, op, static_k, mask([axis], len(x.shape))), node, "topk")
+    if isinstance(k, int):
+        layer = ctx.named(ctx.network.add_topk(x, op, static_k, mask([axis], len(x.shape))), node, "topk")
+    else:  # TensorRT-RTX's builder (Myelin) expects INT64 indices from a TopK with a computed k
+        layer = ctx.named(ctx.network.add_topk(x, op, static_k, mask([axis], len(x.shape)), T.int64), node, "topk")
     if not isinstance(k, int):
         layer.set_input(1, ctx.cast(ctx.scalar0d(k, node, "k0d"), T.int32, node, "k32"))
     return layer.get_output(0), layer.get_output(1)

@@ -14,6 +14,11 @@ unspecified). So the op is built from layers every builder has, following ONNX e
 
 The ranks and ``overlaps`` take B·C·N² and B·N² elements (comparisons of every pair), built once;
 each trip reads one row per (batch, class).
+
+A box count the data decides (boxes gathered by a NonZero, as detectors' score filters do) cannot size
+a tensor in a TensorRT loop, so the boxes are padded to the count's static upper bound
+(:mod:`loopc.ir.bounds`) with boxes that are never candidates and score below every real one: each
+real box keeps its rank and its overlaps, so the result is the same.
 """
 
 from __future__ import annotations
@@ -26,14 +31,39 @@ from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.ops.nonzero import nonzero_positions
 from loopc.backend.trt.registry import converter
 from loopc.ir import Node
+from loopc.ir.bounds import Bounder
 from loopc.trt import trt
+
+#: The most boxes padded to: the loop runs one trip per box over [B, N, N] overlaps.
+MAX_PADDED_BOXES = 4096
+
+
+def _box_count(node: Node) -> int | str:
+    """The static box count, or the bound padded to (a data-dependent count), or why there is none."""
+    boxes, scores = node.inputs[0], node.inputs[1]
+    shape = boxes.shape if boxes is not None else None
+    if shape is None or len(shape) != 3:
+        return "NonMaxSuppression of boxes of unknown rank"
+    if isinstance(shape[1], int):
+        return shape[1]
+    if not (isinstance(shape[0], int) and scores is not None and scores.shape is not None
+            and all(isinstance(d, int) for d in scores.shape[:2])):
+        return "NonMaxSuppression of a box count not known when the network is built, with batches or classes" \
+               " not known either"
+    bounder = Bounder()
+    found = [b for b in ((bounder.of(boxes) or (None,) * 3)[1], (bounder.of(scores) or (None,) * 3)[2])
+             if b is not None]
+    if not found:
+        return "NonMaxSuppression of a box count neither known nor bounded when the network is built (the" \
+               " loop needs a static size to pad to)"
+    if min(found) > MAX_PADDED_BOXES:
+        return f"NonMaxSuppression of a box count bounded only by {min(found)} (more than {MAX_PADDED_BOXES})"
+    return min(found)
 
 
 def _static_boxes(node: Node) -> str | None:
-    boxes = node.inputs[0].shape if node.inputs[0] is not None else None
-    if boxes is None or len(boxes) != 3 or not isinstance(boxes[1], int):
-        return "NonMaxSuppression of a box count not known when the network is built (the loop needs it)"
-    return None
+    count = _box_count(node)
+    return count if isinstance(count, str) else None
 
 
 def _corners(ctx: ConversionContext, node: Node, boxes: Any, center: bool) -> list[Any]:
@@ -148,13 +178,34 @@ def _scalar_input(ctx: ConversionContext, node: Node, index: int, default: Any, 
                        [1, 1, 1], node, f"input{index}_3d")
 
 
+def _padded(ctx: ConversionContext, node: Node, t: Any, axis: int, size: int, value: float, name: str) -> Any:
+    """``t`` (rank 3, static but for ``axis``, at most ``size`` long there) padded with ``value`` to ``size``."""
+    dims = list(t.shape)
+    dims[axis] = size
+    filler = ctx.constant(np.full(dims, value, np.float32), node, f"{name}_filler")
+    layer = ctx.network.add_slice(ctx.concat([t, filler], node, f"{name}_and_filler", axis=axis), [0] * 3, dims,
+                                  [1] * 3)
+    return ctx.out(layer, node, f"{name}_padded")
+
+
 @converter("NonMaxSuppression", capability=_static_boxes)
 def non_max_suppression(ctx: ConversionContext, node: Node) -> None:
     T = trt()
     boxes, scores = ctx.get(node.inputs[0], node), ctx.get(node.inputs[1], node)
     boxes = ctx.cast(boxes, T.float32, node, "boxes_f")
     scores = ctx.cast(scores, T.float32, node, "scores_f")
-    n = int(boxes.shape[1])
+    n = _box_count(node)
+    assert isinstance(n, int)
+    real = None
+    if int(boxes.shape[2]) == -1:  # four coordinates, as ONNX defines the input
+        boxes = ctx.reshape(boxes, [int(boxes.shape[0]), -1, 4], node, "boxes_4")
+    if int(boxes.shape[1]) == -1:
+        count = ctx.cast(ctx.gather1(ctx.shape_of(boxes, node, "boxes_shape"), [1], node, "count"), T.float32, node,
+                         "count_f")
+        real = ctx.elementwise(ctx.constant(np.arange(n, dtype=np.float32)[None, None], node, "slots"),
+                               ctx.reshape(count, [1, 1, 1], node, "count3"), "LESS", node, "real")
+        boxes = _padded(ctx, node, boxes, 1, n, 0.0, "boxes")
+        scores = _padded(ctx, node, scores, 2, n, -np.inf, "scores")  # after every real box in rank order
     center = int(node.attrs.get("center_point_box", 0)) == 1
     iou_threshold = _scalar_input(ctx, node, 3, 0.0, np.float32)
     rank = _rank(ctx, node, scores, n)
@@ -163,6 +214,8 @@ def non_max_suppression(ctx: ConversionContext, node: Node) -> None:
     else:
         candidates = ctx.elementwise(rank, ctx.constant(np.full((1, 1, 1), -1, np.float32), node, "minus_one"),
                                      "GREATER", node, "scored")  # every box
+    if real is not None:
+        candidates = ctx.elementwise(candidates, real, "AND", node, "real_candidates")
     overlaps = _overlaps(ctx, node, boxes, center, iou_threshold)
     selected, box = _greedy(ctx, node, _order(ctx, node, rank, n), candidates, overlaps, n)
     # The first max_output_boxes_per_class selected of each (batch, class): a running count along rank.
