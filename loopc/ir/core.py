@@ -558,6 +558,12 @@ class Model:
         return list(zip(names, self.graph.outputs))
 
 
+def text_attr(node: Node, name: str, default: str = "") -> str:
+    """A string attribute as str (an ONNX attribute may reach a node as bytes)."""
+    value = node.attrs.get(name, default)
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
 def constant_value(value: Value | None) -> Any:
     """The array held by the Constant node that produces ``value``, else None."""
     if value is None or value.producer is None or value.producer.op != "Constant":

@@ -23,18 +23,14 @@ from typing import Any
 import numpy as np
 
 from loopc.backend.trt.context import ConversionContext, np_dtype
+from loopc.backend.trt.ops.pool_windows import AUTO_PADS, same_pads, split_pads
 from loopc.backend.trt.ops.sampling import sampled_slice
 from loopc.backend.trt.registry import converter, unsupported
-from loopc.ir import Node, Value
+from loopc.ir import Node, Value, text_attr
 from loopc.trt import trt
 
-_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 #: Spatial axes TensorRT convolves; a 1-D op is lowered to 2-D.
 _MAX_SPATIAL = 3
-
-
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def _ints(node: Node, name: str) -> list[int] | None:
@@ -44,9 +40,9 @@ def _ints(node: Node, name: str) -> list[int] | None:
 
 def _attribute_refusal(node: Node) -> str | None:
     """What no input shape can make convertible: an unknown auto_pad, negative pads, too many axes."""
-    auto_pad = _text(node.attrs.get("auto_pad", "NOTSET"))
-    if auto_pad not in _AUTO_PADS:
-        return f"auto_pad={auto_pad!r} (ONNX defines {', '.join(_AUTO_PADS)})"
+    auto_pad = text_attr(node, "auto_pad", "NOTSET")
+    if auto_pad not in AUTO_PADS:
+        return f"auto_pad={auto_pad!r} (ONNX defines {', '.join(AUTO_PADS)})"
     pads = _ints(node, "pads") or []
     if any(p < 0 for p in pads):
         return f"negative pads {pads} (TensorRT pads a convolution by >= 0)"
@@ -93,7 +89,7 @@ def _window(node: Node, weight_shape: Sequence[int], spatial: int) -> _Window:
     for name, given in (("kernel_shape", kernel), *values.items()):
         if len(given) != spatial:
             raise unsupported(node, f"{name} {given} for an input with {spatial} spatial axes")
-    return _Window(kernel, values["strides"], values["dilations"], _text(node.attrs.get("auto_pad", "NOTSET")))
+    return _Window(kernel, values["strides"], values["dilations"], text_attr(node, "auto_pad", "NOTSET"))
 
 
 def _pads(node: Node, spatial: int) -> tuple[list[int], list[int]]:
@@ -102,12 +98,6 @@ def _pads(node: Node, spatial: int) -> tuple[list[int], list[int]]:
     if len(pads) != 2 * spatial:
         raise unsupported(node, f"pads {pads} for an input with {spatial} spatial axes (it needs {2 * spatial})")
     return pads[:spatial], pads[spatial:]
-
-
-def _split(total: int, upper: bool) -> tuple[int, int]:
-    """SAME padding as (begin, end): the odd element at the end for SAME_UPPER, the start for SAME_LOWER."""
-    small = total // 2
-    return (small, total - small) if upper else (total - small, small)
 
 
 @dataclass
@@ -227,8 +217,7 @@ def _conv_padding(node: Node, window: _Window, sizes: Sequence[int]) -> tuple[st
         pre, post = [], []
         for size, s, dk in zip(sizes, window.strides, window.extents):
             # ceil(size / s) outputs; a unit dilated kernel on a dynamic axis needs none
-            total = 0 if size == -1 else max(0, (-(-size // s) - 1) * s + dk - size)
-            begin, end = _split(total, upper)
+            begin, end = (0, 0) if size == -1 else same_pads(size, s, dk, upper)
             pre.append(begin)
             post.append(end)
         return "EXPLICIT_ROUND_DOWN", pre, post
@@ -284,7 +273,7 @@ def _transpose_pads(node: Node, window: _Window, sizes: Sequence[int],
                                   hint="give the input static spatial dims, or pads instead of output_shape")
             total = (size - 1) * s + dk + op - out
             # as onnxruntime does: pads split like SAME's (NOTSET like SAME_LOWER), a negative total extends the end
-            begin, end = _split(total, upper) if total >= 0 else (0, total)
+            begin, end = split_pads(total, upper) if total >= 0 else (0, total)
             begins.append(begin)
             ends.append(end)
         return begins, ends
@@ -297,7 +286,7 @@ def _transpose_pads(node: Node, window: _Window, sizes: Sequence[int],
                                         f"{op} shorter than the stride {s}: ONNX makes the output input x stride "
                                         "long, onnxruntime makes it the full deconvolution",
                                   hint="give explicit pads or output_shape")
-            begin, end = _split(total, upper)
+            begin, end = split_pads(total, upper)
             begins.append(begin)
             ends.append(end)
         return begins, ends
@@ -393,7 +382,7 @@ _CAUSAL_ACTIVATIONS = ("none", "silu", "swish")
 
 
 def _causal_refusal(node: Node) -> str | None:
-    activation = _text(node.attrs.get("activation", "none"))
+    activation = text_attr(node, "activation", "none")
     if activation not in _CAUSAL_ACTIVATIONS:
         return f"activation={activation!r} (ONNX defines {', '.join(_CAUSAL_ACTIVATIONS)})"
     return None
@@ -427,7 +416,7 @@ def causal_conv_with_state(ctx: ConversionContext, node: Node) -> None:
     layer.num_groups = channels
     layer.pre_padding = (k - 1 if past is None else 0, 0)
     layer.post_padding = (0, 0)
-    activated = _text(node.attrs.get("activation", "none")) != "none"
+    activated = text_attr(node, "activation", "none") != "none"
     y = ctx.squeeze(ctx.out(layer, node, "conv"), [3], node, "conv_1d" if activated else "")
     if activated:
         sigmoid = ctx.out(ctx.network.add_activation(y, trt().ActivationType.SIGMOID), node, "sigmoid")

@@ -1,5 +1,5 @@
 """A pool's window as ONNX defines it, and the padding that makes TensorRT's pooling layer size it
-the same way.
+the same way (ONNX's SAME padding, :func:`same_pads`, is the convolutions' too).
 
 ONNX and TensorRT size a pool's output alike except in two places: ceil_mode drops a last window
 that would start in the end padding (TensorRT's EXPLICIT_ROUND_UP keeps it), and auto_pad=SAME
@@ -9,15 +9,21 @@ pads by max(0, ...) where TensorRT's SAME modes can pad negatively.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from loopc.ir import Node, text_attr
 
-from loopc.ir import Node
-
-_AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
+AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
 
 
-def _text(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+def split_pads(total: int, upper: bool) -> tuple[int, int]:
+    """``total`` padding as (begin, end) the SAME way: the odd element at the end for SAME_UPPER, at the
+    start for SAME_LOWER."""
+    small = total // 2
+    return (small, total - small) if upper else (total - small, small)
+
+
+def same_pads(size: int, stride: int, reach: int, upper: bool) -> tuple[int, int]:
+    """ONNX's SAME padding of one axis: ceil(size / stride) windows of ``reach``, never negative."""
+    return split_pads(max(0, (-(-size // stride) - 1) * stride + reach - size), upper)
 
 
 @dataclass(frozen=True)
@@ -39,7 +45,7 @@ class Window:
         pads = [int(p) for p in node.attrs.get("pads", [0] * 2 * n)]
         return Window(kernel, tuple(int(s) for s in node.attrs.get("strides", [1] * n)),
                       tuple(int(d) for d in node.attrs.get("dilations", [1] * n)),
-                      tuple(pads[:n]), tuple(pads[n:]), _text(node.attrs.get("auto_pad", "NOTSET")),
+                      tuple(pads[:n]), tuple(pads[n:]), text_attr(node, "auto_pad", "NOTSET"),
                       bool(node.attrs.get("ceil_mode", 0)))
 
     def lifted(self) -> Window:
@@ -70,13 +76,9 @@ def onnx_pads(window: Window, spatial: tuple[int, ...]) -> tuple[tuple[int, ...]
         return (0,) * len(spatial), (0,) * len(spatial)
     if window.auto_pad not in ("SAME_UPPER", "SAME_LOWER"):
         return window.begin, window.end
-    begin, end = [], []
-    for i, s, r in zip(spatial, window.strides, window.reach()):
-        total = max(0, (-(-i // s) - 1) * s + r - i)
-        small = total // 2
-        begin.append(small if window.auto_pad == "SAME_UPPER" else total - small)
-        end.append(total - begin[-1])
-    return tuple(begin), tuple(end)
+    pads = [same_pads(i, s, r, window.auto_pad == "SAME_UPPER")
+            for i, s, r in zip(spatial, window.strides, window.reach())]
+    return tuple(b for b, _ in pads), tuple(e for _, e in pads)
 
 
 def onnx_output_sizes(window: Window, spatial: tuple[int, ...]) -> tuple[int, ...]:
@@ -149,7 +151,7 @@ def window_refusal(node: Node) -> str | None:
     if not 1 <= n <= 3:
         return f"a {n}-D {node.op} (TensorRT pools 1-D as 2-D, 2-D and 3-D windows)"
     window = Window.of(node)
-    if window.auto_pad not in _AUTO_PADS:
+    if window.auto_pad not in AUTO_PADS:
         return f"auto_pad={window.auto_pad!r}"
     if any(len(v) != n for v in (window.strides, window.dilations, window.begin, window.end)):
         return f"{node.op} attributes whose lengths differ from kernel_shape's {n}"

@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 from loopc.backend.trt.context import ConversionContext, np_dtype
-from loopc.backend.trt.ops.resize_taps import MAX_TAPS, ambiguous, onnx_coordinates, onnx_taps, resample, text
+from loopc.backend.trt.ops.resize_taps import MAX_TAPS, ambiguous, onnx_coordinates, onnx_taps, resample
 from loopc.backend.trt.registry import converter, unsupported
-from loopc.ir import Node
+from loopc.ir import Node, text_attr
 from loopc.sim.ops.resize import ROUNDING, source_coordinates
 from loopc.trt import trt
 
@@ -47,15 +47,15 @@ _GRID_PADDING = {"zeros": "FILL", "border": "CLAMP", "reflection": "REFLECT"}
 
 
 def _resize_refusal(node: Node) -> str | None:
-    mode = text(node, "mode", "nearest")
+    mode = text_attr(node, "mode", "nearest")
     if mode not in _MODES:
         return f"mode={mode!r}"
-    transform = text(node, "coordinate_transformation_mode", "half_pixel")
+    transform = text_attr(node, "coordinate_transformation_mode", "half_pixel")
     if transform not in _TRANSFORMS and transform != "tf_crop_and_resize":
         return f"coordinate_transformation_mode={transform!r}"
-    if _MODES[mode] == "NEAREST" and text(node, "nearest_mode", "round_prefer_floor") not in _NEAREST:
-        return f"nearest_mode={text(node, 'nearest_mode', '')!r}"
-    policy = text(node, "keep_aspect_ratio_policy", "stretch")
+    if _MODES[mode] == "NEAREST" and text_attr(node, "nearest_mode", "round_prefer_floor") not in _NEAREST:
+        return f"nearest_mode={text_attr(node, 'nearest_mode', '')!r}"
+    policy = text_attr(node, "keep_aspect_ratio_policy", "stretch")
     if policy not in ("stretch", "not_larger", "not_smaller"):
         return f"keep_aspect_ratio_policy={policy!r}"
     return None
@@ -85,7 +85,7 @@ def _disagreement(node: Node, axis: int, spec: _Axis, mode: str, transform: str)
     trt_transform, selector = _TRANSFORMS[transform]
     ours = source_coordinates(trt_transform, selector, n_in, n_out)
     if mode == "NEAREST":
-        rounding = ROUNDING[_NEAREST[text(node, "nearest_mode", "round_prefer_floor")]]
+        rounding = ROUNDING[_NEAREST[text_attr(node, "nearest_mode", "round_prefer_floor")]]
         same = np.array_equal(np.clip(rounding(theirs), 0, n_in - 1), np.clip(rounding(ours), 0, n_in - 1))
     elif mode == "LINEAR":  # a coordinate past either end reads the edge pixel
         same = np.allclose(np.clip(theirs, 0, n_in - 1), np.clip(ours, 0, n_in - 1), rtol=0, atol=1e-6 * n_in)
@@ -118,8 +118,8 @@ def resize(ctx: ConversionContext, node: Node) -> None:
     rank = len(x.shape)
     if rank == 0:
         raise unsupported(node, "Resize of a 0-D tensor")
-    mode = _MODES[text(node, "mode", "nearest")]
-    transform = text(node, "coordinate_transformation_mode", "half_pixel")
+    mode = _MODES[text_attr(node, "mode", "nearest")]
+    transform = text_attr(node, "coordinate_transformation_mode", "half_pixel")
     data_type = np_dtype(x.dtype)
     if data_type.kind != "f" and (mode != "NEAREST" or data_type.name not in _EXACT_IN_FLOAT):
         raise unsupported(node, f"{mode.lower()} Resize of {data_type.name} data",
@@ -163,7 +163,7 @@ def _lengths(ctx: ConversionContext, node: Node, shape: tuple[int, ...],
         if sizes is not None:
             _sizes_spec(node, spec, axes, [int(s) for s in sizes.reshape(-1)])
             return spec, None, False
-        if text(node, "keep_aspect_ratio_policy", "stretch") != "stretch":
+        if text_attr(node, "keep_aspect_ratio_policy", "stretch") != "stretch":
             raise unsupported(node, "keep_aspect_ratio_policy with sizes computed at run time",
                               hint="give constant sizes")
         for a in axes:
@@ -191,7 +191,7 @@ def _configure(layer: Any, node: Node, mode: str, transform: str) -> None:
     trt_transform, selector = _TRANSFORMS[transform]
     layer.coordinate_transformation = getattr(tr.ResizeCoordinateTransformation, trt_transform)
     layer.selector_for_single_pixel = getattr(tr.ResizeSelector, selector)
-    rounding = _NEAREST[text(node, "nearest_mode", "round_prefer_floor")] if mode == "NEAREST" else "FLOOR"
+    rounding = _NEAREST[text_attr(node, "nearest_mode", "round_prefer_floor")] if mode == "NEAREST" else "FLOOR"
     layer.nearest_rounding = getattr(tr.ResizeRoundMode, rounding)
     layer.cubic_coeff = float(node.attrs.get("cubic_coeff_a", -0.75))
     layer.exclude_outside = bool(int(node.attrs.get("exclude_outside", 0)))
@@ -202,7 +202,7 @@ def _sizes_spec(node: Node, spec: list[_Axis], axes: list[int], sizes: list[int]
     (the smallest or largest ratio) and lengths rounded half up, as ONNX computes them."""
     if len(sizes) != len(axes):
         raise unsupported(node, f"{len(sizes)} sizes for {len(axes)} axes")
-    policy = text(node, "keep_aspect_ratio_policy", "stretch")
+    policy = text_attr(node, "keep_aspect_ratio_policy", "stretch")
     if policy == "stretch":
         for a, n in zip(axes, sizes):
             spec[a] = _Axis(spec[a].n_in, n)
@@ -323,10 +323,10 @@ def _output_shape(ctx: ConversionContext, node: Node, x: Any, spec: list[_Axis],
 
 
 def _grid_sample_refusal(node: Node) -> str | None:
-    mode = text(node, "mode", "linear")
+    mode = text_attr(node, "mode", "linear")
     if mode not in _MODES:
         return f"mode={mode!r}"
-    padding = text(node, "padding_mode", "zeros")
+    padding = text_attr(node, "padding_mode", "zeros")
     if padding not in _GRID_PADDING:
         return f"padding_mode={padding!r}"
     return None
@@ -339,7 +339,7 @@ def grid_sample(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
     grid = ctx.get(node.inputs[1], node)
     rank = len(x.shape)
-    mode = _MODES[text(node, "mode", "linear")]
+    mode = _MODES[text_attr(node, "mode", "linear")]
     if rank not in (4, 5):
         raise unsupported(node, f"GridSample of a rank-{rank} input (TensorRT samples 2-D and 3-D grids)")
     if np_dtype(x.dtype).kind != "f":
@@ -347,7 +347,7 @@ def grid_sample(ctx: ConversionContext, node: Node) -> None:
                           hint="TensorRT samples floating-point tensors; cast the data first")
     if mode == "CUBIC" and rank != 4:
         raise unsupported(node, "cubic GridSample of a 3-D grid (TensorRT's cubic sampling is 2-D only)")
-    padding = text(node, "padding_mode", "zeros")
+    padding = text_attr(node, "padding_mode", "zeros")
     if mode == "CUBIC" and padding == "border":
         raise unsupported(node, "cubic GridSample with border padding", hint="ONNX's reference clamps the sampling "
                           "point and onnxruntime clamps each tap, which differ, and TensorRT does not say which it "

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from loopc.backend.trt.context import ConversionContext, np_dtype
-from loopc.ir import Node
+from loopc.ir import Node, text_attr
 from loopc.sim.ops.resize import ROUNDING
 
 #: Most taps one axis may take (an antialiased downscale by s reads about 4/s input pixels).
@@ -47,12 +47,6 @@ def onnx_coordinates(transform: str, n_in: int, n_out: int, scale: float, width:
     return offset + (x + 0.5) / scale - 0.5
 
 
-def text(node: Node, name: str, default: str) -> str:
-    """A string attribute (bytes or str) as str."""
-    value = node.attrs.get(name, default)
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def ambiguous(transform: str, n_out: int, width: float) -> bool:
     """Whether onnxruntime and ONNX's reference map this axis differently (see the module's docstring)."""
     return width != n_out and (transform == "align_corners" or (transform == "pytorch_half_pixel" and n_out == 1))
@@ -75,7 +69,7 @@ def onnx_taps(node: Node, mode: str, transform: str, n_in: int, n_out: int, scal
     outside = (coord < 0) | (coord > n_in - 1) if transform == "tf_crop_and_resize" else np.zeros(n_out, bool)
     if mode == "NEAREST":
         rounding = ROUNDING[{"round_prefer_floor": "HALF_DOWN", "round_prefer_ceil": "HALF_UP", "floor": "FLOOR",
-                             "ceil": "CEIL"}[text(node, "nearest_mode", "round_prefer_floor")]]
+                             "ceil": "CEIL"}[text_attr(node, "nearest_mode", "round_prefer_floor")]]
         return np.clip(rounding(coord), 0, n_in - 1).astype(np.int64)[None], np.ones((1, n_out)), outside
     support = 1 if mode == "LINEAR" else 2
     stretch = min(scale, 1.0) if int(node.attrs.get("antialias", 0)) else 1.0

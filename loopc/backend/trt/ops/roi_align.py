@@ -23,23 +23,18 @@ import numpy as np
 from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.ops.reduce import mask
 from loopc.backend.trt.registry import converter
-from loopc.ir import Node
+from loopc.ir import Node, text_attr
 from loopc.trt import trt
 
 #: coordinate_transformation_mode → the shift subtracted from the scaled roi corners.
 _SHIFT = {"half_pixel": 0.5, "output_half_pixel": 0.0}
 
 
-def _text(node: Node, name: str, default: str) -> str:
-    value = node.attrs.get(name, default)
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def _refusal(node: Node) -> str | None:
-    mode = _text(node, "mode", "avg")
+    mode = text_attr(node, "mode", "avg")
     if mode not in ("avg", "max"):
         return f"mode={mode!r} (RoiAlign pools with avg or max)"
-    coords = _text(node, "coordinate_transformation_mode", "half_pixel")
+    coords = text_attr(node, "coordinate_transformation_mode", "half_pixel")
     if coords not in _SHIFT:
         return f"coordinate_transformation_mode={coords!r}"
     if int(node.attrs.get("sampling_ratio", 0)) <= 0:
@@ -98,7 +93,7 @@ def roi_align(ctx: ConversionContext, node: Node) -> None:
     out_h, out_w = int(node.attrs.get("output_height", 1)), int(node.attrs.get("output_width", 1))
     ratio = int(node.attrs["sampling_ratio"])
     scale = float(node.attrs.get("spatial_scale", 1.0))
-    coords = _text(node, "coordinate_transformation_mode", "half_pixel")
+    coords = text_attr(node, "coordinate_transformation_mode", "half_pixel")
     shift, at_least_one = _SHIFT[coords], coords == "output_half_pixel"
     channels = int(x.shape[1])
 
@@ -138,7 +133,7 @@ def roi_align(ctx: ConversionContext, node: Node) -> None:
     bin_shape = ctx.concat([ctx.gather1(ctx.shape_of(weighted, node, "weighted_shape"), [0], node, "rois_count"),
                             inner, ctx.gather1(shape, [1], node, "channels")], node, "bins_shape")
     bins = ctx.reshape(weighted, bin_shape, node, "bins")
-    mode = _text(node, "mode", "avg")
+    mode = text_attr(node, "mode", "avg")
     how = trt().ReduceOperation.SUM if mode == "avg" else trt().ReduceOperation.MAX
     pooled = ctx.out(ctx.network.add_reduce(bins, how, mask([2, 4], 6), False), node, "pool")
     if mode == "avg":
