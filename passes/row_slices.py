@@ -1,11 +1,12 @@
-"""``x[i:i+1]`` at an index an ArgMax or ArgMin computed is a Gather of that row.
+"""``x[i:i+1]`` at an index an ArgMax, ArgMin or TopK computed is a Gather of that row.
 
 PyTorch code picks the best entry with ``i = int(torch.argmax(s))`` and reads ``x[i:i + 1]`` (a greedy NMS
-loop writing a detection row); the exporter writes a Slice from ``Unsqueeze(i)`` to ``Unsqueeze(i + 1)``. In
-general a Slice's length follows its bounds' values (ONNX clamps them to the axis), and a length computed from
-data inside a loop fails TensorRT's builder (``makeScopeNodesContiguous``). Here it cannot vary: ArgMax/ArgMin
-over an axis of static length L gives ``0 <= i <= L - 1``, so on an axis at least L long the bounds need no
-clamping and the Slice is exactly ``Gather(x, [i])``, whose length is static.
+loop writing a detection row); the exporter writes a Slice from ``Unsqueeze(i)`` to ``Unsqueeze(i + 1)``, and
+OpenVINO's converter makes the same read ``Squeeze(TopK(s, 1).indices)`` and ends it at ``Unsqueeze(i) + 1``.
+In general a Slice's length follows its bounds' values (ONNX clamps them to the axis), and a length computed
+from data inside a loop fails TensorRT's builder (``makeScopeNodesContiguous``). Here it cannot vary: an
+ArgMax, ArgMin or TopK index over an axis of static length L is ``0 <= i <= L - 1``, so on an axis at least L
+long the bounds need no clamping and the Slice is exactly ``Gather(x, [i])``, whose length is static.
 """
 
 from __future__ import annotations
@@ -55,9 +56,9 @@ def row_at_an_arg_index(node: Node) -> int | None:
         return None
     index = _unsqueezed_scalar(starts)
     end = _unsqueezed_scalar(ends)
-    if index is None or end is None or not _is_plus_one(end, index):
+    if index is None or not (_is_plus_one(ends, starts) or (end is not None and _is_plus_one(end, index))):
         return None
-    length = _arg_axis_length(index)
+    length = _index_range(index)
     return axis if length is not None and length <= dim else None
 
 
@@ -85,15 +86,21 @@ def _is_plus_one(end: Value, start: Value) -> bool:
     return False
 
 
-def _arg_axis_length(index: Value) -> int | None:
-    """L when ``index`` is ArgMax/ArgMin (keepdims 0, 0-d result) over an axis of static length L."""
+def _index_range(index: Value) -> int | None:
+    """L when the 0-d ``index`` is an index into an axis of static length L: ArgMax/ArgMin (keepdims 0), or
+    the one index of a TopK squeezed."""
     node = index.producer
-    if node is None or node.op not in ("ArgMax", "ArgMin") or node.inputs[0] is None:
+    if node is not None and node.op == "Squeeze" and node.inputs[0] is not None:
+        topk = node.inputs[0].producer
+        if topk is None or topk.op != "TopK" or node.inputs[0] is not topk.outputs[1] or node.inputs[0].shape != (1,):
+            return None
+        node = topk
+    elif node is None or node.op not in ("ArgMax", "ArgMin") or node.attrs.get("keepdims", 1) != 0:
         return None
-    shape = node.inputs[0].shape
-    if shape is None or node.attrs.get("keepdims", 1) != 0 or len(shape) != 1:
+    shape = node.inputs[0].shape if node.inputs[0] is not None else None
+    if shape is None or len(shape) != 1:
         return None
-    axis = int(node.attrs.get("axis", 0))
+    axis = int(node.attrs.get("axis", 0 if node.op != "TopK" else -1))
     axis = axis + len(shape) if axis < 0 else axis
     dim = shape[axis] if 0 <= axis < len(shape) else None
     return dim if isinstance(dim, int) and dim > 0 else None

@@ -527,6 +527,34 @@ def test_a_slice_of_one_row_at_an_argmax_becomes_a_gather() -> None:
     assert result.stats == {"slices": 1}
 
 
+def test_a_slice_of_one_row_at_a_squeezed_top_1_index_ending_at_start_plus_one_becomes_a_gather() -> None:
+    """OpenVINO's converter writes argmax as Squeeze(TopK(s, 1).indices) and the end as Unsqueeze(i) + 1:
+    the same read of row 2 (s's peak), as a Gather."""
+    s = np.array([0.5, -1.0, 3.0, 2.0], np.float32)
+    result = check(RowSlices(), """
+        graph main(%x: f32[4,3], %s: f32[4]) -> (%row) {
+          %k: i64[1] = Constant() value=i64[1]:[1]
+          %top: f32[1], %top_i: i64[1] = TopK(%s, %k) axis=0 largest=1 sorted=1
+          %zero: i64[1] = Constant() value=i64[1]:[0]
+          %i: i64[] = Squeeze(%top_i, %zero)
+          %starts: i64[1] = Unsqueeze(%i, %zero)
+          %ends: i64[1] = Add(%starts, %k)
+          %row: f32[1,3] = Slice(%x, %starts, %ends, %zero)
+        }
+    """, """
+        graph main(%x: f32[4,3], %s: f32[4]) -> (%row_row) {
+          %k: i64[1] = Constant() value=i64[1]:[1]
+          %top: f32[1], %top_i: i64[1] = TopK(%s, %k) axis=0 largest=1 sorted=1
+          %zero: i64[1] = Constant() value=i64[1]:[0]
+          %i: i64[] = Squeeze(%top_i, %zero)
+          %starts: i64[1] = Unsqueeze(%i, %zero)
+          %ends: i64[1] = Add(%starts, %k)
+          %row_row: f32[1,3] = Gather(%x, %starts) axis=0
+        }
+    """, {"x": X, "s": s}, [X[2:3]])
+    assert result.stats == {"slices": 1}
+
+
 def test_a_slice_at_an_index_that_may_be_out_of_range_stays() -> None:
     """ArgMax over 5 entries can give 4, past x's last row: ONNX's Slice clamps there (x[4:5] is empty)."""
     graph = ir(ROW_AT_ARGMAX.replace("%s: f32[4]", "%s: f32[5]").replace("%row: f32[1,3]", "%row: f32[?,3]"))
