@@ -1,6 +1,6 @@
 """ONNX ``Loop`` and ``Scan`` into :class:`loopc.ir.Loop`.
 
-Both translate role for role into TensorRT's loop language (see DESIGN.md, "The loop IR"):
+Both translate role for role into TensorRT's loop language (the roles of :class:`loopc.ir.Loop`):
 ``M`` is the trip count, ``cond`` a recurrence whose state is the while condition, loop-carried
 values and Scan states are recurrences with "last" outputs, scan outputs are "concat" (or
 "reverse") outputs, Scan inputs are iterators. Outer-scope reads need no translation: the body is

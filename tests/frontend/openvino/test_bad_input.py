@@ -1,7 +1,7 @@
 """Bad OpenVINO IR input through the real CLI: one line naming the layer or file, exit 1, nothing written, fast.
 
 Each case starts from a small Loop model that OpenVINO itself writes (``openvino.save_model``) and breaks
-one thing in its XML or .bin, as issue 7's acceptance and SEMANTICS.md §1 row 18, §5 and §9 list them.
+one thing in its XML or .bin: malformed XML, bad port maps and back edges, weights out of bounds.
 Where OpenVINO accepts the input (a back edge into a Result, duplicate port ids, a DTD), loopc must not.
 """
 

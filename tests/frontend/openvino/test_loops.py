@@ -1,4 +1,4 @@
-"""Loop-5, TensorIterator-1 and If-8 in the forms SEMANTICS.md lists, each against OpenVINO's CPU plugin."""
+"""Loop-5, TensorIterator-1 and If-8 in the forms OpenVINO writes, each against OpenVINO's CPU plugin."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def test_loop_runtime_trip_count(trips: int, tmp_path) -> None:
 
 def test_loop_zero_trips(tmp_path) -> None:
     """The carried value is its initial value and the concat empty, as OpenVINO gives them; the non-carried
-    last value is zeros — what SEMANTICS.md measured OpenVINO's CPU plugin returning, though it sometimes
+    last value is zeros — what OpenVINO's CPU plugin was measured returning, though it sometimes
     returns whatever its buffer held, so that one output is checked against the documented zeros."""
     n = ops.parameter([], np.int64, name="n")
     results, params = counting_loop(n)

@@ -117,7 +117,7 @@ def test_sequence_f16_weights_and_dynamic_dims(tmp_path: Path) -> None:
 
 
 def test_lstm_sequence_in_loop_body(tmp_path: Path) -> None:
-    """SEMANTICS.md §8: LSTMSequence-5 inside a Loop body; the states are carried between trips. (A
+    """LSTMSequence-5 inside a Loop body; the states are carried between trips. (A
     concatenated output of the outer loop is left out: TensorRT-RTX's builder refuses it, "No scan
     input/output tensor to derive shape", when the inner loop iterates over an input.)"""
     x = ops.parameter([N, T, I], np.float32, name="x")

@@ -1,6 +1,6 @@
 """``Loop-5`` and ``TensorIterator-1`` into :class:`loopc.ir.Loop`, role for role.
 
-How each port_map entry maps (DESIGN.md, "The loop IR"; semantics as measured in SEMANTICS.md):
+How each port_map entry maps (with the semantics OpenVINO's CPU plugin gives them, which the tests check):
 
 * an input with ``axis`` is an iterator; ``part_size = |stride| = s > 1`` iterates chunks of ``s``
   (the source is reshaped to ``[..., n, s, ...]``); a negative stride iterates from the end;
@@ -14,7 +14,7 @@ How each port_map entry maps (DESIGN.md, "The loop IR"; semantics as measured in
 * Loop's ``current_iteration`` Parameter is the IR counter, ``execution_condition`` Result the next
   value of the condition recurrence; its trip count −1 (any negative) or INT64_MAX means unbounded.
 
-Only the slicing forms every OpenVINO component reads alike are accepted (SEMANTICS.md §2):
+Only the slicing forms every OpenVINO component (spec, converters, CPU plugin) reads alike are accepted:
 ``start=0 end=-1 stride=s part_size=s`` and ``start=-1 end=0 stride=-s part_size=s``.
 """
 
