@@ -175,3 +175,19 @@ def test_narrow_integers_wrap_as_onnx_defines(onnx_type, dtype, op):
         by_numpy = {"Add": np.add, "Sub": np.subtract, "Mul": np.multiply}[op](a, b)  # NumPy wraps too
     np.testing.assert_array_equal(want, by_numpy)
     np.testing.assert_array_equal(got["y"], want.astype(carried))
+
+
+def test_uint8_results_inside_the_network_stay_int32_and_still_wrap():
+    """TensorRT holds UINT8 only at the network's edges: s = a + b feeds another op (it was cast back to UINT8
+    there, which the builder refuses), and its wrap-around still follows uint8's width."""
+    check_onnx(f"""{HEADER}
+        g (uint8[2,4] a, uint8[4] b) => (uint8[2,4] y) {{
+            s = Add (a, b)
+            y = Mul (s, b)
+        }}""", {"a": UINT8_A, "b": UINT8_B})
+
+
+@pytest.mark.parametrize("op", ["Max", "Min"])
+def test_a_variadic_op_of_one_uint8_input_keeps_its_type(op):
+    check_onnx(f"""{HEADER}
+        g (uint8[2,4] a) => (uint8[2,4] y) {{ y = {op} (a) }}""", {"a": UINT8_A})

@@ -301,3 +301,15 @@ def test_int32_bias_dequantized_and_int16_quantization():
             back = DequantizeLinear (q, s16, z16)
         }}""", {"b": np.array([-70000, -1, 0, 12345, 2**20], np.int32),
                 "x": (RNG.standard_normal((2, 5)) * 400).astype(np.float32)})
+
+
+def test_a_uint8_quantized_value_read_inside_the_network_stays_int32():
+    """QuantizeLinear's uint8 result feeding a Cast (not a DequantizeLinear): TensorRT refused it as a UINT8
+    tensor inside the network; held as INT32 its values 0..255 are the same."""
+    check_onnx(f"""{HEADER}
+        g (float[2,3] x) => (float[2,3] y) {{
+            s = Constant <value = float {{0.05}}> ()
+            z = Constant <value = uint8 {{128}}> ()
+            q = QuantizeLinear (x, s, z)
+            y = Cast <to = 1> (q)
+        }}""", {"x": np.linspace(-8, 8, 6, dtype=np.float32).reshape(2, 3)})

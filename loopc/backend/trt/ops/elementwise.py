@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from loopc.backend.trt.context import ConversionContext
-from loopc.backend.trt.registry import converter, unsupported
+from loopc.backend.trt.context import ConversionContext, trt_dtype
+from loopc.backend.trt.registry import converter
 from loopc.ir import Node
 from loopc.trt import trt
 
@@ -38,14 +38,16 @@ def _narrow(node: Node) -> tuple[int, bool] | None:
 
 
 def _operands(ctx: ConversionContext, node: Node) -> tuple[list[Any], Any]:
-    """The node's input tensors, in INT32 when they are UInt8 or INT8 (which TensorRT does not compute
-    in), and the TensorRT type results are to have."""
+    """The node's input tensors, each in INT32 when it is UInt8 or INT8 (which TensorRT does not compute
+    in), and the TensorRT type results are to have: the IR's (a uint8 value may be held in INT32, see
+    :func:`_result`)."""
     variadic = node.op in ("Max", "Min", "Sum", "Mean")  # their inputs may be left out; others are required
     tensors = [ctx.get(v, node) for v in node.inputs if v is not None or not variadic]
-    dtype = tensors[0].dtype
-    if dtype not in (trt().uint8, trt().int8):
-        return tensors, dtype
-    return [ctx.cast(t, trt().int32, node, f"int32_{k}") for k, t in enumerate(tensors)], dtype
+    first = next(v for v in node.inputs if v is not None)
+    dtype = tensors[0].dtype if first.dtype is None else trt_dtype(first.dtype)
+    narrow = (trt().uint8, trt().int8)
+    return [ctx.cast(t, trt().int32, node, f"int32_{k}") if t.dtype in narrow else t
+            for k, t in enumerate(tensors)], dtype
 
 
 def _adjusted(tensor: Any, dtype: Any, ops: set[str], node: Node) -> bool:
@@ -54,12 +56,16 @@ def _adjusted(tensor: Any, dtype: Any, ops: set[str], node: Node) -> bool:
 
 
 def _result(ctx: ConversionContext, tensor: Any, dtype: Any, ops: set[str], node: Node) -> Any:
-    """``tensor`` (computed by ``ops``) back in ``dtype``, wrapped around to the operands' width."""
+    """``tensor`` (computed by ``ops``) back in ``dtype``, wrapped around to the operands' width. A UInt8
+    result stays INT32 (its values 0..255) unless it leaves the network: TensorRT holds UINT8 only at the
+    network's edges, and the wrap-around follows the IR's type, not the tensor's."""
     if tensor.dtype == trt().bool:
         return tensor
     narrow = _narrow(node)
     if ops & _MAY_WRAP and narrow is not None:
         tensor = wrap_around(ctx, tensor, *narrow, node)
+    if dtype == trt().uint8 and id(node.outputs[0]) not in ctx.reserved:
+        return tensor
     return ctx.cast(tensor, dtype, node, "narrowed")
 
 
@@ -111,11 +117,10 @@ def variadic(ctx: ConversionContext, node: Node) -> None:
     for k, t in enumerate(tensors[1:]):
         last = k == len(tensors) - 2 and node.op != "Mean" and not _adjusted(acc, dtype, {op}, node)
         acc = ctx.elementwise(acc, t, op, node, "" if last else f"fold{k}")
-    if len(tensors) > 1:
-        acc = _result(ctx, acc, dtype, {op}, node)
+    acc = _result(ctx, acc, dtype, {op} if len(tensors) > 1 else set(), node)
     if node.op == "Mean":
         acc = ctx.elementwise(acc, ctx.scalar(len(tensors), acc, node, "count"), "DIV", node)
-    elif len(tensors) == 1:
+    elif acc is tensors[0]:  # one input, nothing computed: the output is a tensor of its own
         acc = ctx.out(ctx.network.add_identity(acc), node)
     ctx.set(node.outputs[0], acc)
 

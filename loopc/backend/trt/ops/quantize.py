@@ -186,17 +186,9 @@ def quantize_linear(ctx: ConversionContext, node: Node) -> None:
         ctx.set(node.outputs[0], _layer(ctx, node, clipped, _unit(ctx, node, clipped), -1, 0, trt().int4,
                                         quantize=True))
         return
-    target = trt().int32 if dtype == np.uint8 and _only_dequantized(ctx, node) else trt_dtype(dtype)
+    # TensorRT holds UINT8 only at the network's edges: inside, a uint8 result stays INT32 (0..255)
+    target = trt().int32 if dtype == np.uint8 and id(node.outputs[0]) not in ctx.reserved else trt_dtype(dtype)
     ctx.set(node.outputs[0], ctx.cast(clipped, target, node))
-
-
-def _only_dequantized(ctx: ConversionContext, node: Node) -> bool:
-    """Whether the result only feeds DequantizeLinear nodes: TensorRT holds uint8 at the network's edges
-    only, so such a result stays in int32 (its values are 0..255 either way)."""
-    value = node.outputs[0]
-    uses = value.uses()
-    return id(value) not in ctx.reserved and bool(uses) and all(
-        getattr(user, "op", None) == "DequantizeLinear" and slot == 0 for user, slot in uses)
 
 
 def _unit(ctx: ConversionContext, node: Node, like: Any) -> Any:
