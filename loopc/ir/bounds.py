@@ -266,7 +266,8 @@ def _reshape(b: Bounder, node: Node, k: int) -> Bounds | None:
             out.append(d)
         elif target is not None and target[axis] == -1:
             out.append(None if total is None else total // static_others)
-        elif entries is not None and len(entries) == len(out_shape) and (entry := entries[axis]) is not None:
+        elif (entries is not None and len(entries) == len(out_shape) and (entry := entries[axis]) is not None
+              and entry >= 0):  # a -1 entry is inferred from the element count: the next rule bounds it
             beyond = data is not None and axis >= len(data)  # no input dim to copy: the entry is not 0
             copied = data[axis] if data is not None and not beyond else None
             allow_zero = bool(node.attrs.get("allowzero", 0)) or beyond

@@ -96,3 +96,22 @@ def test_retinanet_candidates_per_level():
     assert b.of(v["kept"]) == (2304,)  # positions [n, 1] index one axis of 2304: n values
     assert b.entries(v["k"]) == (20,)  # the minimum is at most the constant, whatever n is
     assert b.of(v["best"]) == (20,)
+
+
+def test_a_reshape_whose_computed_target_holds_minus_one_is_bounded_by_the_element_count():
+    """``boxes.view(B, -1, 4)`` on at most 160 kept rows of [3, 4]: -1 stands for 160 * 3 = 480 boxes, not
+    for the input's dim at that axis (160)."""
+    v = _values("""<ir_version: 8, opset_import: ["" : 13]>
+        g (float[1,160,3,4] x, float[160] scores, float t) => (float[1,N,4] boxes) {
+            live = Greater(scores, t)
+            where = NonZero(live)
+            s0 = Constant <value = int64[1] {0}> ()
+            index = Squeeze(where, s0)
+            kept = Gather <axis = 1> (x, index)
+            shape = Shape(x)
+            batch = Gather(shape, s0)
+            rest = Constant <value = int64[2] {-1, 4}> ()
+            target = Concat <axis = 0> (batch, rest)
+            boxes = Reshape(kept, target)
+        }""")
+    assert Bounder().of(v["boxes"]) == (1, 480, 4)
