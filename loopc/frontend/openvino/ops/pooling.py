@@ -39,8 +39,13 @@ def _pool_window(op: Op, dilated: bool, empty_ok: bool) -> tuple[Window, int]:
     w = window(op, x, kernel, spatial_list(op, "dilations", n, 1) if dilated else [1] * n)
     rounding = _rounding(op)
     sizes = [dim(x, 2 + k) for k in range(n)]
-    if w.auto_pad is not None:
-        return w, 0  # same_upper/same_lower: ceil(in / stride) windows whatever the rounding
+    if w.auto_pad is not None:  # same_upper/same_lower: ceil(in / stride) windows, unless ceil adds one
+        for k, (s, d) in enumerate(zip(w.strides, w.dilations)):
+            if rounding == "ceil" and (w.kernel[k] - 1) * d + 1 < s:
+                raise op.unsupported(f"auto_pad={w.auto_pad} with rounding_type='ceil' and a stride {s} longer than "
+                                     f"the kernel along spatial axis {k}: OpenVINO keeps a window SAME padding has "
+                                     "not")
+        return w, 0
     if any(size is None for size in sizes):
         return w, _dynamic_ceil_mode(op, w, rounding, empty_ok)
     for k, size in enumerate(sizes):
@@ -59,12 +64,12 @@ def _end_pad(op: Op, k: int, size: int, w: Window, rounding: str, empty_ok: bool
     count = (padded - span) // s + 1 if rounding == "floor" else -(-(padded - span) // s) + 1
     if rounding == "ceil_torch" and (count - 1) * s >= size + begin:
         count -= 1
-    if not empty_ok:
-        taps = (np.arange(count)[:, None] * s - begin + np.arange(w.kernel[k])[None, :] * d)
-        inside = ((taps >= 0) & (taps < size)).any(axis=1)
-        if not inside.all():
-            raise op.unsupported(f"window {int(np.argmin(inside))} along spatial axis {k} covers only padding "
-                                 f"(OpenVINO gives -FLT_MAX or 0/0 there; ONNX and TensorRT give no such value)")
+    taps = (np.arange(count)[:, None] * s - begin + np.arange(w.kernel[k])[None, :] * d)
+    # a window must read the input, or (an average counting the pads) at least the pads, not only past them
+    inside = ((taps >= (-begin if empty_ok else 0)) & (taps < size + (w.end[k] if empty_ok else 0))).any(axis=1)
+    if not inside.all():
+        raise op.unsupported(f"window {int(np.argmin(inside))} along spatial axis {k} covers only padding "
+                             f"(OpenVINO gives -FLT_MAX or 0/0 there; ONNX and TensorRT give no such value)")
     return max((count - 1) * s + span - size - begin, 0)
 
 
@@ -76,10 +81,10 @@ def _dynamic_ceil_mode(op: Op, w: Window, rounding: str, empty_ok: bool) -> int:
         if not empty_ok and (begin >= span or end >= span or d > 1 and (begin or end)):
             raise op.unsupported(f"pads {w.begin} {w.end} may leave a window wholly in the padding along spatial "
                                  f"axis {k}, and the spatial dims are not static to tell")
-        if rounding == "ceil" and span + end < s:
+        if rounding == "ceil" and s + end > span:
             raise op.unsupported(f"rounding_type='ceil' with spatial dims that are not static: a window may "
-                                 f"start in the end padding along axis {k} (stride {s} exceeds kernel {span} + "
-                                 f"pad {end}), which OpenVINO keeps and ONNX drops")
+                                 f"start in the end padding along axis {k} (stride {s} plus pad {end} exceeds "
+                                 f"kernel {span}), which OpenVINO keeps and ONNX drops")
     return int(rounding != "floor")
 
 
