@@ -51,6 +51,30 @@ def test_attention_4d_grouped(attrs):
         }}""", _qkv(2, 4, 2, 3, 5, 8), rtol=1e-4, atol=1e-5)
 
 
+def test_causal_attention_with_fewer_queries_than_new_keys_after_past_keys():
+    """The diagonal starts right after the past keys (ONNX's reference and node tests; onnxruntime ends it at the
+    last key instead): TensorRT's lower-right diagonal holds only for as many new keys as queries, so with or
+    without a mask that changes nothing the answer is the reference's."""
+    import onnx.parser
+    from onnx.reference import ReferenceEvaluator
+
+    from loopc.frontend.onnx import import_model
+    from tests.backend.trt.oracle import build_and_simulate
+
+    feeds = {**_qkv(1, 2, 2, 1, 2, 4), "pk": RNG.standard_normal((1, 2, 4, 4)).astype(np.float32),
+             "pv": RNG.standard_normal((1, 2, 4, 4)).astype(np.float32), "m": np.zeros((1, 6), np.float32)}
+    for mask in ("", "m"):
+        proto = onnx.parser.parse_model(f"""{H23}
+            g (float[1,2,1,4] q, float[1,2,2,4] k, float[1,2,2,4] v, float[1,2,4,4] pk, float[1,2,4,4] pv
+               {", float[1,6] m" if mask else ""}) => (float[1,2,1,4] y) {{
+                y = Attention <is_causal = 1> (q, k, v, {mask}, pk, pv)
+            }}""")
+        used = {name: array for name, array in feeds.items() if name != "m" or mask}
+        _, got = build_and_simulate(import_model(proto), used)
+        want = ReferenceEvaluator(proto).run(None, used)[0]
+        np.testing.assert_allclose(got["y"], want, rtol=1e-4, atol=1e-5, err_msg=f"mask {mask!r}")
+
+
 def test_attention_with_past_and_present_causal():
     feeds = {**_qkv(1, 2, 2, 3, 3, 4), "pk": RNG.standard_normal((1, 2, 4, 4)).astype(np.float32),
              "pv": RNG.standard_normal((1, 2, 4, 4)).astype(np.float32)}

@@ -88,6 +88,8 @@ def _attention_refusal(node: Node) -> str | None:
         return f"Attention with qk_matmul_output_mode={mode} (ONNX defines 0 to 3)"
     if (_input(node, _PAST_K) is None) != (_input(node, _PAST_V) is None):
         return "Attention with only one of past_key and past_value"
+    if _input(node, _PAST_K) is not None and _input(node, _NONPAD) is not None:
+        return "Attention with both past_key and nonpad_kv_seqlen (ONNX's reference refuses the pair)"
     return None
 
 
@@ -276,6 +278,7 @@ def attention(ctx: ConversionContext, node: Node) -> None:
     head = _static(node, q.shape[3:], "head size")[0]
     scale = float(node.attrs.get("scale", 1.0 / math.sqrt(head)))
     past = None  # the past keys, whose length puts the causal diagonal
+    queries, new_keys = int(q.shape[2]), int(k.shape[2])
     if _input(node, _PAST_K) is not None:
         past, past_v = ctx.get(_input(node, _PAST_K), node), ctx.get(_input(node, _PAST_V), node)
         k = ctx.concat([past, k], node, "present_key", axis=2)
@@ -288,20 +291,24 @@ def attention(ctx: ConversionContext, node: Node) -> None:
     k = ctx.elementwise(k, root, "PROD", node, "k_scaled")
     heads_q = int(q.shape[1])
     if _express_as_layer(ctx, node, q, v):
-        y = _attention_layer(ctx, node, q, k, v, past)
+        y = _attention_layer(ctx, node, q, k, v, past, queries == new_keys >= 0)
     else:
         y = _attention_products(ctx, node, q, _expand_heads(ctx, node, k, heads_q, "k_grouped"),
                                 _expand_heads(ctx, node, v, heads_q, "v_grouped"), past)
     ctx.set(node.outputs[0], _heads_merged(ctx, node, y) if three_d else y)
 
 
-def _attention_layer(ctx: ConversionContext, node: Node, q: Any, k: Any, v: Any, past: Any | None) -> Any:
-    """One IAttention, decomposable so that the builder may split it where no fused kernel fits."""
+def _attention_layer(ctx: ConversionContext, node: Node, q: Any, k: Any, v: Any, past: Any | None,
+                     aligned: bool) -> Any:
+    """One IAttention, decomposable so that the builder may split it where no fused kernel fits. ``aligned``:
+    as many new keys as queries, known when building, so that the causal diagonal right after the past keys
+    (ONNX's, as its reference and node tests put it; onnxruntime ends it at the last key) is TensorRT's
+    lower-right one."""
     T = trt()
     causal = T.CausalMaskKind.NONE
     mask = _input(node, _MASK)
     windowed = int(node.attrs.get("left_window_size", -1)) >= 0 or int(node.attrs.get("right_window_size", -1)) >= 0
-    if mask is None and not windowed and _input(node, _NONPAD) is None:  # no mask, or just the diagonal
+    if mask is None and not windowed and _input(node, _NONPAD) is None and (past is None or aligned):
         if int(node.attrs.get("is_causal", 0)):  # ONNX anchors the diagonal after the past keys
             causal = T.CausalMaskKind.UPPER_LEFT if past is None else T.CausalMaskKind.LOWER_RIGHT
         layer = ctx.network.add_attention_v2(q, k, v, T.AttentionNormalizationOp.SOFTMAX, causal)
