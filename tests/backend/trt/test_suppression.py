@@ -102,6 +102,19 @@ def test_boxes_of_a_count_with_no_bound_are_refused_in_one_line():
     assert "\n" not in message and "NonMaxSuppression" in message and "neither known nor bounded" in message
 
 
+def test_a_ranking_table_too_large_is_refused_in_one_line():
+    """A detector head's 8,400 anchors in 80 classes: a [1, 80, 8400, 8400] table (5.6e9 elements) is
+    refused before anything is built, not left to exhaust memory."""
+    text = f"""{HEADER}
+        g (float[1,8400,4] boxes, float[1,80,8400] scores) => (int64[K,3] y) {{
+            y = NonMaxSuppression (boxes, scores)
+        }}"""
+    with pytest.raises(LoopcError) as caught:
+        to_network(import_model(onnx.parser.parse_model(text)))
+    message = str(caught.value)
+    assert "\n" not in message and "ranking table would hold 5644800000 elements" in message
+
+
 def test_boxes_whose_coordinate_axis_is_not_inferred():
     """A filtered [1, n, ?] reshape of the boxes (RetinaNet's): read as ONNX's [B, N, 4]."""
     rng = np.random.default_rng(12)

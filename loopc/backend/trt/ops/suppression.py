@@ -23,6 +23,8 @@ real box keeps its rank and its overlaps, so the result is the same.
 
 from __future__ import annotations
 
+import math
+
 from typing import Any
 
 import numpy as np
@@ -36,10 +38,23 @@ from loopc.trt import trt
 
 #: The most boxes padded to: the loop runs one trip per box over [B, N, N] overlaps.
 MAX_PADDED_BOXES = 4096
+#: Most elements of the [batches, classes, boxes, boxes] ranking table (2^26 floats: 256 MiB).
+MAX_TABLE = 1 << 26
 
 
 def _box_count(node: Node) -> int | str:
     """The static box count, or the bound padded to (a data-dependent count), or why there is none."""
+    count = _unchecked_box_count(node)
+    scores = node.inputs[1].shape if node.inputs[1] is not None else None
+    if isinstance(count, int) and scores is not None and len(scores) == 3:
+        table = math.prod(d for d in scores[:2] if isinstance(d, int) and d > 0) * count * count
+        if table > MAX_TABLE:
+            return (f"NonMaxSuppression of {count} boxes per class: its ranking table would hold {table} elements "
+                    f"(more than {MAX_TABLE}); keep fewer candidates before it (TopK)")
+    return count
+
+
+def _unchecked_box_count(node: Node) -> int | str:
     boxes, scores = node.inputs[0], node.inputs[1]
     shape = boxes.shape if boxes is not None else None
     if shape is None or len(shape) != 3:
