@@ -171,6 +171,17 @@ def test_nearest_of_uint8_data():
         }}""", {"x": x})
 
 
+def test_nearest_of_uint8_data_by_gathers():
+    """A fractional scale (no whole output length for TensorRT's resize layer) goes through gathers, which
+    take no UINT8 either: the bytes are gathered as floats (exact) and cast back."""
+    x = RNG.integers(0, 256, (1, 2, 7, 6), dtype=np.uint8)
+    check_onnx(f"""{HEADER}
+        g (uint8[1,2,7,6] x) => (uint8[A,B,C,D] y) {{
+            s = Constant <value = float[4] {{1, 1, 1.7, 1}}> ()
+            y = Resize <mode = "nearest"> (x, , s)
+        }}""", {"x": x})
+
+
 @pytest.mark.parametrize("mode", ["nearest", "linear", "cubic"])
 def test_half_precision_data(mode):
     x = RNG.standard_normal((1, 2, 3, 4)).astype(np.float16)

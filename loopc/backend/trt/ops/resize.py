@@ -282,7 +282,8 @@ def _by_taps(ctx: ConversionContext, node: Node, x: Any, spec: list[_Axis], axes
                               hint=f"at most {MAX_TAPS} are built as gathers")
         plans.append((a, index, weight, outside))
     tr = trt()
-    narrow = mode != "NEAREST" and x.dtype != tr.float32
+    # weighted taps need floats; integer data (nearest only) is gathered as floats too, as the layer path does
+    narrow = x.dtype != tr.float32 and (mode != "NEAREST" or np_dtype(x.dtype).kind != "f")
     y = ctx.cast(x, tr.float32, node, "as_float") if narrow else x
     for a, index, weight, outside in plans:
         y = resample(ctx, node, y, a, index, weight, outside)
