@@ -71,7 +71,8 @@ def _picked(node: Node) -> Value | None:
     out = node.outputs[0]
     if taken is None or taken.dtype != out.dtype or taken.shape is None or taken.shape != out.shape:
         return None
-    return taken
+    # an unknown dim equal to an unknown dim proves nothing: the branch might be broadcast to the output
+    return taken if None not in taken.shape else None
 
 
 def _known_all(flags: Value, depth: int = 0) -> bool | None:

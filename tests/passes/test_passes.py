@@ -562,6 +562,20 @@ def test_a_slice_at_an_index_that_may_be_out_of_range_stays() -> None:
     assert interpret(graph, {"x": X, "s": np.arange(5, dtype=np.float32)})[0].shape == (0, 3)
 
 
+def test_a_where_whose_branch_has_unknown_dims_stays() -> None:
+    """Where(all false, x, y) with y f32[?] and the output f32[?]: y may be [1] and broadcast against a [5]
+    x, so y is not the output as it is (unknown dims equal prove nothing)."""
+    graph = ir("""
+        graph main(%x: f32[?], %y: f32[?]) -> (%out) {
+          %c: bool[1] = Constant() value=bool[1]:[false]
+          %out: f32[?] = Where(%c, %x, %y)
+        }
+    """)
+    assert not Identities()(graph).modified
+    got = interpret(graph, {"x": np.arange(5, dtype=np.float32), "y": np.array([7], np.float32)})[0]
+    np.testing.assert_array_equal(got, np.full(5, 7, np.float32))
+
+
 def test_a_where_of_a_known_condition_is_its_branch() -> None:
     """tf2onnx masks strided-slice bounds with Where(And(.., all false), ..): the kept branch is read
     through; a condition not known throughout, or a branch broadcast to the output, stays."""
