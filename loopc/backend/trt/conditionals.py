@@ -18,6 +18,7 @@ from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.registry import converter, node_error
 from loopc.errors import InternalError
 from loopc.ir import Graph, If, Node, Value
+from loopc.ir.bounds import BROADCAST
 from loopc.ir.core import Use
 from loopc.trt import trt
 
@@ -78,8 +79,7 @@ def convert_if(ctx: ConversionContext, node: Node) -> None:
 
 #: Ops whose result from a one-element operand is the same for any rank of it up to their other
 #: operands' ranks (NumPy broadcasting).
-_BROADCASTING = {"Add", "Sub", "Mul", "Div", "Pow", "Max", "Min", "Sum", "Mean", "Equal", "Greater", "Less",
-                 "GreaterOrEqual", "LessOrEqual", "And", "Or", "Xor", "Where", "Mod"}
+_BROADCASTING = BROADCAST | {"Sum", "Mean"}
 
 
 def _rank_is_invisible(value: Value, a: Any, b: Any) -> bool:

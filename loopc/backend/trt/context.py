@@ -41,10 +41,8 @@ _TRT_TYPES = {
     "int32": "INT32", "int64": "INT64", "bool": "BOOL", "float8_e4m3fn": "FP8", "int4": "INT4",
     "float4_e2m1fn": "FP4",
 }
-#: The types above that NumPy knows only through ml_dtypes.
-_ML_DTYPES = ("float8_e4m3fn", "int4", "float4_e2m1fn")
-#: Types only TensorRT's Quantize layer makes.
-_QUANTIZED = _ML_DTYPES
+#: The types above that NumPy knows only through ml_dtypes, and that only TensorRT's Quantize layer makes.
+QUANTIZED = ("float8_e4m3fn", "int4", "float4_e2m1fn")
 #: How TensorRT names a layer (and its outputs) that nobody named: never a name of ours.
 _TRT_DEFAULT_NAME = "(Unnamed Layer* "
 #: The longest name TensorRT takes (it refuses 4096 characters or more).
@@ -79,7 +77,7 @@ def np_dtype(dtype: Any) -> np.dtype[Any]:
         if dtype == getattr(trt().DataType, member):
             if name == "bfloat16":
                 return np.dtype(np.float32)
-            return np.dtype(getattr(ml_dtypes, name)) if name in _ML_DTYPES else np.dtype(name)
+            return np.dtype(getattr(ml_dtypes, name)) if name in QUANTIZED else np.dtype(name)
     raise BackendError(f"no NumPy dtype for TensorRT type {dtype}")
 
 
@@ -306,7 +304,7 @@ class ConversionContext:
             return self.cast(wide, trt().bfloat16, node, f"{suffix}_bf16" if suffix else "bf16")
         if a.dtype == np.uint8:  # TensorRT takes no uint8 weights and has uint8 only at the network's edges
             a = a.astype(np.int32)
-        if a.dtype.name in _QUANTIZED:
+        if a.dtype.name in QUANTIZED:
             # TensorRT's Python API takes no such array (and gives none back to read a network with): the
             # values, exact in float32, are a float32 constant quantized with scale 1, which is exact too
             wide = self.constant(a.astype(np.float32).reshape(a.shape or (1,)), node, suffix)
