@@ -292,3 +292,21 @@ def test_half_attention_with_a_softmax_precision(precision):
         g (float16[1,2,3,8] q, float16[1,2,4,8] k, float16[1,2,4,8] v) => (float16[1,2,3,8] y) {{
             y = Attention <softmax_precision = {precision}> (q, k, v)
         }}""", feeds, rtol=2e-3, atol=2e-3)
+
+
+def test_past_keys_with_padding_lengths_are_refused_in_one_line():
+    """ONNX's reference refuses past_key together with nonpad_kv_seqlen: loopc builds no meaning of its own."""
+    import onnx.parser
+
+    from loopc.errors import LoopcError
+    from loopc.frontend.onnx import import_model
+    from tests.backend.trt.oracle import build_and_simulate
+
+    proto = onnx.parser.parse_model(f"""{H24}
+        g (float[1,2,1,4] q, float[1,2,1,4] k, float[1,2,1,4] v, float[1,2,3,4] pk, float[1,2,3,4] pv,
+           int64[1] n) => (float[1,2,1,4] y) {{
+            y = Attention (q, k, v, , pk, pv, n)
+        }}""")
+    with pytest.raises(LoopcError) as caught:
+        build_and_simulate(import_model(proto), {})
+    assert "\n" not in str(caught.value) and "past_key and nonpad_kv_seqlen" in str(caught.value)
