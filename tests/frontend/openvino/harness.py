@@ -9,10 +9,20 @@ from typing import Any
 
 import numpy as np
 import openvino as ov
+import openvino.opset13 as o13
 
 from loopc.frontend.openvino import import_ir
 from loopc.ir.interpret import interpret
 from tests.frontend.openvino.oracle import compare, run_loopc, run_openvino
+
+
+#: A test model: its outputs, its parameters, and the inputs to feed them.
+Case = tuple[list[Any], list[Any], dict[str, np.ndarray]]
+
+
+def param(name: str, shape: list[int], dtype: Any = np.float32) -> Any:
+    """A Parameter of OpenVINO's opset API."""
+    return o13.parameter(shape, dtype, name=name)
 
 
 def save(model: ov.Model, path: Path, compress: bool = False) -> Path:

@@ -27,18 +27,11 @@ from loopc.compiler import optimize
 from loopc.errors import UnsupportedConversionError, UnsupportedOpError
 from loopc.frontend.openvino import import_ir
 from loopc.ir import Graph
-from tests.frontend.openvino.harness import check, check_ir, save
+from tests.frontend.openvino.harness import Case, check, check_ir, param, save
 from tests.frontend.openvino.test_bad_input import check_one_line, run_cli
 
 RNG = np.random.default_rng(11)
 F32 = np.float32
-
-Case = tuple[list[Any], list[Any], dict[str, np.ndarray]]
-
-
-def param(name: str, shape: list[int], dtype: Any = F32) -> Any:
-    return o13.parameter(shape, dtype, name=name)
-
 
 def const(value: Any, dtype: Any = F32) -> Any:
     return o13.constant(np.array(value, dtype))

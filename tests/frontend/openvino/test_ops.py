@@ -33,17 +33,10 @@ from openvino.utils.node_factory import NodeFactory
 
 from loopc.errors import UnsupportedOpError
 from loopc.frontend.openvino import import_ir
-from tests.frontend.openvino.harness import check, run_loopc, save
+from tests.frontend.openvino.harness import Case, check, param, run_loopc, save
 
 RNG = np.random.default_rng(7)
 F32 = np.float32
-
-Case = tuple[list[Any], list[Any], dict[str, np.ndarray]]
-
-
-def param(name: str, shape: list[int], dtype: Any = F32) -> Any:
-    return o13.parameter(shape, dtype, name=name)
-
 
 def const(value: Any, dtype: Any = None) -> Any:
     return o13.constant(np.array(value, dtype))
