@@ -18,6 +18,7 @@ from loopc.passes.inline_one_trip import InlineOneTrip
 from loopc.passes.invariants import Invariants
 from loopc.passes.loop_distribution import LoopDistribution
 from loopc.passes.narrow_products import NarrowProducts
+from loopc.passes.pasted_resize import PastedResize
 from loopc.passes.row_slices import RowSlices
 from loopc.passes.manager import Pass, PassManager, PassResult
 from loopc.passes.scatter_to_concat import ScatterToConcat
@@ -29,7 +30,7 @@ from loopc.passes.unroll import Unroll
 from loopc.passes.wavefront import Wavefront
 from loopc.passes.while_outputs import WhileOutputs
 
-__all__ = ["ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult",
+__all__ = ["ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize",
            "RowSlices", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "StaticConditionals", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
@@ -53,7 +54,7 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = ())
         raise ValueError(f"cannot disable {', '.join(unknown)}: the optimizations are {', '.join(OPTIMIZATIONS)}")
     passes: list[Pass] = [
         ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), RowSlices(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
-        SequenceAccumulation(), GrowingConcat(), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
+        SequenceAccumulation(), GrowingConcat(), PastedResize(), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
         WhileOutputs(max_trips), DeadCode(),
     ]
     return [p for p in passes if p.name not in disabled]

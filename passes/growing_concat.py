@@ -5,6 +5,8 @@
 ("inputs to IRecurrenceLayer have different dimensions") because the carried shape changes.
 The pieces are a kCONCATENATE output (stacked on a new axis ``axis``), merged back into ``axis``
 by a Reshape, and concatenated after ``init`` outside the loop unless ``init`` is statically empty.
+Each trip's piece is concatenated to a state with ``init``'s other dims (a Concat keeps them), so in any
+run the model allows the piece has them too: its unknown dims off the axis are taken from ``init``.
 
 A chain ``acc = cat([cat([acc, a], axis), b], axis)`` (or one Concat of more inputs) grows by the
 piece ``cat([a, b], axis)`` each trip, as long as the inner results are read by nothing else.
@@ -41,6 +43,7 @@ class GrowingConcat:
             piece = Value(rec.state.name + "_piece", pieces[0].dtype, _joined_shape(pieces, axis))
             loop.body.insert_before(chain[0], [Node("Concat", pieces, [piece], {"axis": axis})])
         assert piece.shape is not None
+        piece.shape = _off_axis_from(piece.shape, rec.init.shape, axis)
         stacked = Value(rec.state.name + "_pieces", piece.dtype, piece.shape[:axis] + (None,) + piece.shape[axis:])
         loop.loop_outputs.append(LoopOutput("concat", piece, stacked, axis))
         for out in finals:
@@ -101,6 +104,14 @@ def _joined_shape(pieces: list[Value], axis: int) -> tuple[Dim, ...]:
         else:
             dims.append(column[0] if all(d == column[0] for d in column) else None)
     return tuple(dims)
+
+
+def _off_axis_from(shape: tuple[Dim, ...], init: tuple[Dim, ...] | None, axis: int) -> tuple[Dim, ...]:
+    """``shape`` with its unknown dims other than ``axis`` taken from ``init``'s static ones."""
+    if init is None or len(init) != len(shape):
+        return shape
+    return tuple(d if k == axis or isinstance(d, int) or not isinstance(i, int) else i
+                 for k, (d, i) in enumerate(zip(shape, init)))
 
 
 def _statically_empty(value: Value, axis: int) -> bool:

@@ -1,0 +1,138 @@
+"""A Resize axis as taps computed in the graph, for resizes whose lengths are only known at run time.
+
+Resizing one axis from length n to length L reads, for output position j, a few input positions with
+weights: ``out[j] = Σ_t w_t[j] · x[k_t[j]]``. When L is a value a loop computes in each trip, TensorRT
+cannot build the resize layer there, but it can build the same sum as gathers at static-length index
+vectors whose entries are computed: the positions asked for are static in number even though L is
+not. The formulas are ONNX's (and PyTorch's: the ratio n / L is taken first, as ``interpolate`` does);
+indices outside ``[0, n)`` are clamped, which is ONNX's edge padding and PyTorch's clamped reads.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from onnx import helper
+
+from loopc.frontend.emit import Emitter
+from loopc.ir import Node, Value, text_attr
+
+F32 = np.dtype(np.float32)
+I64 = np.dtype(np.int64)
+
+TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+MODES = ("nearest", "linear", "cubic")
+#: nearest_mode → the float transform whose floor is the index taken.
+_NEAREST = {"floor": (0.0, "Floor"), "ceil": (0.0, "Ceil"), "round_prefer_floor": (-0.5, "Ceil"),
+            "round_prefer_ceil": (0.5, "Floor")}
+
+Tap = tuple[Value, "Value | None"]
+
+
+def tensor_type(dtype: np.dtype) -> int:
+    """ONNX's number for ``dtype`` (a Cast's ``to``)."""
+    return int(helper.np_dtype_to_tensor_dtype(np.dtype(dtype)))
+
+
+def unsupported(node: Node) -> str | None:
+    """Why ``node``'s Resize cannot be taps computed here, or None when it can."""
+    mode, transform = text_attr(node, "mode", "nearest"), text_attr(node, "coordinate_transformation_mode",
+                                                                     "half_pixel")
+    if mode not in MODES:
+        return f"mode {mode!r}"
+    if transform not in TRANSFORMS:
+        return f"coordinate_transformation_mode {transform!r}"
+    if mode == "nearest" and text_attr(node, "nearest_mode", "round_prefer_floor") not in _NEAREST:
+        return f"nearest_mode {text_attr(node, 'nearest_mode')!r}"
+    if node.attrs.get("exclude_outside", 0) or node.attrs.get("antialias", 0) or node.attrs.get("axes"):
+        return "exclude_outside, antialias or axes"
+    if text_attr(node, "keep_aspect_ratio_policy", "stretch") != "stretch":
+        return "keep_aspect_ratio_policy"
+    return None
+
+
+def axis_taps(em: Emitter, node: Node, position: Value, n_in: Value, n_out: Value) -> list[Tap]:
+    """The (index, weight) taps of output ``position`` (int64 vector) of one axis resized by ``node``
+    from ``n_in`` to ``n_out`` (int64 scalars); a weight of None is 1 (nearest)."""
+    mode = text_attr(node, "mode", "nearest")
+    x = _source(em, text_attr(node, "coordinate_transformation_mode", "half_pixel"), position, n_in, n_out)
+    last = em.op("Sub", [n_in, em.const(1, np.int64)], dtype=I64, shape=())
+    if mode == "nearest":
+        shift, rounding = _NEAREST[text_attr(node, "nearest_mode", "round_prefer_floor")]
+        moved = em.op("Add", [x, em.const(shift, np.float32)], dtype=F32) if shift else x
+        return [(_index(em, em.op(rounding, [moved], dtype=F32), 0, last), None)]
+    floor = em.op("Floor", [x], dtype=F32)
+    t = em.op("Sub", [x, floor], dtype=F32)
+    if mode == "linear":
+        one_minus_t = em.op("Sub", [em.const(1.0, np.float32), t], dtype=F32)
+        return [(_index(em, floor, 0, last), one_minus_t), (_index(em, floor, 1, last), t)]
+    a = float(node.attrs.get("cubic_coeff_a", -0.75))
+    distances = [(-1, "far", 1.0, 1.0), (0, "near", 0.0, 1.0), (1, "near", 1.0, -1.0), (2, "far", 2.0, -1.0)]
+    taps: list[Tap] = []
+    for offset, kind, base, sign in distances:  # distance from the tap = base + sign · t
+        d = em.op("Add", [em.const(base, np.float32), em.op("Mul", [t, em.const(sign, np.float32)], dtype=F32)],
+                  dtype=F32)
+        taps.append((_index(em, floor, offset, last), _keys(em, d, a, kind)))
+    return taps
+
+
+def resample(em: Emitter, data: Value, axis: int, rank: int, taps: list[Tap]) -> Value:
+    """``Σ_t w_t · Gather(data, k_t, axis)``, the weights broadcast along ``axis`` of ``data`` (rank ``rank``)."""
+    assert data.dtype is not None
+    total: Value | None = None
+    dims = em.const([1] * axis + [-1] + [1] * (rank - axis - 1), np.int64)
+    for index, weight in taps:
+        picked = em.op("Gather", [data, index], {"axis": axis}, dtype=data.dtype)
+        if weight is not None:
+            if weight.dtype != data.dtype:
+                weight = em.op("Cast", [weight], {"to": tensor_type(data.dtype)}, dtype=data.dtype)
+            picked = em.op("Mul", [picked, em.op("Reshape", [weight, dims], dtype=weight.dtype)], dtype=data.dtype)
+        total = picked if total is None else em.op("Add", [total, picked], dtype=data.dtype)
+    assert total is not None
+    return total
+
+
+def _source(em: Emitter, transform: str, position: Value, n_in: Value, n_out: Value) -> Value:
+    """The input coordinate (float32) each output position maps to."""
+    j = em.op("Cast", [position], {"to": tensor_type(F32)}, dtype=F32)
+    length_in = em.op("Cast", [n_in], {"to": tensor_type(F32)}, dtype=F32, shape=())
+    length_out = em.op("Cast", [n_out], {"to": tensor_type(F32)}, dtype=F32, shape=())
+    one = em.const(1.0, np.float32)
+    if transform == "align_corners":  # a one-long output reads position 0
+        span_out = em.op("Max", [em.op("Sub", [length_out, one], dtype=F32), one], dtype=F32)
+        ratio = em.op("Div", [em.op("Sub", [length_in, one], dtype=F32), span_out], dtype=F32)
+        return em.op("Mul", [j, ratio], dtype=F32)
+    ratio = em.op("Div", [length_in, length_out], dtype=F32)
+    if transform == "asymmetric":
+        return em.op("Mul", [j, ratio], dtype=F32)
+    half = em.const(0.5, np.float32)
+    x = em.op("Sub", [em.op("Mul", [em.op("Add", [j, half], dtype=F32), ratio], dtype=F32), half], dtype=F32)
+    if transform == "pytorch_half_pixel":  # a one-long output reads position 0
+        longer = em.op("Greater", [length_out, one], dtype=np.dtype(bool))
+        x = em.op("Where", [longer, x, em.const(0.0, np.float32)], dtype=F32)
+    return x
+
+
+def _index(em: Emitter, floor: Value, offset: int, last: Value) -> Value:
+    """``clamp(floor + offset, 0, last)`` as int64: the input position a tap reads (edges repeat)."""
+    index = em.op("Cast", [floor], {"to": tensor_type(I64)}, dtype=I64)
+    if offset:
+        index = em.op("Add", [index, em.const(offset, np.int64)], dtype=I64)
+    return em.op("Min", [em.op("Max", [index, em.const(0, np.int64)], dtype=I64), last], dtype=I64)
+
+
+def _keys(em: Emitter, d: Value, a: float, kind: str) -> Value:
+    """Keys' cubic kernel at distance ``d`` (in [0, 1] for "near", [1, 2] for "far"), coefficient ``a``."""
+    def const(v: float) -> Value:
+        return em.const(v, np.float32)
+
+    def mul(p: Value, q: Value) -> Value:
+        return em.op("Mul", [p, q], dtype=F32)
+
+    def add(p: Value, q: Value) -> Value:
+        return em.op("Add", [p, q], dtype=F32)
+
+    if kind == "near":  # ((a + 2) d − (a + 3)) d² + 1
+        inner = add(mul(d, const(a + 2)), const(-(a + 3)))
+        return add(mul(inner, mul(d, d)), const(1.0))
+    inner = add(mul(d, const(a)), const(-5 * a))  # ((a d − 5a) d + 8a) d − 4a
+    return add(mul(add(mul(inner, d), const(8 * a)), d), const(-4 * a))
