@@ -66,9 +66,6 @@ TV = f"torchvision {torchvision.__version__.split('+')[0]}, traced, TorchScript 
 
 #: Cases made but not listed in cases.toml, with what stops loopc today (`loopc build` with no flags).
 PENDING: dict[str, str] = {
-    "mask_rcnn": "TensorRT could not build the network: layer 'Resize_2268' takes a shape (a size, or slice bounds)"
-                 " from values its loop computes in each trip, which TensorRT's builder cannot build"
-                 " (makeScopeNodesContiguous): the mask-pasting Loop resizes each mask to its box's size",
     "keypoint_rcnn": "TensorRT could not build the network: layer 'Resize_2145' takes a shape (a size, or slice"
                      " bounds) from values its loop computes in each trip, which TensorRT's builder cannot build"
                      " (makeScopeNodesContiguous): the heatmaps-to-keypoints Loop resizes each heatmap to its"
