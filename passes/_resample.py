@@ -10,11 +10,14 @@ indices outside ``[0, n)`` are clamped, which is ONNX's edge padding and PyTorch
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from onnx import helper
 
 from loopc.frontend.emit import Emitter
-from loopc.ir import Node, Value, text_attr
+from loopc.ir import Graph, Node, Value, text_attr
+from loopc.passes.shape_refinement import refine
 
 F32 = np.dtype(np.float32)
 I64 = np.dtype(np.int64)
@@ -26,6 +29,15 @@ _NEAREST = {"floor": (0.0, "Floor"), "ceil": (0.0, "Ceil"), "round_prefer_floor"
             "round_prefer_ceil": (0.5, "Floor")}
 
 Tap = tuple[Value, "Value | None"]
+
+
+def emitter(scratch: Graph, label: str, origin: str, counter: itertools.count[int]) -> Emitter:
+    """An emitter into ``scratch`` (nodes to move into place) naming results ``<label>_<op>__N`` from
+    ``counter``; ONNX's shape functions fill in their types."""
+    def infer(node: Node) -> None:
+        refine(node)
+
+    return Emitter(scratch, label, origin, lambda base: f"{base}__{next(counter)}", infer)
 
 
 def tensor_type(dtype: np.dtype) -> int:
@@ -60,6 +72,9 @@ def axis_taps(em: Emitter, node: Node, position: Value, n_in: Value, n_out: Valu
         shift, rounding = _NEAREST[text_attr(node, "nearest_mode", "round_prefer_floor")]
         moved = em.op("Add", [x, em.const(shift, np.float32)], dtype=F32) if shift else x
         return [(_index(em, em.op(rounding, [moved], dtype=F32), 0, last), None)]
+    if mode == "linear":  # past an edge both taps read the edge: clamped, its weight is exactly 1
+        last_f = em.op("Cast", [last], {"to": tensor_type(F32)}, dtype=F32, shape=())
+        x = em.op("Min", [em.op("Max", [x, em.const(0.0, np.float32)], dtype=F32), last_f], dtype=F32)
     floor = em.op("Floor", [x], dtype=F32)
     t = em.op("Sub", [x, floor], dtype=F32)
     if mode == "linear":
@@ -89,6 +104,27 @@ def resample(em: Emitter, data: Value, axis: int, rank: int, taps: list[Tap]) ->
         total = picked if total is None else em.op("Add", [total, picked], dtype=data.dtype)
     assert total is not None
     return total
+
+
+def size_entry(em: Emitter, vector: Value | None, index: int) -> Value:
+    """Entry ``index`` of a shape vector as an int64 scalar, read from the scalar the vector was built from
+    where it was: a vector also lists Shapes of tensors a rewrite removes, which must not stay read."""
+    assert vector is not None
+    node = vector.producer
+    if node is not None and node.op == "Concat" and all(v is not None and v.shape is not None and len(v.shape) == 1
+                                                         and isinstance(v.shape[0], int) for v in node.inputs):
+        for piece in node.inputs:
+            assert piece is not None and piece.shape is not None
+            if index < int(piece.shape[0]):  # type: ignore[arg-type]
+                return size_entry(em, piece, index)
+            index -= int(piece.shape[0])  # type: ignore[arg-type]
+    if node is not None and node.op == "Unsqueeze" and node.inputs[0] is not None and node.inputs[0].shape == ():
+        return node.inputs[0] if node.inputs[0].dtype == I64 else em.op(
+            "Cast", [node.inputs[0]], {"to": tensor_type(I64)}, dtype=I64, shape=())
+    if node is not None and node.op == "Cast" and node.outputs[0].dtype == I64:
+        return size_entry(em, node.inputs[0], index)
+    picked = em.op("Gather", [vector, em.const(index, np.int64)], {"axis": 0}, dtype=vector.dtype, shape=())
+    return picked if vector.dtype == I64 else em.op("Cast", [picked], {"to": tensor_type(I64)}, dtype=I64, shape=())
 
 
 def _source(em: Emitter, transform: str, position: Value, n_in: Value, n_out: Value) -> Value:

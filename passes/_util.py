@@ -112,3 +112,148 @@ def computed_from(value: Value) -> Iterator[Value]:
         node = current.producer
         if node is not None and node.op not in ("Shape", "Size"):
             stack.extend(v for v in node.inputs if v is not None)
+
+
+#: Ops whose result has their first operand's shape, dim for dim.
+_SAME_DIMS = {"Cast", "Identity", "Neg", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Abs", "Sqrt", "Ceil", "Floor"}
+#: A Slice end this large keeps the whole axis (exporters write INT64_MAX, or INT32_MAX).
+_WHOLE = 2**31 - 1
+
+
+def dim_origin(value: Value, axis: int) -> int | tuple[Value, int]:
+    """Where ``value``'s dim ``axis`` comes from: its size when static, else the earliest (tensor, axis) it
+    provably equals, through ops that keep a dim, a loop's iterators and a Resize's kept dims. Two dims with
+    the same origin are equal in every run, whatever their sizes."""
+    seen = 0
+    while seen < 10_000:
+        seen += 1
+        shape = value.shape
+        if shape is None or not -len(shape) <= axis < len(shape):
+            return value, axis
+        axis %= len(shape)
+        if isinstance(shape[axis], int):
+            return int(shape[axis])  # type: ignore[arg-type]
+        step = _dim_before(value, axis)
+        if step is None:
+            return value, axis
+        value, axis = step
+    return value, axis
+
+
+def _dim_before(value: Value, axis: int) -> tuple[Value, int] | None:
+    """The (operand, axis) ``value``'s dim ``axis`` equals, one op back, or None."""
+    node = value.producer
+    if node is None:
+        return _iterated_dim(value, axis)
+    data = node.inputs[0] if node.inputs else None
+    if data is None or data.shape is None:
+        return None
+    if node.op in _SAME_DIMS:
+        return data, axis
+    if node.op in ("Unsqueeze", "Squeeze"):
+        axes = constant_value(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] is not None else None
+        if axes is None:
+            return None
+        rank = len(value.shape or ()) if node.op == "Unsqueeze" else len(data.shape)
+        marked = sorted(int(a) % rank for a in np.asarray(axes).reshape(-1))
+        if node.op == "Unsqueeze":
+            return None if axis in marked else (data, axis - sum(1 for a in marked if a < axis))
+        kept = [a for a in range(rank) if a not in marked]
+        return data, kept[axis]
+    if node.op == "Gather":
+        index = node.inputs[1]
+        if index is None or index.shape is None:
+            return None
+        where, width = int(node.attrs.get("axis", 0)) % len(data.shape), len(index.shape)
+        if axis < where:
+            return data, axis
+        return (data, axis - width + 1) if axis >= where + width else (index, axis - where)
+    if node.op == "Slice" and _keeps_axis(node, axis, len(data.shape)):
+        return data, axis
+    if node.op == "Resize" and len(node.inputs) > 3 and node.inputs[3] is not None:
+        return (data, axis) if same_dim(shape_entry_source(node.inputs[3], axis), data, axis) else None
+    return None
+
+
+def same_dim(source: int | tuple[Value, int] | None, value: Value, axis: int) -> bool:
+    """Whether a shape entry's ``source`` (see :func:`shape_entry_source`) is provably ``value``'s dim ``axis``."""
+    if source is None:
+        return False
+    return (source if isinstance(source, int) else dim_origin(*source)) == dim_origin(value, axis)
+
+
+def _keeps_axis(node: Node, axis: int, rank: int) -> bool:
+    """Whether a Slice leaves ``axis`` whole: not sliced, or from 0 to the end with step 1."""
+    parts = [constant_value(v) if v is not None else None for v in node.inputs[1:5]]
+    if any(p is None for p in parts[:3]) or (len(node.inputs) > 4 and node.inputs[4] is not None and parts[3] is None):
+        return False
+    starts, ends, axes = (np.asarray(p).reshape(-1) for p in parts[:3])
+    steps = np.asarray(parts[3]).reshape(-1) if len(node.inputs) > 4 and node.inputs[4] is not None else np.ones_like(starts)
+    for start, end, at, step in zip(starts, ends, axes, steps):
+        if int(at) % rank == axis and not (int(start) == 0 and int(end) >= _WHOLE and int(step) == 1):
+            return False
+    return True
+
+
+def _iterated_dim(value: Value, axis: int) -> tuple[Value, int] | None:
+    """An iterator's slice has its source's dims but the iterated one."""
+    graph = next((u.user.graph for u in value.uses() if isinstance(u.user, Node)), None)
+    loop = graph.owner if graph is not None else None
+    if not isinstance(loop, Loop):
+        return None
+    for iterator in loop.iterators:
+        if iterator.param is value:
+            return iterator.source, axis if axis < iterator.axis else axis + 1
+    return None
+
+
+def shape_entry_source(vector: Value, index: int) -> int | tuple[Value, int] | None:
+    """What entry ``index`` of the int64 vector ``vector`` is: a constant, or (tensor, axis) when it is that
+    dim of the tensor; read through Concat, Slice, Cast, Unsqueeze and Gather of a ``Shape``."""
+    array = constant_value(vector)
+    if array is not None:
+        flat = np.asarray(array).reshape(-1)
+        return int(flat[index]) if 0 <= index < flat.size else None
+    node = vector.producer
+    if node is None:
+        return None
+    if node.op == "Shape" and node.inputs[0] is not None:
+        start = int(node.attrs.get("start", 0))
+        rank = len(node.inputs[0].shape or ())
+        return (node.inputs[0], index + (start % rank if rank else start)) if rank else None
+    if node.op == "Concat" and all(v is not None and v.shape is not None and len(v.shape) == 1 and isinstance(v.shape[0], int)
+                                   for v in node.inputs):
+        for piece in node.inputs:
+            assert piece is not None and piece.shape is not None
+            if index < int(piece.shape[0]):  # type: ignore[arg-type]
+                return shape_entry_source(piece, index)
+            index -= int(piece.shape[0])  # type: ignore[arg-type]
+        return None
+    if node.op in ("Cast", "Identity") and node.inputs[0] is not None:
+        return shape_entry_source(node.inputs[0], index)
+    if node.op == "Unsqueeze" and node.inputs[0] is not None and node.inputs[0].shape == ():
+        return _scalar_source(node.inputs[0])
+    if node.op == "Slice" and node.inputs[0] is not None and len(node.inputs) >= 3:
+        starts, steps = constant_value(node.inputs[1]), (constant_value(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else 1)
+        if starts is None or np.size(starts) != 1 or int(np.asarray(starts).reshape(-1)[0]) < 0 or np.any(np.asarray(steps) != 1):
+            return None
+        return shape_entry_source(node.inputs[0], index + int(np.asarray(starts).reshape(-1)[0]))
+    return None
+
+
+def _scalar_source(scalar: Value) -> int | tuple[Value, int] | None:
+    node = scalar.producer
+    if node is not None and node.op in ("Cast", "Identity") and node.inputs[0] is not None:
+        return _scalar_source(node.inputs[0])
+    if node is not None and node.op == "Gather" and node.inputs[0] is not None:
+        picked = constant_value(node.inputs[1])
+        if picked is not None and np.ndim(picked) == 0 and int(picked) >= 0:
+            return shape_entry_source(node.inputs[0], int(picked))
+    return None
+
+
+def changes_per_trip(value: Value, body: Graph) -> bool:
+    """Whether ``value`` (in loop ``body``) is computed from what changes between trips: the counter, an
+    iterator's slice or a recurrence's state (the body's inputs). Dims read by ``Shape`` do not count."""
+    inputs = set(body.inputs)
+    return any(v in inputs for v in computed_from(value))

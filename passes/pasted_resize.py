@@ -28,9 +28,9 @@ import numpy as np
 
 from loopc.frontend.emit import Emitter
 from loopc.ir import Graph, Loop, Node, Value, constant_value
-from loopc.passes._resample import I64, axis_taps, resample, tensor_type, unsupported
+from loopc.passes._resample import I64, axis_taps, emitter, resample, size_entry, tensor_type, unsupported
+from loopc.passes._util import changes_per_trip
 from loopc.passes.manager import PassResult
-from loopc.passes.shape_refinement import refine
 
 #: Ops the chain from the Resize to the frame may pass through.
 _CHAIN_OPS = {"Gather", "Slice", "Concat", "Unsqueeze", "Cast", "Identity"}
@@ -59,10 +59,11 @@ class _Chain:
 
 def _chain(resize: Node) -> _Chain | None:
     """The chain from ``resize`` (sized by a computed ``sizes``) to a static-shaped frame, or None."""
-    if len(resize.inputs) < 4 or resize.inputs[3] is None or constant_value(resize.inputs[3]) is not None:
-        return None
+    sizes = resize.inputs[3] if len(resize.inputs) > 3 else None
+    if sizes is None or resize.graph is None or not changes_per_trip(sizes, resize.graph):
+        return None  # TensorRT builds a Resize whose size is the same on every trip
     data = resize.inputs[0]
-    if data is None or data.shape is None or unsupported(resize) is not None or resize.inputs[3].shape != (len(data.shape),):
+    if data is None or data.shape is None or unsupported(resize) is not None or sizes.shape != (len(data.shape),):
         return None
     value, steps = resize.outputs[0], []
     while not _static(value):
@@ -171,24 +172,7 @@ class _Paster:
                      shape=())
 
     def entry(self, vector: Value | None, index: int) -> Value:
-        """Entry ``index`` of a shape vector, read from the scalar it was built from where it was (a fill's
-        shape lists the chain's own Shapes beside the one entry needed: those must not stay read)."""
-        assert vector is not None
-        node = vector.producer
-        if node is not None and node.op == "Concat" and all(v is not None and v.shape is not None and len(v.shape) == 1
-                                                             and isinstance(v.shape[0], int) for v in node.inputs):
-            for piece in node.inputs:
-                assert piece is not None and piece.shape is not None
-                if index < int(piece.shape[0]):  # type: ignore[arg-type]
-                    return self.entry(piece, index)
-                index -= int(piece.shape[0])  # type: ignore[arg-type]
-        if node is not None and node.op == "Unsqueeze" and node.inputs[0] is not None and node.inputs[0].shape == ():
-            return node.inputs[0] if node.inputs[0].dtype == I64 else self.em.op(
-                "Cast", [node.inputs[0]], {"to": tensor_type(I64)}, dtype=I64, shape=())
-        if node is not None and node.op == "Cast" and node.outputs[0].dtype == I64:
-            return self.entry(node.inputs[0], index)
-        picked = self.em.op("Gather", [vector, self.em.const(index, np.int64)], {"axis": 0}, dtype=vector.dtype, shape=())
-        return picked if vector.dtype == I64 else self.em.op("Cast", [picked], {"to": tensor_type(I64)}, dtype=I64, shape=())
+        return size_entry(self.em, vector, index)
 
     def slice_bounds(self, node: Node) -> dict[int, tuple[Value, Value]]:
         """Per sliced axis, ONNX's effective (start, end): a negative bound counts from the end, then both
@@ -248,15 +232,12 @@ class _Paster:
 
 def _paste(graph: Graph, chain: _Chain) -> None:
     """Compute ``chain.frame`` from the Resize's input by gathers, before the frame's producer."""
-    counter = itertools.count()
     scratch = Graph(f"{chain.resize.name}_frame")
-    label = chain.resize.name or "resize"
-    em = Emitter(scratch, f"{label}_frame", chain.resize.origin, lambda base: f"{base}__{next(counter)}",
-                 lambda node: refine(node) and None)
+    em = emitter(scratch, f"{chain.resize.name or 'resize'}_frame", chain.resize.origin, itertools.count())
     paster = _Paster(em, chain)
     frame = chain.frame
     assert frame.shape is not None and frame.dtype is not None
-    axes = [_Axis(em.const(np.arange(int(d)), np.int64), k) for k, d in enumerate(frame.shape)]
+    axes = [_Axis(em.const(np.arange(d), np.int64), k) for k, d in enumerate(frame.shape)]  # type: ignore[arg-type]
     for node in reversed(chain.steps):
         axes = paster.back_through(node, axes)
     resize, data = chain.resize, chain.resize.inputs[0]
