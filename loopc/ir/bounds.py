@@ -7,8 +7,9 @@ below bounds an op's result dims by its operands' bounds and constant operands; 
 gives no bound, so a bound is only ever one the ONNX semantics guarantee.
 
 The same holds for the ranges of elements (:meth:`Bounder.interval`): a Resize size computed from a box's
-clipped height is at most the image's height. Ends are exact (fractions, Python ints) and rounded outward
-to the result's float type, and a rule that cannot rule out NaN, overflow or wrapping knows nothing.
+clipped height is at most the image's height. Ends are computed exactly (fractions, Python ints) and rounded
+outward to the result's float type; a rule that cannot rule out an integer's wrapping knows nothing. NaN is
+left out: a run that makes one promises no size.
 """
 
 from __future__ import annotations
@@ -513,12 +514,14 @@ def _exp(b: Bounder, node: Node, k: int) -> Interval | None:
     x = b.interval(node.inputs[0])
     if x is None:
         return None
-    def exp(v: float) -> float:
-        try:
-            return math.exp(v)
-        except OverflowError:
-            return math.inf
-    return _fit(node.outputs[0].dtype, max(exp(x[0]) * (1 - EXP_SLACK), 0.0), exp(x[1]) * (1 + EXP_SLACK))
+    return _fit(node.outputs[0].dtype, max(_exp_end(x[0]) * (1 - EXP_SLACK), 0.0), _exp_end(x[1]) * (1 + EXP_SLACK))
+
+
+def _exp_end(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
 
 
 def _fixed(low: float, high: float) -> Callable[[Bounder, Node, int], Interval | None]:

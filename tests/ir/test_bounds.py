@@ -227,11 +227,13 @@ def test_what_could_leave_a_range_has_none(statements: str) -> None:
 
 def test_float_ends_are_rounded_outward_to_the_result_type() -> None:
     """2**24 + 2 + 1 is a tie in f32, rounded to the even 2**24 + 4: the exact sum is no bound of it."""
-    text = "%m: {t}[] = Constant() value={t}[]:[16777218]\n%one: {t}[] = Constant() value={t}[]:[1]\n%y: {t}[] = Add(%m, %one)"
+    text = ("%m: {t}[] = Constant() value={t}[]:[16777218]\n%one: {t}[] = Constant() value={t}[]:[1]\n"
+            "%y: {t}[] = Add(%m, %one)")
     assert np.float32(16777218) + np.float32(1) == 16777220
     assert _range(text.format(t="f32")) == (16777218, 16777220)
     assert _range(text.format(t="f64")) == (16777219, 16777219)
-    big = "%m: f32[] = Constant() value=f32[]:[3e38]\n%two: f32[] = Constant() value=f32[]:[2]\n%y: f32[] = Mul(%m, %two)"
+    big = ("%m: f32[] = Constant() value=f32[]:[3e38]\n%two: f32[] = Constant() value=f32[]:[2]\n"
+           "%y: f32[] = Mul(%m, %two)")
     assert _range(big) == (float(np.finfo(np.float32).max), math.inf)  # f32 overflows to inf
 
 
@@ -261,6 +263,21 @@ def test_casts(statements: str, expected: tuple[float, float]) -> None:
         "range-float"])
 def test_positions_and_counts(statements: str, expected: tuple[float, float] | None) -> None:
     assert _range(statements) == expected
+
+
+def test_entries_fall_back_to_the_top_of_the_range() -> None:
+    """Rounded up: 3 bounds a float entry of at most 2.5, and its truncation by a Cast."""
+    v = _ir(OPERANDS + """
+      %top: f32[] = ReduceMax(%e) keepdims=0
+      %up: f32[2] = Ceil(%e)
+      %x: f32[?] = Expand(%b, %dims)
+      %y: i64[2] = Cast(%up) to=7
+    }""")
+    b = Bounder()
+    assert b.entries(v["top"]) == (3,)
+    assert b.entries(v["up"]) == (3, 3)
+    assert b.entries(v["y"]) == (3, 3)  # through the Cast rule to its operand's range
+    assert b.entries(v["x"]) is None  # a length not known
 
 
 LOOP = """
