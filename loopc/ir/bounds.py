@@ -79,8 +79,8 @@ class Bounder:
     def entries(self, value: Value | None) -> Bounds | None:
         """Upper bounds of a small 1-D integer ``value``'s entries (a shape being computed), or None.
 
-        The rules below follow the entries one by one; when they know nothing, every entry is at most the
-        top of the value's range (a box's clipped height, cast to a Resize size)."""
+        The rules below follow the entries one by one; when they know nothing and the value is never negative,
+        every entry is at most the top of its range (a box's clipped height, cast to a Resize size)."""
         found = self._entries(value)
         return found if found is not None else self._entries_by_range(value)
 
@@ -91,7 +91,9 @@ class Bounder:
         if not isinstance(count, int) or value.dtype.kind not in "iuf":
             return None
         span = self.interval(value)  # rounded up: an integer bound of a float entry, and of a Cast's truncation
-        return None if span is None or not _finite(span[1]) else (math.ceil(span[1]),) * count
+        if span is None or span[0] < 0 or not _finite(span[1]):  # a -1 would be Reshape's, bounding nothing
+            return None
+        return (math.ceil(span[1]),) * count
 
     def _entries(self, value: Value | None) -> Bounds | None:
         if value is None:

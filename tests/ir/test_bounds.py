@@ -266,17 +266,20 @@ def test_positions_and_counts(statements: str, expected: tuple[float, float] | N
 
 
 def test_entries_fall_back_to_the_top_of_the_range() -> None:
-    """Rounded up: 3 bounds a float entry of at most 2.5, and its truncation by a Cast."""
+    """Rounded up: 3 bounds a float entry of at most 2.5, and its truncation by a Cast. A range reaching below 0
+    could hold a Reshape's -1, which bounds nothing."""
     v = _ir(OPERANDS + """
-      %top: f32[] = ReduceMax(%e) keepdims=0
+      %top: f32[] = ReduceMax(%b) keepdims=0
+      %positive: f32[2] = Relu(%e)
+      %y: i64[2] = Cast(%positive) to=7
       %up: f32[2] = Ceil(%e)
       %x: f32[?] = Expand(%b, %dims)
-      %y: i64[2] = Cast(%up) to=7
     }""")
     b = Bounder()
-    assert b.entries(v["top"]) == (3,)
-    assert b.entries(v["up"]) == (3, 3)
+    assert b.entries(v["top"]) == (2,)
+    assert b.entries(v["positive"]) == (3, 3)  # [0, 2.5]
     assert b.entries(v["y"]) == (3, 3)  # through the Cast rule to its operand's range
+    assert b.entries(v["up"]) is None  # [-1, 3]
     assert b.entries(v["x"]) is None  # a length not known
 
 
