@@ -5,18 +5,30 @@ static ceiling: NonZero of a [160] mask has at most 160 positions, a gather by t
 rows, a slice ``[:20]`` at most 20. Padding to that ceiling gives the loop a static shape. Each rule
 below bounds an op's result dims by its operands' bounds and constant operands; an op without a rule
 gives no bound, so a bound is only ever one the ONNX semantics guarantee.
+
+The same holds for the ranges of elements (:meth:`Bounder.interval`): a Resize size computed from a box's
+clipped height is at most the image's height. Ends are computed exactly (fractions, Python ints) and rounded
+outward to the result's float type; a rule that cannot rule out an integer's wrapping knows nothing. NaN is
+left out: a run that makes one promises no size.
 """
 
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Sequence
+from fractions import Fraction
+from typing import Any
 
+import ml_dtypes
 import numpy as np
 
-from loopc.ir.core import Node, Value, constant_value
+from loopc.ir.core import Graph, Node, Value, constant_value
+from loopc.ir.loop import MAX_TRIPS, Loop
 
 Bounds = tuple[int | None, ...]
+#: A closed interval ``(lo, hi)``; an end may be infinite. Integer values keep int ends (exact past 2**53).
+Interval = tuple[float, float]
 
 #: Ops whose result has their first operand's shape.
 SAME_SHAPE = {"Abs", "Cast", "Ceil", "Clip", "Erf", "Exp", "Floor", "Identity", "IsInf", "IsNaN", "LeakyRelu",
@@ -38,6 +50,7 @@ class Bounder:
 
     def __init__(self) -> None:
         self._seen: dict[Value, Bounds | None] = {}
+        self._ranges: dict[Value, Interval | None] = {}
 
     def of(self, value: Value | None) -> Bounds | None:
         """Per-dim upper bounds of ``value`` (None for a dim with none), or None when its rank is unknown."""
@@ -64,7 +77,25 @@ class Bounder:
         return result
 
     def entries(self, value: Value | None) -> Bounds | None:
-        """Upper bounds of a small 1-D integer ``value``'s entries (a shape being computed), or None."""
+        """Upper bounds of a small 1-D integer ``value``'s entries (a shape being computed), or None.
+
+        The rules below follow the entries one by one; when they know nothing and the value is never negative,
+        every entry is at most the top of its range (a box's clipped height, cast to a Resize size)."""
+        found = self._entries(value)
+        return found if found is not None else self._entries_by_range(value)
+
+    def _entries_by_range(self, value: Value | None) -> Bounds | None:
+        if value is None or value.shape is None or len(value.shape) > 1 or value.dtype is None:
+            return None
+        count = value.shape[0] if value.shape else 1
+        if not isinstance(count, int) or value.dtype.kind not in "iuf":
+            return None
+        span = self.interval(value)  # rounded up: an integer bound of a float entry, and of a Cast's truncation
+        if span is None or span[0] < 0 or not _finite(span[1]):  # a -1 would be Reshape's, bounding nothing
+            return None
+        return (math.ceil(span[1]),) * count
+
+    def _entries(self, value: Value | None) -> Bounds | None:
         if value is None:
             return None
         array = constant_value(value)
@@ -73,8 +104,10 @@ class Bounder:
         node = value.producer
         if node is None:
             return None
-        if node.op == "Shape" and not node.attrs.get("start") and node.attrs.get("end") is None:
-            return self.of(node.inputs[0])
+        if node.op == "Shape":  # ONNX clamps start and end as a Python slice does
+            dims = self.of(node.inputs[0])
+            end = node.attrs.get("end")
+            return None if dims is None else dims[int(node.attrs.get("start", 0)):None if end is None else int(end)]
         if node.op in ("Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape", "Flatten"):
             return self.entries(node.inputs[0])  # the same entries in the same order
         if node.op == "ReduceMin" and not node.attrs.get("axes") and len(node.inputs) == 1:
@@ -95,6 +128,35 @@ class Bounder:
             source, picks = self.entries(node.inputs[0]), _ints(node.inputs[1])
             return None if source is None or picks is None else tuple(source[i] for i in picks)
         return None
+
+    def interval(self, value: Value | None) -> Interval | None:
+        """A closed interval holding every element of ``value`` in any run, or None when none is known.
+
+        NaN belongs to no interval: the runs meant are those in which no NaN arises (a clipped NaN box is no
+        size, and a NaN cast to an integer is undefined). So an operand with no known range is any number."""
+        if value is None:
+            return None
+        if value in self._ranges:
+            return self._ranges[value]
+        self._ranges[value] = None  # a cycle bounds nothing
+        found: Interval | None = None
+        array = constant_value(value)
+        node = value.producer
+        try:
+            if array is not None:
+                found = _array_interval(np.asarray(array))
+            elif node is None:
+                found = _parameter(self, value)
+            elif node.op in KEEPS_RANGE:
+                found = self.interval(node.inputs[0])
+            elif node.op in RANGE_RULES:
+                found = RANGE_RULES[node.op](self, node, node.outputs.index(value))
+        except (ArithmeticError, IndexError, KeyError, TypeError, ValueError, RecursionError):  # malformed: unknown
+            found = None
+        if found == ANY:
+            found = None  # says nothing
+        self._ranges[value] = found
+        return found
 
     def numel(self, value: Value | None) -> int | None:
         """A bound of ``value``'s element count."""
@@ -330,4 +392,283 @@ RULES: dict[str, Callable[[Bounder, Node, int], Bounds | None]] = {
     "Reshape": _reshape, "Flatten": _flatten, "Gemm": _first_dim, "Conv": _first_dim,
     "ConvTranspose": _first_dim, "MaxPool": _first_dim, "AveragePool": _first_dim, "RoiAlign": _roi_align,
     "ConstantOfShape": _constant_of_shape, "Expand": _expand, "ScatterElements": _scatter, "ScatterND": _scatter,
+}
+
+
+# --- value ranges ----------------------------------------------------------------------------------------------
+
+#: Ops whose result's elements are all elements of their first operand (moved, repeated or picked).
+KEEPS_RANGE = {"Expand", "Flatten", "Gather", "GatherElements", "GatherND", "Identity", "Reshape", "Slice", "Split",
+               "Squeeze", "Tile", "Transpose", "Unsqueeze"}
+
+#: How far a computed exp may be from the true one, relative, before its rounding to the result type: far more
+#: than any implementation's few ulps.
+EXP_SLACK = 2.0**-6
+
+End = float | Fraction
+#: Any number: what an operand with no known range holds, as far as Max, Min and Clip go.
+ANY: Interval = (-math.inf, math.inf)
+
+
+def _finite(x: End) -> bool:
+    return not isinstance(x, float) or math.isfinite(x)
+
+
+def _array_interval(array: np.ndarray[Any, Any]) -> Interval | None:
+    if array.size == 0 or array.dtype.kind not in "biufV":
+        return None
+    if array.dtype.kind in "biu":
+        return int(array.min()), int(array.max())
+    wide = array.astype(np.float64)  # exact for every float type
+    return None if np.isnan(wide).any() else (float(wide.min()), float(wide.max()))
+
+
+def _fit(dtype: np.dtype[Any] | None, lo: End, hi: End) -> Interval | None:
+    """Exact ends as ``dtype`` holds its results: a float type's ends rounded outward to its grid (IEEE rounding
+    is monotone, so a rounded result never passes a rounded end); an integer type's that could wrap refused."""
+    if dtype is None:
+        return None
+    if dtype.kind in "iu":
+        if not (_finite(lo) and _finite(hi)):
+            return None
+        info = np.iinfo(dtype)
+        low, high = math.floor(lo), math.ceil(hi)
+        return (low, high) if info.min <= low and high <= info.max else None
+    if dtype.kind == "f" or dtype == ml_dtypes.bfloat16:
+        grid = ml_dtypes.finfo(dtype)
+        return _snap(lo, grid, up=False), _snap(hi, grid, up=True)
+    return None
+
+
+def _snap(x: End, grid: Any, up: bool) -> float:
+    """The nearest value of the float type described by ``grid`` (an finfo) at or beyond ``x``."""
+    if not _finite(x) or x == 0:
+        return float(x)
+    q = Fraction(x)
+    size = abs(q)
+    exp = size.numerator.bit_length() - size.denominator.bit_length()
+    exp -= Fraction(2) ** exp > size  # now 2**exp <= size < 2**(exp + 1)
+    step = Fraction(2) ** (max(exp, grid.minexp) - grid.nmant)  # subnormals share the smallest exponent's step
+    snapped = (math.ceil(q / step) if up else math.floor(q / step)) * step
+    top = Fraction(float(grid.max))
+    if snapped > top:
+        return math.inf if up else float(top)
+    if snapped < -top:
+        return -float(top) if up else -math.inf
+    return float(snapped)
+
+
+def _corners(op: Callable[[Fraction, Fraction], Fraction]) -> Callable[[Bounder, Node, int], Interval | None]:
+    """Add, Sub, Mul, Div: monotone in each operand over a box, so extreme at its corners. Ends must be finite
+    (inf - inf and 0 * inf are NaN) and a divisor's range must leave out 0."""
+    def rule(b: Bounder, node: Node, k: int) -> Interval | None:
+        x, y = b.interval(node.inputs[0]), b.interval(node.inputs[1])
+        if x is None or y is None or not all(_finite(e) for e in x + y):
+            return None
+        if op is operator.truediv and y[0] <= 0 <= y[1]:
+            return None
+        ends = [op(Fraction(p), Fraction(q)) for p in x for q in y]
+        return _fit(node.outputs[0].dtype, min(ends), max(ends))  # an integer Div's floor or trunc stays inside
+    return rule
+
+
+def _ends(fn: Callable[[float], float]) -> Callable[[Bounder, Node, int], Interval | None]:
+    """Ceil, Floor, Round: non-decreasing and exact on a float type, so applied to the finite ends."""
+    def rule(b: Bounder, node: Node, k: int) -> Interval | None:
+        x = b.interval(node.inputs[0])
+        return None if x is None else (fn(x[0]) if _finite(x[0]) else x[0], fn(x[1]) if _finite(x[1]) else x[1])
+    return rule
+
+
+def _relu(b: Bounder, node: Node, k: int) -> Interval | None:
+    x = b.interval(node.inputs[0])
+    return None if x is None else (max(x[0], 0), max(x[1], 0))
+
+
+def _neg(b: Bounder, node: Node, k: int) -> Interval | None:
+    x = b.interval(node.inputs[0])
+    return None if x is None else _fit(node.outputs[0].dtype, -x[1], -x[0])  # an integer minimum wraps: refused
+
+
+def _abs(b: Bounder, node: Node, k: int) -> Interval | None:
+    x = b.interval(node.inputs[0])
+    if x is None:
+        return None
+    lo, hi = x
+    low, high = (lo, hi) if lo >= 0 else (-hi, -lo) if hi <= 0 else (0, max(-lo, hi))
+    return _fit(node.outputs[0].dtype, low, high)
+
+
+def _sqrt(b: Bounder, node: Node, k: int) -> Interval | None:
+    x = b.interval(node.inputs[0])
+    if x is None or x[0] < 0:  # a negative operand: nothing claimed
+        return None
+    return _fit(node.outputs[0].dtype, _root(x[0], up=False), _root(x[1], up=True))
+
+
+def _root(x: float, up: bool) -> float:
+    """math.sqrt is correctly rounded: one step outward when inexact covers the true root."""
+    r = math.sqrt(x)
+    return r if not math.isfinite(r) or Fraction(r) ** 2 == Fraction(x) else math.nextafter(r, math.inf if up else 0.0)
+
+
+def _exp(b: Bounder, node: Node, k: int) -> Interval | None:
+    x = b.interval(node.inputs[0])
+    if x is None:
+        return None
+    return _fit(node.outputs[0].dtype, max(_exp_end(x[0]) * (1 - EXP_SLACK), 0.0), _exp_end(x[1]) * (1 + EXP_SLACK))
+
+
+def _exp_end(x: float) -> float:
+    try:
+        return math.exp(x)
+    except OverflowError:
+        return math.inf
+
+
+def _fixed(low: float, high: float) -> Callable[[Bounder, Node, int], Interval | None]:
+    """Sigmoid, Tanh, Softmax: a fixed range whatever the operand."""
+    return lambda b, node, k: (low, high)
+
+
+def _extreme(pick: Callable[..., float]) -> Callable[[Bounder, Node, int], Interval | None]:
+    """Max and Min elementwise: each end is that of the operands' ends (torchvision's boxes clamped to an image
+    by a Max with 0 and a Min with its size are in it, whatever the boxes)."""
+    def rule(b: Bounder, node: Node, k: int) -> Interval | None:
+        parts = [b.interval(v) or ANY for v in node.inputs if v is not None]
+        return (pick(p[0] for p in parts), pick(p[1] for p in parts)) if parts else None
+    return rule
+
+
+def _union(first: int, last: int | None = None) -> Callable[[Bounder, Node, int], Interval | None]:
+    """Where (either branch) and Concat (every operand): the elements come from the operands ``[first:last]``."""
+    def rule(b: Bounder, node: Node, k: int) -> Interval | None:
+        parts = [b.interval(v) for v in node.inputs[first:last] if v is not None]
+        if not parts or any(p is None for p in parts):
+            return None
+        return min(p[0] for p in parts if p), max(p[1] for p in parts if p)
+    return rule
+
+
+def _clip(b: Bounder, node: Node, k: int) -> Interval | None:
+    """min(max(x, low), high), as ONNX defines Clip: an absent bound does not clamp, an unknown one may."""
+    x, low, high = (node.inputs + [None, None])[:3]
+    lo, hi = b.interval(x) or ANY
+    if low is not None:
+        at_least = b.interval(low) or ANY
+        lo, hi = max(lo, at_least[0]), max(hi, at_least[1])
+    if high is not None:
+        at_most = b.interval(high) or ANY
+        lo, hi = min(lo, at_most[0]), min(hi, at_most[1])
+    return lo, hi
+
+
+def _reduce(b: Bounder, node: Node, k: int) -> Interval | None:
+    """ReduceMax and ReduceMin pick an element, but an empty reduction gives the identity (-inf or the type's
+    minimum for ReduceMax): without a static non-empty input, the far end is open."""
+    x = b.interval(node.inputs[0])
+    shape = node.inputs[0].shape if node.inputs[0] is not None else None
+    if x is None or (shape is not None and all(isinstance(d, int) and d > 0 for d in shape)):
+        return x
+    return (-math.inf, x[1]) if node.op == "ReduceMax" else (x[0], math.inf)
+
+
+def _cast(b: Bounder, node: Node, k: int) -> Interval | None:
+    """To bool: 0 or 1. To an integer type: truncated toward zero, refused if it might not fit (wrapping or
+    undefined). To a float type: rounded to its grid."""
+    to, source = node.outputs[0].dtype, node.inputs[0]
+    if to is not None and to.kind == "b":
+        return 0, 1
+    x = (0, 1) if source is not None and source.dtype is not None and source.dtype.kind == "b" else b.interval(source)
+    if x is None or to is None:
+        return None
+    if to.kind in "iu":
+        return _fit(to, math.trunc(x[0]), math.trunc(x[1])) if _finite(x[0]) and _finite(x[1]) else None
+    return _fit(to, *x)
+
+
+def _positions(bounds: Bounds | None) -> Interval:
+    """A position along dims of these bounds: [0, largest - 1], or [0, inf) when one is unknown."""
+    if not bounds or None in bounds:
+        return 0, math.inf
+    return 0, max(max(d for d in bounds if d is not None) - 1, 0)
+
+
+def _shape(b: Bounder, node: Node, k: int) -> Interval | None:
+    dims = b.of(node.inputs[0])
+    return None if not dims or None in dims else (0, max(d for d in dims if d is not None))
+
+
+def _size(b: Bounder, node: Node, k: int) -> Interval | None:
+    count = b.numel(node.inputs[0])
+    return None if count is None else (0, count)
+
+
+def _arg(b: Bounder, node: Node, k: int) -> Interval | None:
+    """ArgMax, ArgMin, TopK's indices: a position along the axis. TopK's values are some of its data."""
+    if node.op == "TopK" and k == 0:
+        return b.interval(node.inputs[0])
+    dims = b.of(node.inputs[0])
+    axis = int(node.attrs.get("axis", -1 if node.op == "TopK" else 0))
+    return _positions(None if dims is None else (dims[axis],))
+
+
+def _nonzero_positions(b: Bounder, node: Node, k: int) -> Interval | None:
+    return _positions(b.of(node.inputs[0]))
+
+
+def _range(b: Bounder, node: Node, k: int) -> Interval | None:
+    """An integer Range stops short of its limit (a float one may round past it: nothing known)."""
+    start, limit, delta = (b.interval(v) for v in node.inputs[:3])
+    dtype = node.outputs[0].dtype
+    if start is None or limit is None or delta is None or dtype is None or dtype.kind not in "iu":
+        return None
+    if delta[0] > 0:
+        return start[0], max(limit[1] - 1, start[0])
+    if delta[1] < 0:
+        return min(limit[0] + 1, start[1]), start[1]
+    return None
+
+
+def _loop_result(b: Bounder, node: Node, k: int) -> Interval | None:
+    """A stacked result holds the trips' values; once padded, also a padding nothing here knows."""
+    if not isinstance(node, Loop) or node.loop_outputs[k].kind == "last" or node.padded:
+        return None
+    return b.interval(node.loop_outputs[k].value)
+
+
+def _parameter(b: Bounder, value: Value) -> Interval | None:
+    """A loop body's parameter: the trip counter counts the trips, an iterator's element is one of its source's.
+    A recurrence's state is left unknown (its range must hold under its next, which reads it)."""
+    loop = _loop_of(value)
+    if loop is None:
+        return None
+    if value is loop.counter:
+        trips = b.interval(loop.trip_count)
+        if trips is None or not _finite(trips[1]):
+            return 0, math.inf
+        return 0, max(min(math.ceil(trips[1]), MAX_TRIPS) - 1, 0)  # at most MAX_TRIPS trips run
+    return next((b.interval(it.source) for it in loop.iterators if it.param is value), None)
+
+
+def _loop_of(value: Value) -> Loop | None:
+    """The loop whose body takes ``value`` as a parameter, found from a read of it (a value has no graph)."""
+    for use in value.uses():
+        graph: Graph | None = use.user if isinstance(use.user, Graph) else use.user.graph
+        while graph is not None and value not in graph.inputs:
+            graph = graph.parent()
+        if graph is not None:
+            return graph.owner if isinstance(graph.owner, Loop) else None
+    return None
+
+
+RANGE_RULES: dict[str, Callable[[Bounder, Node, int], Interval | None]] = {
+    "Add": _corners(operator.add), "Sub": _corners(operator.sub), "Mul": _corners(operator.mul),
+    "Div": _corners(operator.truediv), "Neg": _neg, "Abs": _abs, "Sqrt": _sqrt, "Exp": _exp,
+    "Ceil": _ends(lambda v: float(math.ceil(v))), "Floor": _ends(lambda v: float(math.floor(v))),
+    "Round": _ends(lambda v: float(round(v))), "Relu": _relu,  # Python's round is half to even, as ONNX's
+    "Sigmoid": _fixed(0.0, 1.0), "Tanh": _fixed(-1.0, 1.0), "Softmax": _fixed(0.0, 1.0),
+    "Max": _extreme(max), "Min": _extreme(min), "Clip": _clip, "Where": _union(1, 3), "Concat": _union(0),
+    "ReduceMax": _reduce, "ReduceMin": _reduce, "Cast": _cast, "Shape": _shape, "Size": _size, "ArgMax": _arg,
+    "ArgMin": _arg, "TopK": _arg, "NonZero": _nonzero_positions, "Range": _range, "Loop": _loop_result,
 }
