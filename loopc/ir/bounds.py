@@ -121,8 +121,10 @@ class Bounder:
                     return (a if b is None else b if a is None else min(a, b),)
                 return (None if a is None or b is None else max(a, b),)
             return None
-        if node.op == "Concat":
-            parts = [self.entries(v) for v in node.inputs]
+        if node.op == "Concat":  # a part of known length but unknown entries leaves those entries unbounded
+            parts = [self.entries(v) if v is not None else None for v in node.inputs]
+            parts = [p if p is not None or v is None or v.shape is None or len(v.shape) != 1
+                     or not isinstance(v.shape[0], int) else (None,) * v.shape[0] for p, v in zip(parts, node.inputs)]
             return None if any(p is None for p in parts) else tuple(x for p in parts if p is not None for x in p)
         if node.op == "Gather":
             source, picks = self.entries(node.inputs[0]), _ints(node.inputs[1])

@@ -366,3 +366,12 @@ def test_a_resize_size_from_a_clipped_box_is_at_most_the_image() -> None:
     boxes = np.random.default_rng(0).uniform(-20, 90, (3, 4)).astype(np.float32)
     sizes, = interpret(graph, {"boxes": boxes, "masks": np.zeros((3, 1, 28, 28), np.float32)})
     assert (sizes[:, 2:] <= 64).all() and (sizes[:, 2:] >= 1).all()  # the interpreter agrees
+
+
+def test_a_shape_vector_with_unknown_entries_bounds_the_others() -> None:
+    """Keypoint R-CNN's sizes: the heatmaps' count comes from a Shape of unknown dims, the roi's size from a
+    clipped box; a Concat of them still bounds the entries it knows."""
+    text = CLIPPED_BOXES.replace("%masks: f32[3,1,28,28]", "%masks: f32[?,1,28,28]").replace(
+        "%head: i64[2] = Shape(%masks) start=0 end=2",
+        "%full: i64[4] = Shape(%masks)\n    %head: i64[2] = Slice(%full, %c0, %c2)")
+    assert Bounder().entries(_ir(text)["sizes"]) == (None, None, 64, 64)

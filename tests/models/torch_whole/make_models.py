@@ -65,12 +65,7 @@ TS = f"TorchScript exporter (torch {VERSION}, dynamo=False), opset {OPSET}"
 TV = f"torchvision {torchvision.__version__.split('+')[0]}, traced, TorchScript exporter (torch {VERSION}), opset 11"
 
 #: Cases made but not listed in cases.toml, with what stops loopc today (`loopc build` with no flags).
-PENDING: dict[str, str] = {
-    "keypoint_rcnn": "TensorRT could not build the network: layer 'Resize_2145' takes a shape (a size, or slice"
-                     " bounds) from values its loop computes in each trip, which TensorRT's builder cannot build"
-                     " (makeScopeNodesContiguous): the heatmaps-to-keypoints Loop resizes each heatmap to its"
-                     " roi's size (bicubic)",
-}
+PENDING: dict[str, str] = {}
 
 
 # ---------------------------------------------------------------------------------------------------------------
