@@ -284,32 +284,40 @@ def test_entries_fall_back_to_the_top_of_the_range() -> None:
 
 
 LOOP = """
-graph main(%n: i64[]) -> (%stacked, %total) {
+graph main(%n: i64[]) -> (%stacked, %total, %top, %seen) {
   %x: f32[4,3] = Constant() value=f32[4,3]:[0,1,2,3,4,5,6,7,8,9,10,11]
   %zero: f32[3] = Constant() value=f32[3]:[0,0,0]
   %trips: i64[] = Constant() value=i64[]:[4]
-  %stacked: f32[?,3], %total: f32[3] = loop count=%COUNT {
+  %minus: f32[3] = Constant() value=f32[3]:[-1,-1,-1]
+  %stacked: f32[?,3], %total: f32[3], %top: f32[3], %seen: f32[3] = loop count=%COUNT {
     counter %i: i64[]
     iterator %row: f32[3] = %x[axis 0]
     recurrence %sum: f32[3] = %zero -> %next
+    recurrence %best: f32[3] = %zero -> %next_best
+    recurrence %last_row: f32[3] = %minus -> %row
     %next: f32[3] = Add(%sum, %row)
+    %next_best: f32[3] = Max(%best, %row)
     %scaled: f32[3] = Mul(%row, %row)
     %at: i64[] = Identity(%i)
     concat %stacked = %scaled axis 0
     last %total = %sum
+    last %top = %best
+    last %seen = %last_row
   }
 }"""
 
 
 def test_loop_parameters() -> None:
-    """The counter of 4 trips is in [0, 3]; a row of x is in x's [0, 11]; a sum's state grows with no bound
-    known here."""
+    """The counter of 4 trips is in [0, 3]; a row of x is in x's [0, 11]; a running maximum from 0 stays in
+    [0, 11], a state set to each row from -1 in [-1, 11]; a sum's state grows with no bound known here."""
     v = _ir(LOOP.replace("%COUNT", "%trips"))
     b = Bounder()
     assert b.interval(v["i"]) == (0, 3)
     assert b.interval(v["row"]) == (0, 11)
     assert b.interval(v["stacked"]) == (0, 121)
     assert b.interval(v["sum"]) is None and b.interval(v["total"]) is None
+    assert b.interval(v["best"]) == b.interval(v["top"]) == (0, 11)
+    assert b.interval(v["last_row"]) == b.interval(v["seen"]) == (-1, 11)
     assert Bounder().interval(_ir(LOOP.replace("%COUNT", "%n"))["i"]) == (0, math.inf)
 
 
