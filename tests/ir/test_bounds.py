@@ -1,4 +1,5 @@
-"""Upper bounds of data-dependent dims, each worked out by hand from the ONNX semantics of the chain."""
+"""Upper bounds of data-dependent dims and ranges of elements, each worked out by hand from the ONNX semantics
+of the chain."""
 
 from __future__ import annotations
 
@@ -362,8 +363,9 @@ graph main(%boxes: f32[3,4], %masks: f32[3,1,28,28]) -> (%sizes_all) {
 
 
 def test_a_resize_size_from_a_clipped_box_is_at_most_the_image() -> None:
-    """torchvision's paste_masks_in_image: boxes clipped to [0, 64], a height Ceil(Clip(y2 - y1, min=1)) read at
-    the loop's counter and a width iterated, cast and joined to the masks' [K, 1] into a Resize's sizes."""
+    """torchvision's mask pasting as exported to ONNX: boxes clipped to [0, 64], a height Ceil(Clip(y2 - y1,
+    min=1)) read at the loop's counter and a width iterated, cast and joined to the masks' [K, 1] into a
+    Resize's sizes."""
     v = _ir(CLIPPED_BOXES)
     b = Bounder()
     assert b.interval(v["dy"]) == (-64, 64)
