@@ -148,8 +148,19 @@ graph main(%free: f32[2,3], %mask: bool[3], %dims: i64[1]) -> (%y) {
 """
 
 
+FEEDS = {"free": np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32),
+         "mask": np.array([True, False, True]), "dims": np.array([3])}
+
+
 def _range(statements: str) -> tuple[float, float] | None:
-    return Bounder().interval(_ir(OPERANDS + statements + "\n}")["y"])
+    """``%y``'s range; the interpreter's ``%y`` must be in it."""
+    text = OPERANDS + statements + "\n}"
+    found = Bounder().interval(_ir(text)["y"])
+    if found is not None:
+        with np.errstate(all="ignore"):
+            y, = interpret(parse(text), FEEDS)
+        assert ((found[0] <= y) & (y <= found[1])).all(), y
+    return found
 
 
 @pytest.mark.parametrize("statements, expected", [
