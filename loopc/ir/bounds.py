@@ -24,7 +24,7 @@ import ml_dtypes
 import numpy as np
 
 from loopc.ir.core import Graph, Node, Value, constant_value
-from loopc.ir.loop import MAX_TRIPS, Loop
+from loopc.ir.loop import MAX_TRIPS, Loop, Recurrence
 
 Bounds = tuple[int | None, ...]
 #: A closed interval ``(lo, hi)``; an end may be infinite. Integer values keep int ends (exact past 2**53).
@@ -48,9 +48,11 @@ def dim_bound(value: Value, axis: int) -> int | None:
 class Bounder:
     """Bounds of values, each computed once (a graph's values share their producers' chains)."""
 
-    def __init__(self) -> None:
+    def __init__(self, assumed: dict[Value, Interval | None] | None = None) -> None:
         self._seen: dict[Value, Bounds | None] = {}
-        self._ranges: dict[Value, Interval | None] = {}
+        #: Ranges taken as given: loop states while their invariance is being checked (see ``_state``).
+        self._assumed = dict(assumed or {})
+        self._ranges: dict[Value, Interval | None] = dict(self._assumed)
 
     def of(self, value: Value | None) -> Bounds | None:
         """Per-dim upper bounds of ``value`` (None for a dim with none), or None when its rank is unknown."""
@@ -633,15 +635,19 @@ def _range(b: Bounder, node: Node, k: int) -> Interval | None:
 
 
 def _loop_result(b: Bounder, node: Node, k: int) -> Interval | None:
-    """A stacked result holds the trips' values; once padded, also a padding nothing here knows."""
-    if not isinstance(node, Loop) or node.loop_outputs[k].kind == "last" or node.padded:
+    """A last result is a state (its init after no trip); a stacked one holds the trips' values, and once
+    padded also a padding nothing here knows."""
+    if not isinstance(node, Loop):
         return None
-    return b.interval(node.loop_outputs[k].value)
+    out = node.loop_outputs[k]
+    if out.kind == "last":
+        return b.interval(out.value) if any(r.state is out.value for r in node.recurrences) else None
+    return None if node.padded else b.interval(out.value)
 
 
 def _parameter(b: Bounder, value: Value) -> Interval | None:
-    """A loop body's parameter: the trip counter counts the trips, an iterator's element is one of its source's.
-    A recurrence's state is left unknown (its range must hold under its next, which reads it)."""
+    """A loop body's parameter: the trip counter counts the trips, an iterator's element is one of its source's,
+    a recurrence's state stays in a range its next keeps."""
     loop = _loop_of(value)
     if loop is None:
         return None
@@ -650,7 +656,28 @@ def _parameter(b: Bounder, value: Value) -> Interval | None:
         if trips is None or not _finite(trips[1]):
             return 0, math.inf
         return 0, max(min(math.ceil(trips[1]), MAX_TRIPS) - 1, 0)  # at most MAX_TRIPS trips run
-    return next((b.interval(it.source) for it in loop.iterators if it.param is value), None)
+    for it in loop.iterators:
+        if it.param is value:
+            return b.interval(it.source)
+    return next((_state(b, loop, r) for r in loop.recurrences if r.state is value), None)
+
+
+def _state(b: Bounder, loop: Loop, rec: Recurrence) -> Interval | None:
+    """A range holding ``init`` that ``next`` stays in whenever the state is in it: by induction, every trip's
+    state. Tried as init's range, then widened once by what next reaches from it (a running maximum, a state
+    set from an iterator); next is bounded with the loop's other states taken as unknown."""
+    span = b.interval(rec.init)
+    for _ in range(2):
+        if span is None:
+            return None
+        others: dict[Value, Interval | None] = {r.state: None for r in loop.recurrences}
+        reached = Bounder({**b._assumed, **others, rec.state: span}).interval(rec.next)
+        if reached is None:
+            return None
+        if span[0] <= reached[0] and reached[1] <= span[1]:
+            return span
+        span = min(span[0], reached[0]), max(span[1], reached[1])
+    return None
 
 
 def _loop_of(value: Value) -> Loop | None:

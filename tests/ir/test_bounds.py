@@ -1,4 +1,5 @@
-"""Upper bounds of data-dependent dims, each worked out by hand from the ONNX semantics of the chain."""
+"""Upper bounds of data-dependent dims and ranges of elements, each worked out by hand from the ONNX semantics
+of the chain."""
 
 from __future__ import annotations
 
@@ -147,8 +148,19 @@ graph main(%free: f32[2,3], %mask: bool[3], %dims: i64[1]) -> (%y) {
 """
 
 
+FEEDS = {"free": np.random.default_rng(0).standard_normal((2, 3)).astype(np.float32),
+         "mask": np.array([True, False, True]), "dims": np.array([3])}
+
+
 def _range(statements: str) -> tuple[float, float] | None:
-    return Bounder().interval(_ir(OPERANDS + statements + "\n}")["y"])
+    """``%y``'s range; the interpreter's ``%y`` must be in it."""
+    text = OPERANDS + statements + "\n}"
+    found = Bounder().interval(_ir(text)["y"])
+    if found is not None:
+        with np.errstate(all="ignore"):
+            y, = interpret(parse(text), FEEDS)
+        assert ((found[0] <= y) & (y <= found[1])).all(), y
+    return found
 
 
 @pytest.mark.parametrize("statements, expected", [
@@ -284,32 +296,40 @@ def test_entries_fall_back_to_the_top_of_the_range() -> None:
 
 
 LOOP = """
-graph main(%n: i64[]) -> (%stacked, %total) {
+graph main(%n: i64[]) -> (%stacked, %total, %top, %seen) {
   %x: f32[4,3] = Constant() value=f32[4,3]:[0,1,2,3,4,5,6,7,8,9,10,11]
   %zero: f32[3] = Constant() value=f32[3]:[0,0,0]
   %trips: i64[] = Constant() value=i64[]:[4]
-  %stacked: f32[?,3], %total: f32[3] = loop count=%COUNT {
+  %minus: f32[3] = Constant() value=f32[3]:[-1,-1,-1]
+  %stacked: f32[?,3], %total: f32[3], %top: f32[3], %seen: f32[3] = loop count=%COUNT {
     counter %i: i64[]
     iterator %row: f32[3] = %x[axis 0]
     recurrence %sum: f32[3] = %zero -> %next
+    recurrence %best: f32[3] = %zero -> %next_best
+    recurrence %last_row: f32[3] = %minus -> %row
     %next: f32[3] = Add(%sum, %row)
+    %next_best: f32[3] = Max(%best, %row)
     %scaled: f32[3] = Mul(%row, %row)
     %at: i64[] = Identity(%i)
     concat %stacked = %scaled axis 0
     last %total = %sum
+    last %top = %best
+    last %seen = %last_row
   }
 }"""
 
 
 def test_loop_parameters() -> None:
-    """The counter of 4 trips is in [0, 3]; a row of x is in x's [0, 11]; a sum's state grows with no bound
-    known here."""
+    """The counter of 4 trips is in [0, 3]; a row of x is in x's [0, 11]; a running maximum from 0 stays in
+    [0, 11], a state set to each row from -1 in [-1, 11]; a sum's state grows with no bound known here."""
     v = _ir(LOOP.replace("%COUNT", "%trips"))
     b = Bounder()
     assert b.interval(v["i"]) == (0, 3)
     assert b.interval(v["row"]) == (0, 11)
     assert b.interval(v["stacked"]) == (0, 121)
     assert b.interval(v["sum"]) is None and b.interval(v["total"]) is None
+    assert b.interval(v["best"]) == b.interval(v["top"]) == (0, 11)
+    assert b.interval(v["last_row"]) == b.interval(v["seen"]) == (-1, 11)
     assert Bounder().interval(_ir(LOOP.replace("%COUNT", "%n"))["i"]) == (0, math.inf)
 
 
@@ -354,8 +374,9 @@ graph main(%boxes: f32[3,4], %masks: f32[3,1,28,28]) -> (%sizes_all) {
 
 
 def test_a_resize_size_from_a_clipped_box_is_at_most_the_image() -> None:
-    """torchvision's paste_masks_in_image: boxes clipped to [0, 64], a height Ceil(Clip(y2 - y1, min=1)) read at
-    the loop's counter and a width iterated, cast and joined to the masks' [K, 1] into a Resize's sizes."""
+    """torchvision's mask pasting as exported to ONNX: boxes clipped to [0, 64], a height Ceil(Clip(y2 - y1,
+    min=1)) read at the loop's counter and a width iterated, cast and joined to the masks' [K, 1] into a
+    Resize's sizes."""
     v = _ir(CLIPPED_BOXES)
     b = Bounder()
     assert b.interval(v["dy"]) == (-64, 64)
