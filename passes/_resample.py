@@ -17,6 +17,7 @@ from onnx import helper
 
 from loopc.frontend.emit import Emitter
 from loopc.ir import Graph, Node, Value, text_attr
+from loopc.passes._util import concat_piece
 from loopc.passes.shape_refinement import refine
 
 F32 = np.dtype(np.float32)
@@ -111,13 +112,9 @@ def size_entry(em: Emitter, vector: Value | None, index: int) -> Value:
     where it was: a vector also lists Shapes of tensors a rewrite removes, which must not stay read."""
     assert vector is not None
     node = vector.producer
-    if node is not None and node.op == "Concat" and all(v is not None and v.shape is not None and len(v.shape) == 1
-                                                         and isinstance(v.shape[0], int) for v in node.inputs):
-        for piece in node.inputs:
-            assert piece is not None and piece.shape is not None
-            if index < int(piece.shape[0]):  # type: ignore[arg-type]
-                return size_entry(em, piece, index)
-            index -= int(piece.shape[0])  # type: ignore[arg-type]
+    found = concat_piece(node, index) if node is not None and node.op == "Concat" else None
+    if found is not None:
+        return size_entry(em, *found)
     if node is not None and node.op == "Unsqueeze" and node.inputs[0] is not None and node.inputs[0].shape == ():
         return node.inputs[0] if node.inputs[0].dtype == I64 else em.op(
             "Cast", [node.inputs[0]], {"to": tensor_type(I64)}, dtype=I64, shape=())

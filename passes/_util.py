@@ -221,14 +221,9 @@ def shape_entry_source(vector: Value, index: int) -> int | tuple[Value, int] | N
         start = int(node.attrs.get("start", 0))
         rank = len(node.inputs[0].shape or ())
         return (node.inputs[0], index + (start % rank if rank else start)) if rank else None
-    if node.op == "Concat" and all(v is not None and v.shape is not None and len(v.shape) == 1 and isinstance(v.shape[0], int)
-                                   for v in node.inputs):
-        for piece in node.inputs:
-            assert piece is not None and piece.shape is not None
-            if index < int(piece.shape[0]):  # type: ignore[arg-type]
-                return shape_entry_source(piece, index)
-            index -= int(piece.shape[0])  # type: ignore[arg-type]
-        return None
+    if node.op == "Concat":
+        found = concat_piece(node, index)
+        return None if found is None else shape_entry_source(*found)
     if node.op in ("Cast", "Identity") and node.inputs[0] is not None:
         return shape_entry_source(node.inputs[0], index)
     if node.op == "Unsqueeze" and node.inputs[0] is not None and node.inputs[0].shape == ():
@@ -238,6 +233,18 @@ def shape_entry_source(vector: Value, index: int) -> int | tuple[Value, int] | N
         if starts is None or np.size(starts) != 1 or int(np.asarray(starts).reshape(-1)[0]) < 0 or np.any(np.asarray(steps) != 1):
             return None
         return shape_entry_source(node.inputs[0], index + int(np.asarray(starts).reshape(-1)[0]))
+    return None
+
+
+def concat_piece(node: Node, index: int) -> tuple[Value, int] | None:
+    """The operand of a Concat of 1-D pieces of static lengths that holds entry ``index``, and the entry's
+    index in it."""
+    for piece in node.inputs:
+        if piece is None or piece.shape is None or len(piece.shape) != 1 or not isinstance(piece.shape[0], int):
+            return None
+        if index < piece.shape[0]:
+            return piece, index
+        index -= piece.shape[0]
     return None
 
 

@@ -24,6 +24,7 @@ input's own dim) stay as they are.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,6 +37,8 @@ from loopc.passes._util import changes_per_trip, same_dim, shape_entry_source
 from loopc.passes.manager import PassResult
 
 BOOL = np.dtype(bool)
+#: Makes an emitter whose nodes go just before the given node.
+EmitBefore = Callable[[Node], Emitter]
 
 
 class BoundedResize:
@@ -101,7 +104,7 @@ def _rewrite(graph: Graph, resize: Node) -> int:
     return 1
 
 
-def _follow(value: Value, held: _Canvas, emitter, exits: dict[Value, Value]) -> None:  # type: ignore[no-untyped-def]
+def _follow(value: Value, held: _Canvas, emitter: EmitBefore, exits: dict[Value, Value]) -> None:
     """Rewrite every reader of ``value`` (held as ``held``) to read the canvas."""
     for use in value.uses():
         reader = use.user
@@ -113,7 +116,7 @@ def _follow(value: Value, held: _Canvas, emitter, exits: dict[Value, Value]) -> 
         rule(reader, held, emitter(reader), emitter, exits)
 
 
-def _shape(node: Node, held: _Canvas, em: Emitter, emitter, exits: dict[Value, Value]) -> None:  # type: ignore[no-untyped-def]
+def _shape(node: Node, held: _Canvas, em: Emitter, emitter: EmitBefore, exits: dict[Value, Value]) -> None:
     if node.attrs.get("start") or node.attrs.get("end") is not None:
         raise _Unsupported
     rank = len(held.canvas.shape or ())
@@ -127,7 +130,7 @@ def _shape(node: Node, held: _Canvas, em: Emitter, emitter, exits: dict[Value, V
     exits[node.outputs[0]] = em.op("Concat", parts, {"axis": 0}, dtype=I64, shape=(rank,))
 
 
-def _slice(node: Node, held: _Canvas, em: Emitter, emitter, exits: dict[Value, Value]) -> None:  # type: ignore[no-untyped-def]
+def _slice(node: Node, held: _Canvas, em: Emitter, emitter: EmitBefore, exits: dict[Value, Value]) -> None:
     operands = node.inputs[1:]
     axes = constant_value(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] is not None else None
     rank = len(held.canvas.shape or ())
@@ -138,7 +141,7 @@ def _slice(node: Node, held: _Canvas, em: Emitter, emitter, exits: dict[Value, V
     _follow(node.outputs[0], _Canvas(cut, held.extents), emitter, exits)
 
 
-def _gather(node: Node, held: _Canvas, em: Emitter, emitter, exits: dict[Value, Value]) -> None:  # type: ignore[no-untyped-def]
+def _gather(node: Node, held: _Canvas, em: Emitter, emitter: EmitBefore, exits: dict[Value, Value]) -> None:
     index = node.inputs[1]
     rank = len(held.canvas.shape or ())
     if index is None or index.shape is None or index.dtype is None:
@@ -158,7 +161,7 @@ def _gather(node: Node, held: _Canvas, em: Emitter, emitter, exits: dict[Value, 
         exits[node.outputs[0]] = picked
 
 
-def _reshape(node: Node, held: _Canvas, em: Emitter, emitter, exits: dict[Value, Value]) -> None:  # type: ignore[no-untyped-def]
+def _reshape(node: Node, held: _Canvas, em: Emitter, emitter: EmitBefore, exits: dict[Value, Value]) -> None:
     """A flattening Reshape read only by one ArgMax/ArgMin of the flattened axis (see the module's docstring)."""
     target, flat = node.inputs[1], node.outputs[0]
     readers = [u.user for u in flat.uses()]

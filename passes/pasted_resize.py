@@ -115,19 +115,21 @@ def _zero_fill(value: Value | None) -> bool:
 
 @dataclass
 class _Axis:
-    """Frame positions along one axis of the tensor being walked: ``position`` (int64 vector), the frame
-    axis it runs along (None for an axis fixed at one position), and where the chain pads (``keep``)."""
+    """Along one axis of the tensor being walked: the position each frame position reads (int64 vector; one
+    entry for an axis a Gather fixed), and where the chain pads instead (``keep`` false)."""
 
     position: Value
-    frame_axis: int | None
     keep: list[Value] = field(default_factory=list)
 
 
 class _Paster:
+    """Maps frame positions back through the chain; the chain's lengths come from its own arithmetic."""
+
     def __init__(self, em: Emitter, chain: _Chain) -> None:
         self.em = em
         self.chain = chain
         self._extents: dict[tuple[Value, int], Value] = {}
+        self._bounds: dict[Node, dict[int, tuple[Value, Value]]] = {}
 
     def extent(self, value: Value, axis: int) -> Value:
         """``value``'s length along ``axis`` (int64 scalar) from the chain's arithmetic, never from a Shape of
@@ -158,8 +160,8 @@ class _Paster:
         if node.op == "Concat":
             along = _axis(node, value)
             if axis != along:
-                return self.extent(_data_piece(node, self.chain), axis)
-            total = self.extent(_first(node), axis)
+                return self.extent(_data_piece(node), axis)
+            total = self.extent(_in(node), axis)
             for piece in node.inputs[1:]:
                 assert piece is not None
                 total = em.op("Add", [total, self.extent(piece, axis)], dtype=I64, shape=())
@@ -177,6 +179,11 @@ class _Paster:
     def slice_bounds(self, node: Node) -> dict[int, tuple[Value, Value]]:
         """Per sliced axis, ONNX's effective (start, end): a negative bound counts from the end, then both
         are clamped to ``[0, length]``."""
+        if node not in self._bounds:
+            self._bounds[node] = self._slice_bounds(node)
+        return self._bounds[node]
+
+    def _slice_bounds(self, node: Node) -> dict[int, tuple[Value, Value]]:
         data = _in(node)
         assert data.shape is not None
         axes = [int(a) % len(data.shape) for a in np.asarray(constant_value(node.inputs[3])).reshape(-1)]
@@ -210,10 +217,10 @@ class _Paster:
             fixed = em.const([index], np.int64)
             if index < 0:
                 fixed = em.op("Add", [fixed, self.extent(data, dropped)], dtype=I64, shape=(1,))
-            return axes[:dropped] + [_Axis(fixed, None)] + axes[dropped:]
+            return axes[:dropped] + [_Axis(fixed)] + axes[dropped:]
         if node.op == "Concat":
             along = _axis(node, node.outputs[0])
-            data = _data_piece(node, self.chain)
+            data = _data_piece(node)
             before = em.const(0, np.int64)
             for piece in node.inputs[:node.inputs.index(data)]:
                 assert piece is not None
@@ -223,10 +230,10 @@ class _Paster:
             inside = em.op("And", [em.op("GreaterOrEqual", [axis.position, before], dtype=np.dtype(bool)),
                                    em.op("Less", [axis.position, after], dtype=np.dtype(bool))], dtype=np.dtype(bool))
             moved = em.op("Sub", [axis.position, before], dtype=I64)
-            return axes[:along] + [_Axis(moved, axis.frame_axis, axis.keep + [inside])] + axes[along + 1:]
+            return axes[:along] + [_Axis(moved, axis.keep + [inside])] + axes[along + 1:]
         out = list(axes)
         for k, (start, _) in self.slice_bounds(node).items():
-            out[k] = _Axis(em.op("Add", [axes[k].position, start], dtype=I64), axes[k].frame_axis, axes[k].keep)
+            out[k] = _Axis(em.op("Add", [axes[k].position, start], dtype=I64), axes[k].keep)
         return out
 
 
@@ -237,7 +244,7 @@ def _paste(graph: Graph, chain: _Chain) -> None:
     paster = _Paster(em, chain)
     frame = chain.frame
     assert frame.shape is not None and frame.dtype is not None
-    axes = [_Axis(em.const(np.arange(d), np.int64), k) for k, d in enumerate(frame.shape)]  # type: ignore[arg-type]
+    axes = [_Axis(em.const(np.arange(d), np.int64)) for d in frame.shape]  # type: ignore[arg-type]
     for node in reversed(chain.steps):
         axes = paster.back_through(node, axes)
     resize, data = chain.resize, chain.resize.inputs[0]
@@ -280,16 +287,12 @@ def _axis(node: Node, value: Value) -> int:
 
 
 def _unsqueezed(node: Node) -> list[int]:
-    rank = len(node.outputs[0].shape or ()) or len(_in(node).shape or ()) + np.size(constant_value(node.inputs[1]))
-    return sorted(int(a) % rank for a in np.asarray(constant_value(node.inputs[1])).reshape(-1))
+    """The axes an Unsqueeze adds, in its result's numbering."""
+    axes = np.asarray(constant_value(node.inputs[1])).reshape(-1)
+    rank = len(_in(node).shape or ()) + axes.size
+    return sorted(int(a) % rank for a in axes)
 
 
-def _first(node: Node) -> Value:
-    value = node.inputs[0]
-    assert value is not None
-    return value
-
-
-def _data_piece(node: Node, chain: _Chain) -> Value:
+def _data_piece(node: Node) -> Value:
     """The one operand of a chain Concat that is not a zero fill."""
     return next(v for v in node.inputs if v is not None and not _zero_fill(v))

@@ -19,9 +19,11 @@ K, M, SIDE = 3, 6, 20.0
 
 
 def keypoints_model(mode: str = "cubic", transform: str = "half_pixel", clip: str = f"{SIDE}",
-                    argmax: str = "ArgMax <axis = 1, keepdims = 0>", score: str = "Identity(at_peak)") -> str:
+                    argmax: str = "ArgMax <axis = 1, keepdims = 0>", score: str = "Identity(at_peak)",
+                    maps_count: str = "num") -> str:
     """``clip``: the image side the rois are clipped to ("" for no clip: no bound); ``argmax``: the op and
-    attributes picking each map's peak; ``score``: what a map's score is (the value at its peak)."""
+    attributes picking each map's peak; ``score``: what a map's score is (the value at its peak);
+    ``maps_count``: the leading dim the maps are flattened to (``num_again`` is it, computed from data)."""
     clipped = (f"""low = Constant <value = float {{0}}> ()
         high = Constant <value = float {{{clip}}}> ()
         above = Max(rois, low)
@@ -53,6 +55,12 @@ def keypoints_model(mode: str = "cubic", transform: str = "half_pixel", clip: st
         maps_shape = Shape(maps)
         k_scalar = Constant <value = int64 {{1}}> ()
         num = Gather <axis = 0> (maps_shape, k_scalar)
+        nothing = Constant <value = float {{0}}> ()
+        three = Constant <value = float {{{K}}}> ()
+        zeros = Mul(rois, nothing)
+        threes = Add(zeros, three)
+        most = ReduceMax <keepdims = 0> (threes)
+        num_again = Cast <to = 7> (most)
         where, scores = Loop (count, go) <body = body (int64 i, bool c) => (bool c_out, int64[{K}] pos, float[{K}] score) {{
             c_out = Identity(c)
             m = Gather <axis = 0> (maps, i)
@@ -77,7 +85,7 @@ def keypoints_model(mode: str = "cubic", transform: str = "half_pixel", clip: st
             map_shape = Shape(roi_map)
             k2 = Constant <value = int64 {{2}}> ()
             width = Gather <axis = 0> (map_shape, k2)
-            num1 = Unsqueeze(num, a0)
+            num1 = Unsqueeze({maps_count}, a0)
             minus = Constant <value = int64[1] {{-1}}> ()
             flat_shape = Concat <axis = 0> (num1, minus)
             flat = Reshape(roi_map, flat_shape)
@@ -146,6 +154,7 @@ def test_the_peaks_are_spread_over_the_maps():
     {"clip": ""},  # rois not clipped: no bound on the size
     {"argmax": "ArgMax <axis = 1, keepdims = 0, select_last_index = 1>"},  # the last of ties: another order
     {"score": "ReduceMax <axes = [1], keepdims = 0> (flat)"},  # a reader that would see the padding
+    {"maps_count": "num_again"},  # flattened to a count not provably the maps'
 ])
 def test_what_it_cannot_rewrite_is_left_alone(change):
     model = import_model(onnx.parser.parse_model(keypoints_model(**change)))
