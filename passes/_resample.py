@@ -16,8 +16,8 @@ import numpy as np
 from onnx import helper
 
 from loopc.frontend.emit import Emitter
-from loopc.ir import Graph, Node, Value, text_attr
-from loopc.passes._util import concat_piece
+from loopc.ir import Graph, Loop, Node, Value, text_attr
+from loopc.passes._util import changes_per_trip, concat_piece
 from loopc.passes.shape_refinement import refine
 
 F32 = np.dtype(np.float32)
@@ -30,6 +30,17 @@ _NEAREST = {"floor": (0.0, "Floor"), "ceil": (0.0, "Ceil"), "round_prefer_floor"
             "round_prefer_ceil": (0.5, "Floor")}
 
 Tap = tuple[Value, "Value | None"]
+
+
+def resizes_changing_per_trip(graph: Graph) -> list[tuple[Graph, Node]]:
+    """Every Resize in a loop body, at any depth, whose sizes change between trips (the ones TensorRT's
+    builder cannot build), with its body; listed up front so that passes may edit."""
+    found = []
+    for g, node in graph.walk():
+        sizes = node.inputs[3] if node.op == "Resize" and len(node.inputs) > 3 else None
+        if sizes is not None and isinstance(g.owner, Loop) and changes_per_trip(sizes, g):
+            found.append((g, node))
+    return found
 
 
 def emitter(scratch: Graph, label: str, origin: str, counter: itertools.count[int]) -> Emitter:

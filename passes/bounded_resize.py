@@ -30,10 +30,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from loopc.frontend.emit import Emitter
-from loopc.ir import Graph, Loop, Node, Value, constant_value
+from loopc.ir import Graph, Node, Value, constant_value
 from loopc.ir.bounds import Bounder
-from loopc.passes._resample import I64, axis_taps, emitter, resample, size_entry, tensor_type, unsupported
-from loopc.passes._util import changes_per_trip, same_dim, shape_entry_source
+from loopc.passes._resample import (I64, axis_taps, emitter, resample, resizes_changing_per_trip, size_entry,
+                                    tensor_type, unsupported)
+from loopc.passes._util import same_dim, shape_entry_source
 from loopc.passes.manager import PassResult
 
 BOOL = np.dtype(bool)
@@ -45,10 +46,7 @@ class BoundedResize:
     name = "bounded-resize"
 
     def __call__(self, graph: Graph) -> PassResult:
-        rewritten = 0
-        for g, node in list(graph.walk()):
-            if node.op == "Resize" and isinstance(g.owner, Loop) and node.graph is g:
-                rewritten += _rewrite(g, node)
+        rewritten = sum(_rewrite(g, node) for g, node in resizes_changing_per_trip(graph))
         return PassResult(graph, rewritten > 0, {"resizes": rewritten} if rewritten else {})
 
 
@@ -67,8 +65,7 @@ class _Unsupported(Exception):
 def _rewrite(graph: Graph, resize: Node) -> int:
     sizes, data = (resize.inputs[3] if len(resize.inputs) > 3 else None), resize.inputs[0]
     if (sizes is None or constant_value(sizes) is not None or data is None or data.shape is None
-            or unsupported(resize) is not None or sizes.shape != (len(data.shape),)
-            or not changes_per_trip(sizes, graph)):
+            or unsupported(resize) is not None or sizes.shape != (len(data.shape),)):
         return 0
     rank = len(data.shape)
     resized = [a for a in range(rank) if not same_dim(shape_entry_source(sizes, a), data, a)]

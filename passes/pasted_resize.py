@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from loopc.frontend.emit import Emitter
-from loopc.ir import Graph, Loop, Node, Value, constant_value
-from loopc.passes._resample import I64, axis_taps, emitter, resample, size_entry, tensor_type, unsupported
-from loopc.passes._util import changes_per_trip
+from loopc.ir import Graph, Node, Value, constant_value
+from loopc.passes._resample import (I64, axis_taps, emitter, resample, resizes_changing_per_trip, size_entry,
+                                    tensor_type, unsupported)
 from loopc.passes.manager import PassResult
 
 #: Ops the chain from the Resize to the frame may pass through.
@@ -41,12 +41,11 @@ class PastedResize:
 
     def __call__(self, graph: Graph) -> PassResult:
         rewritten = 0
-        for g, node in list(graph.walk()):
-            if node.op == "Resize" and isinstance(g.owner, Loop) and node.graph is g:
-                chain = _chain(node)
-                if chain is not None:
-                    _paste(g, chain)
-                    rewritten += 1
+        for g, node in resizes_changing_per_trip(graph):
+            chain = _chain(node)
+            if chain is not None:
+                _paste(g, chain)
+                rewritten += 1
         return PassResult(graph, rewritten > 0, {"resizes": rewritten} if rewritten else {})
 
 
@@ -59,11 +58,9 @@ class _Chain:
 
 def _chain(resize: Node) -> _Chain | None:
     """The chain from ``resize`` (sized by a computed ``sizes``) to a static-shaped frame, or None."""
-    sizes = resize.inputs[3] if len(resize.inputs) > 3 else None
-    if sizes is None or resize.graph is None or not changes_per_trip(sizes, resize.graph):
-        return None  # TensorRT builds a Resize whose size is the same on every trip
-    data = resize.inputs[0]
-    if data is None or data.shape is None or unsupported(resize) is not None or sizes.shape != (len(data.shape),):
+    sizes, data = resize.inputs[3], resize.inputs[0]
+    if (data is None or data.shape is None or sizes is None or unsupported(resize) is not None
+            or sizes.shape != (len(data.shape),)):
         return None
     value, steps = resize.outputs[0], []
     while not _static(value):
