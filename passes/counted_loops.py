@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loopc.ir import MAX_TRIPS, Graph, Loop, Node, Value, constant_value
+from loopc.ir import Graph, Loop, Node, Value, constant_value
+from loopc.loop_rules import MAX_TRIPS
 from loopc.passes._induction import Affine, Induction
 from loopc.passes._util import computed_from, constant
 from loopc.passes.manager import PassResult

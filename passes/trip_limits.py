@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.errors import PassError
-from loopc.ir import MAX_TRIPS, Graph, Loop, Node, Value
+from loopc.ir import Graph, Loop, Node, Value
+from loopc.loop_rules import MAX_TRIPS
 from loopc.ir import constant_value
 from loopc.passes._util import computed_from, constant, constant_trips
 from loopc.passes.counted_loops import SHAPE_OPS

@@ -18,7 +18,8 @@ from loopc.ir import Graph, Loop, Node, Recurrence, Value, constant_value
 from loopc.passes._util import constant, constant_trips
 from loopc.passes.manager import PassResult
 
-MAX_TRIPS = 64
+#: Most trips a loop may run to be unrolled (one copy of its body per trip).
+MAX_UNROLLED_TRIPS = 64
 
 
 class Unroll:
@@ -126,8 +127,8 @@ def cannot_unroll(loop: Loop) -> str | None:
     count = constant_trips(loop)
     if count is None or loop.condition is not None:
         return "its trip count is a constant and it cannot stop early"
-    if not 1 <= count <= MAX_TRIPS:
-        return f"it runs at most {MAX_TRIPS} trips"
+    if not 1 <= count <= MAX_UNROLLED_TRIPS:
+        return f"it runs at most {MAX_UNROLLED_TRIPS} trips"
     if any(node.subgraphs() for node in loop.body.nodes):
         return "its body holds no nested loops or conditionals"  # cloning them is not done here
     return None

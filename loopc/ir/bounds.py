@@ -24,7 +24,8 @@ import ml_dtypes
 import numpy as np
 
 from loopc.ir.core import Graph, Node, Value, constant_value
-from loopc.ir.loop import MAX_TRIPS, Loop, Recurrence
+from loopc.ir.loop import Loop, Recurrence
+from loopc.loop_rules import MAX_TRIPS
 
 Bounds = tuple[int | None, ...]
 #: A closed interval ``(lo, hi)``; an end may be infinite. Integer values keep int ends (exact past 2**53).

@@ -16,10 +16,9 @@ reference evaluator runs them as they are; loops and conditionals run here::
     last = the final state; concat = the kept values stacked at the output's axis; reverse = reversed
     padded loops: concat/reverse outputs as long as max_trips (else the count), filled past the trips run
 
-Trip counts and ``max_trips`` follow loopc's rule (the backend's ``_int32_scalar``): an integer
-saturated to [0, MAX_TRIPS], so a negative count runs no trips. Padding is what TensorRT leaves
-"arbitrary": like the simulator, this fills it with a value no correct computation makes (NaN, the
-most negative integer, True), so anything that reads it shows up as a mismatch.
+Trip counts, the iteration cap and padding follow :mod:`loopc.loop_rules`, as the simulator does: counts
+saturate to [0, MAX_TRIPS] (a negative count runs no trips), and padding holds a value no correct
+computation makes, so anything that reads it shows up as a mismatch.
 
 A loop that ran no trips still has concat outputs: length 0 along the axis, the element shape from
 the body value's static type, or else from running the body once on trip 0's bindings (an empty
@@ -39,11 +38,9 @@ from onnx.reference import ReferenceEvaluator
 
 from loopc.errors import LoopcError
 from loopc.ir.core import Graph, Model, Node, Value, type_text
-from loopc.ir.loop import MAX_TRIPS, If, Loop, LoopIterator, LoopOutput, saturate_trips
+from loopc.ir.loop import If, Loop, LoopIterator, LoopOutput
 from loopc.limits import check_constant
-
-#: Trips a loop may run before the interpreter calls it endless (the simulator's default too).
-DEFAULT_MAX_ITERATIONS = 100_000
+from loopc.loop_rules import DEFAULT_MAX_ITERATIONS, MAX_TRIPS, endless, no_trips, padded, saturate_trips
 
 Kernel = Callable[[list[Any]], Sequence[Any]]
 
@@ -176,8 +173,7 @@ class _Interpreter:
         trips = 0
         while count is None or trips < count:
             if trips >= self.max_iterations:
-                raise InterpretError(f"{what} did not end within {self.max_iterations} trips; raise max_iterations "
-                                     "if it should run longer")
+                raise InterpretError(endless(what, self.max_iterations))
             short = self.bind(loop, trips, sources, states)
             if loop.condition is not None:
                 self.nodes(first)
@@ -279,26 +275,20 @@ class _Interpreter:
         if not 0 <= out.axis <= rank:
             raise InterpretError(f"{loop.describe()}: output {out.result.name!r} stacks at axis {out.axis}, beyond "
                                  f"the rank {rank} of its value")
+        if empty:
+            return no_trips(np.shape(items[0]), out.axis, np.asarray(items[0]).dtype)
         try:
-            result = np.stack(items[::-1] if out.kind == "reverse" else items, axis=out.axis)
+            return np.stack(items[::-1] if out.kind == "reverse" else items, axis=out.axis)
         except ValueError as exc:
             raise InterpretError(f"{loop.describe()}: output {out.result.name!r} cannot stack its trips' values: "
                                  f"{_one_line(exc)}") from exc
-        return np.take(result, np.arange(0), axis=out.axis) if empty else result
 
     def pad(self, loop: Loop, out: LoopOutput, result: Any, trips: int, length: int | None) -> Any:
         """A padded loop's concat output, as long as its length input whatever the trips run."""
         what = f"{loop.describe()}: output {out.result.name!r}"
         if length is None:
             raise InterpretError(f"{what}: a padded loop's concatenated output needs max_trips or a trip count")
-        if length < trips:
-            raise InterpretError(f"{what}: length {length} is less than the {trips} trips run")
-        shape = list(result.shape)
-        shape[out.axis] = length
-        check_constant(shape, result.dtype, f"{what}, padded to its length {length}")
-        widths = [(0, 0)] * result.ndim
-        widths[out.axis] = (0, length - trips)
-        return np.pad(result, widths, constant_values=_filler(result.dtype))
+        return padded(result, out.axis, trips, length, what, InterpretError)
 
 
 def _needed_by(body: list[Node], value: Value) -> set[Node]:
@@ -462,20 +452,9 @@ def _flag(value: Any, what: str) -> bool:
     return bool(array.reshape(()))
 
 
-def _filler(dtype: np.dtype[Any]) -> Any:
-    """What padding holds: a value no correct computation produces (the simulator's choice too)."""
-    if dtype.kind in "fc" or (dtype.kind == "V" and "float" in dtype.name):
-        return np.nan
-    if dtype == np.bool_:
-        return True
-    if dtype.kind in "iu":
-        return np.iinfo(dtype).min
-    return 0
-
-
 def _one_line(exc: BaseException) -> str:
     text = " ".join(str(exc).split())
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-__all__ = ["DEFAULT_MAX_ITERATIONS", "MAX_TRIPS", "InterpretError", "interpret"]
+__all__ = ["DEFAULT_MAX_ITERATIONS", "InterpretError", "interpret"]

@@ -32,15 +32,6 @@ from loopc.ir.core import Graph, Node, Value
 
 OutputKind = Literal["last", "concat", "reverse"]
 
-#: The most trips a loop can run: TensorRT's kCOUNT trip limit is an INT32.
-MAX_TRIPS = 2**31 - 1
-
-
-def saturate_trips(count: int) -> int:
-    """A trip count as loopc runs it: saturated to [0, MAX_TRIPS], never wrapped (ONNX's M is an int64,
-    a negative one runs no trip, and a loop needing more than MAX_TRIPS trips is out of any engine's reach)."""
-    return min(max(int(count), 0), MAX_TRIPS)
-
 
 class _Role:
     """A loop role: setting a field tells the loop that holds it, which then rewires its operands."""
@@ -254,5 +245,4 @@ class If(Node):
         return [self.then_branch, self.else_branch]
 
 
-__all__ = ["MAX_TRIPS", "If", "Loop", "LoopIterator", "LoopOutput", "OutputKind", "Recurrence", "RoleList",
-           "saturate_trips"]
+__all__ = ["If", "Loop", "LoopIterator", "LoopOutput", "OutputKind", "Recurrence", "RoleList"]

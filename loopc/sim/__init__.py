@@ -14,7 +14,8 @@ from typing import Any
 import numpy as np
 
 from loopc.errors import SimulationError
-from loopc.sim.executor import DEFAULT_MAX_ITERATIONS, Executor, Observer
+from loopc.loop_rules import DEFAULT_MAX_ITERATIONS
+from loopc.sim.executor import Executor, Observer
 from loopc.sim.network import Network, read_network
 from loopc.sim.registry import supported_layer_types
 

@@ -1,4 +1,4 @@
-"""TensorRT data types as NumPy dtypes, and the poison values that mark unwritten elements."""
+"""TensorRT data types as NumPy dtypes."""
 
 from __future__ import annotations
 
@@ -36,16 +36,3 @@ def to_numpy(dtype: Any) -> np.dtype[Any]:
 def is_float(dtype: np.dtype[Any]) -> bool:
     """True for every floating type, including the ml_dtypes ones NumPy does not classify."""
     return dtype.kind == "f" or dtype in (_BY_NAME["BF16"], _BY_NAME["FP8"], _BY_NAME["FP4"], _BY_NAME["E8M0"])
-
-
-def poison(dtype: np.dtype[Any]) -> Any:
-    """A value no correct computation produces: NaN for floats, the most negative int, True for bools.
-
-    Elements TensorRT leaves "arbitrary" (loop outputs padded past the trip count) get this
-    value, so a consumer that reads them shows up as a mismatch instead of passing by luck.
-    """
-    if is_float(dtype):
-        return np.nan
-    if dtype == np.bool_:
-        return True
-    return np.iinfo(dtype).min

@@ -27,11 +27,10 @@ import numpy as np
 
 from loopc.errors import InternalError, LimitError, SimulationError
 from loopc.limits import check_constant
-from loopc.sim.dtypes import poison
+from loopc.loop_rules import DEFAULT_MAX_ITERATIONS, endless, no_trips, padded
 from loopc.sim.network import Layer, Loop, Network, Tensor
 from loopc.sim.registry import Kernel, factory_for, rule_for
 
-DEFAULT_MAX_ITERATIONS = 100_000
 
 #: Told each layer the executor computes, with its input values (e.g. to count work as run).
 Observer = Callable[[Layer, list[Any]], None]
@@ -159,10 +158,7 @@ class Executor:
                 if not _scalar_bool(keep_going, f"loop {loop.name!r}: the kWHILE trip limit"):
                     break
             if trips >= self.max_iterations:
-                raise SimulationError(
-                    f"loop {loop.name!r} did not end within {self.max_iterations} iterations; "
-                    "raise max_iterations if it should run longer"
-                )
+                raise SimulationError(endless(f"loop {loop.name!r}", self.max_iterations))
             self._check_assertions(frame)
             for items, out in zip(stacked, scans):
                 items.append(self.value(layer_input(out, 0), frame))
@@ -214,8 +210,6 @@ class Executor:
             raise SimulationError(f"{out.describe()}: a {kind} output needs its length input (input 1)")
         _check_invariant(loop, out.inputs[1], f"{out.describe()}: the length (input 1)")
         length = _scalar_int(self.value(out.inputs[1], outer), f"{out.describe()}: the length (input 1)")
-        if length < trips:
-            raise SimulationError(f"{out.describe()}: length {length} is less than the {trips} iterations run")
         items = stacked[scans.index(out)]
         axis = out.api.axis
         if items:
@@ -226,15 +220,10 @@ class Executor:
                 raise SimulationError(
                     f"{out.describe()}: the loop ran no iterations and the element shape {item_shape} is not static"
                 )
-            result = np.empty(item_shape[:axis] + (0,) + item_shape[axis:], dtype=target.dtype)
+            result = no_trips(tuple(item_shape), axis, target.dtype)
         if kind == "REVERSE":
             result = np.flip(result, axis=axis)
-        if length > trips:
-            _check_padded(out, result, axis, length)
-            pad = [(0, 0)] * result.ndim
-            pad[axis] = (0, length - trips)
-            result = np.pad(result, pad, constant_values=poison(result.dtype))
-        return result
+        return padded(result, axis, trips, length, f"{out.describe()}: the output", SimulationError)
 
 
 def _assertions_by_scope(network: Network) -> dict[Loop | None, list[Layer]]:
@@ -291,18 +280,6 @@ def _scalar_bool(value: np.ndarray, what: str) -> bool:
     if array.size != 1:
         raise SimulationError(f"{what} must be one value, not an array of shape {array.shape}")
     return bool(array.reshape(()))
-
-
-def _check_padded(out: Layer, result: np.ndarray, axis: int, length: int) -> None:
-    """Refuse, before allocating, a padded output larger than loopc's limit for one tensor.
-
-    TensorRT allocates a kCONCATENATE output at its full length whatever the trips run, so a
-    length of INT32_MAX (a huge trip count, saturated) costs an engine that memory too.
-    """
-    shape = list(result.shape)
-    shape[axis] = length
-    check_constant(shape, result.dtype, f"{out.describe()}: the output, padded to its length {length} "
-                                        f"whatever the trips run ({result.shape[axis]} here)")
 
 
 def layer_input(layer: Layer, index: int) -> Tensor:

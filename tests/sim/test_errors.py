@@ -93,7 +93,7 @@ def test_while_loop_that_never_ends_stops_at_the_iteration_cap(nb):
     nb.output(loop.add_loop_output(i, trt.LoopOutput.LAST_VALUE).get_output(0), "i")
     assert nb.serialize()
 
-    with pytest.raises(SimulationError, match=r"loop 'forever' did not end within 50 iterations"):
+    with pytest.raises(SimulationError, match=r"loop 'forever' did not end within 50 trips"):
         simulate(net, {}, max_iterations=50)
 
 
@@ -110,7 +110,7 @@ def test_concatenate_length_smaller_than_trip_count(nb):
     inputs = scan_loop(nb, rows=4, length=2, scan_iterator=False)
     assert nb.serialize({**inputs, "n": np.array(2, np.int32)})
 
-    with pytest.raises(SimulationError, match=r"'stack_rows' \(LOOP_OUTPUT\): length 2 is less than the 4 iterations"):
+    with pytest.raises(SimulationError, match=r"'stack_rows' \(LOOP_OUTPUT\): the output: length 2 is less than the 4 trips"):
         simulate(nb.network, {**inputs, "n": np.array(4, np.int32)})
 
 

@@ -25,7 +25,8 @@ import numpy as np
 from loopc.backend.trt.context import ConversionContext, np_dtype
 from loopc.backend.trt.registry import converter, node_error
 from loopc.errors import InternalError
-from loopc.ir import MAX_TRIPS, Loop, Node, saturate_trips
+from loopc.ir import Loop, Node
+from loopc.loop_rules import MAX_TRIPS, saturate_trips
 from loopc.trt import trt
 
 

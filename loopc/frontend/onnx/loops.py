@@ -21,7 +21,8 @@ from loopc.frontend.onnx.importer import Context, Scope, lookup, translate_graph
 from loopc.frontend.onnx.registry import translates
 from loopc.frontend.onnx.validate import iteration_rank
 from loopc.frontend.onnx.value_types import type_of
-from loopc.ir import MAX_TRIPS, Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
+from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
+from loopc.loop_rules import MAX_TRIPS
 from loopc.ir.core import Shape
 
 BOOL = np.dtype(np.bool_)

@@ -11,7 +11,8 @@ from typing import Any
 import numpy as np
 
 from loopc.errors import SimulationError
-from loopc.sim.dtypes import poison, to_numpy
+from loopc.loop_rules import poison
+from loopc.sim.dtypes import to_numpy
 from loopc.sim.registry import Kernel, simulates
 
 

@@ -129,7 +129,7 @@ def test_huge_trip_count_is_not_wrapped(tmp_path, m):
     proc, _ = run_cli(tmp_path, counting_loop(stop_by_condition=False, scan=False), {"M": np.array(m, np.int64)},
                       "--max-iterations", "50")
     assert proc.returncode == 1, proc.stderr
-    assert "did not end within 50 iterations" in proc.stderr
+    assert "did not end within 50 trips" in proc.stderr
 
 
 @pytest.mark.parametrize("m", [2**31, 2**62])

@@ -31,7 +31,8 @@ from loopc.frontend.openvino.importer import Op, translate_net
 from loopc.frontend.openvino.reader import Layer, Net, PortMapEntry
 from loopc.frontend.openvino.registry import translates
 from loopc.frontend.openvino.weights import element_type, parse_shape
-from loopc.ir import MAX_TRIPS, Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
+from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
+from loopc.loop_rules import MAX_TRIPS
 from loopc.ir.core import Shape
 from loopc.ir.loop import OutputKind
 from loopc.limits import check_constant
