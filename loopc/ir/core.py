@@ -580,7 +580,11 @@ def type_text(value: Value) -> str:
     return f"{dt}[{dims}]"
 
 
+#: The short element type names of the text form; every other dtype is written by its NumPy name.
+SHORT_DTYPES = {"float32": "f32", "float16": "f16", "float64": "f64", "int64": "i64", "int32": "i32", "int16": "i16",
+                "int8": "i8", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "bool",
+                "bfloat16": "bf16"}
+
+
 def _short_dtype(dtype: np.dtype[Any]) -> str:
-    names = {"float32": "f32", "float16": "f16", "float64": "f64", "int64": "i64", "int32": "i32", "int8": "i8",
-             "uint8": "u8", "bool": "bool", "bfloat16": "bf16"}
-    return names.get(dtype.name, dtype.name)
+    return SHORT_DTYPES.get(dtype.name, dtype.name)

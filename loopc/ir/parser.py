@@ -16,15 +16,9 @@ from typing import Any, NoReturn
 import numpy as np
 
 from loopc.errors import LoopcError
-from loopc.ir.core import Dim, Graph, Model, Node, Shape, Value
+from loopc.ir.core import SHORT_DTYPES, Dim, Graph, Model, Node, Shape, Value
 from loopc.ir.loop import If, Loop, LoopIterator, LoopOutput, Recurrence
-from loopc.ir.printer import (
-    SHORT_DTYPES,
-    default_name,
-    float_kind,
-    float_value,
-    int_kind,
-)
+from loopc.ir.printer import default_name, float_kind, float_value, int_kind
 
 _DTYPES = {short: name for name, short in SHORT_DTYPES.items()}
 _TOKEN = re.compile(

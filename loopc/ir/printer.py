@@ -68,16 +68,12 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 
-from loopc.ir.core import Graph, Model, Node, Value
+from loopc.ir.core import SHORT_DTYPES, Graph, Model, Node, Value
 from loopc.ir.loop import If, Loop
 
 #: Arrays with more elements than this are kept in the constants store (by default).
 INLINE_LIMIT = 16
 
-#: The short element type names; every other dtype is written by its NumPy name.
-SHORT_DTYPES = {"float32": "f32", "float16": "f16", "float64": "f64", "int64": "i64", "int32": "i32", "int16": "i16",
-                "int8": "i8", "uint8": "u8", "uint16": "u16", "uint32": "u32", "uint64": "u64", "bool": "bool",
-                "bfloat16": "bf16"}
 #: Keywords the parser reads where a name could stand; such names are quoted.
 KEYWORDS = frozenset({"graph", "model", "loop", "if", "then", "else", "yield", "counter", "iterator", "recurrence",
                       "last", "concat", "reverse", "from", "padded", "true", "false", "none", "nan", "inf", "_"})

@@ -32,7 +32,7 @@ from loopc.ir import (
     Value,
 )
 from loopc.ir.parser import IRSyntaxError, parse, parse_model
-from loopc.ir.printer import format_graph, format_loop, format_model
+from loopc.ir.printer import dtype_text, format_graph, format_loop, format_model
 from tests.onnx_cases import structured_cases
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[2] / "samples"
@@ -563,3 +563,11 @@ def test_malformed_texts_give_one_line_errors_with_line_column_and_what_was_expe
     assert "\n" not in str(info.value)
     assert isinstance(info.value, LoopcError) and isinstance(info.value, ValueError)
     assert str(info.value).startswith(f"line {info.value.line}, column {info.value.column}: ")
+
+
+def test_errors_and_the_text_form_name_types_alike() -> None:
+    """``type_text`` (in errors) and the printer share one table of short element types."""
+    from loopc.ir.core import type_text
+
+    for dtype in (np.uint16, np.int16, np.uint64, np.float16, np.bool_):
+        assert type_text(Value("v", np.dtype(dtype), (2,))) == f"{dtype_text(np.dtype(dtype))}[2]"
