@@ -22,10 +22,11 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from onnx import helper, numpy_helper
+from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from loopc.ir import Graph, Node, Value, constant_value
+from loopc.ir.onnx_node import node_proto, operand_names
 from loopc.limits import check_constant
 from loopc.passes.manager import PassResult
 
@@ -81,11 +82,9 @@ def fold(node: Node, known: Mapping[Value, np.ndarray] | None = None,
         return None
     if sizes is not None and any(n > max_elements for n in sizes):
         return None
-    names = [f"in{i}" if v is not None else "" for i, v in enumerate(node.inputs)]
-    proto = helper.make_node(node.op, names, [f"out{i}" for i in range(len(node.outputs))],
-                             **{k: attribute(v) for k, v in node.attrs.items()})
+    names = operand_names(node)
     try:
-        results = ReferenceEvaluator(proto).run(None, {n: np.asarray(a) for n, a in zip(names, arrays) if n})
+        results = ReferenceEvaluator(node_proto(node)).run(None, {n: np.asarray(a) for n, a in zip(names, arrays) if n})
     except Exception:
         return None  # an op the reference cannot evaluate stays for TensorRT
     if any(np.asarray(r).size > max_elements for r in results):
@@ -105,10 +104,8 @@ def _result_sizes(node: Node, known: Mapping[Value, np.ndarray] | None = None) -
     they cannot tell. A result above loopc's tensor limit raises :class:`LimitError` here."""
     from loopc.passes.shape_refinement import infer
 
-    inferred = infer(node, known)
     sizes = []
-    for k, value in enumerate(node.outputs):
-        found = inferred.get(value.name)
+    for k, (value, found) in enumerate(zip(node.outputs, infer(node, known))):
         if found is None or not found.HasField("tensor_type") or not found.tensor_type.HasField("shape"):
             return None
         dims = found.tensor_type.shape.dim
@@ -145,8 +142,3 @@ def _static_dims_picked(gather: Node) -> np.ndarray | None:
         return None
     picked = np.vectorize(lambda k: dims[int(k)] if isinstance(dims[int(k)], int) else -1, otypes=[np.int64])(index)
     return None if np.any(picked < 0) else picked.astype(np.int64)
-
-
-def attribute(value: Any) -> Any:
-    """An IR attribute as ``onnx.helper.make_node`` takes it (tensors as TensorProto)."""
-    return numpy_helper.from_array(value) if isinstance(value, np.ndarray) else value

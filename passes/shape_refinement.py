@@ -22,7 +22,8 @@ from onnx import helper, numpy_helper
 
 from loopc.ir import Graph, Node, Value
 from loopc.ir.core import Shape
-from loopc.passes.constant_folding import NEVER, attribute, fold, operand
+from loopc.ir.onnx_node import node_proto, operand_names, result_names
+from loopc.passes.constant_folding import NEVER, fold, operand
 from loopc.passes.manager import PassResult
 
 #: Constant operands up to this size are shown to the shape functions (axes, shapes, repeats).
@@ -49,40 +50,39 @@ class ShapeRefinement:
 def refine(node: Node, known: Mapping[Value, np.ndarray] | None = None) -> int:
     """Fill ``node``'s outputs' unknown dtypes and dims from its op's shape function (shown the constant
     operands and those in ``known``); how many changed."""
-    inferred = infer(node, known)
-    return sum(_merge(value, inferred.get(value.name)) for value in node.outputs)
+    return sum(_merge(value, inferred) for value, inferred in zip(node.outputs, infer(node, known)))
 
 
 def _known(value: Value) -> bool:
     return value.shape is not None and all(isinstance(d, int) for d in value.shape)
 
 
-def infer(node: Node, known: Mapping[Value, np.ndarray] | None = None) -> dict[str, onnx.TypeProto]:
-    """ONNX's shape function for ``node``: output types by output name (empty when it cannot tell); it is
-    shown the small operands that are constants or in ``known``."""
+def infer(node: Node, known: Mapping[Value, np.ndarray] | None = None) -> list[onnx.TypeProto | None]:
+    """ONNX's shape function for ``node``: each result's type (None where it cannot tell); it is shown the
+    small operands that are constants or in ``known``."""
+    nothing: list[onnx.TypeProto | None] = [None] * len(node.outputs)
     try:
         schema = onnx.defs.get_schema(node.op, onnx.defs.onnx_opset_version())
     except onnx.defs.SchemaError:
-        return {}
-    names = [f"in{k}" if v is not None else "" for k, v in enumerate(node.inputs)]
+        return nothing
+    names = operand_names(node)
     types: dict[str, onnx.TypeProto] = {}
     data: dict[str, onnx.TensorProto] = {}
     for name, value in zip(names, node.inputs):
         if value is None:
             continue
         if value.dtype is None:
-            return {}
+            return nothing
         elem = helper.np_dtype_to_tensor_dtype(np.dtype(value.dtype))
         types[name] = helper.make_tensor_type_proto(elem, None if value.shape is None else list(value.shape))
         array = operand(value, known)
         if array is not None and np.asarray(array).size <= MAX_DATA:
             data[name] = numpy_helper.from_array(np.asarray(array), name)
-    proto = helper.make_node(node.op, names, [v.name for v in node.outputs],
-                             **{k: attribute(v) for k, v in node.attrs.items()})
     try:
-        return dict(onnx.shape_inference.infer_node_outputs(schema, proto, types, data))
+        found = onnx.shape_inference.infer_node_outputs(schema, node_proto(node), types, data)
     except Exception:  # noqa: BLE001  (a shape function that cannot tell is no information)
-        return {}
+        return nothing
+    return [found.get(name) for name in result_names(node)]
 
 
 def _merge(value: Value, inferred: onnx.TypeProto | None) -> int:

@@ -39,6 +39,7 @@ from onnx.reference import ReferenceEvaluator
 from loopc.errors import LoopcError
 from loopc.ir.core import Graph, Model, Node, Value, type_text
 from loopc.ir.loop import If, Loop, LoopIterator, LoopOutput
+from loopc.ir.onnx_node import node_proto, operand_names
 from loopc.limits import check_constant
 from loopc.loop_rules import DEFAULT_MAX_ITERATIONS, MAX_TRIPS, endless, no_trips, padded, saturate_trips
 
@@ -336,12 +337,12 @@ def _kernel(node: Node) -> Kernel:
     except TypeError:  # an attribute of a form _frozen does not know: this node gets its own
         evaluator, key = None, None
     if evaluator is None:
-        evaluator = _evaluator(node, present)
+        evaluator = _evaluator(node)
         if key is not None:
             if len(_EVALUATORS) >= _MAX_EVALUATORS:
                 _EVALUATORS.clear()
             _EVALUATORS[key] = evaluator
-    names = [f"i{k}" for k, here in enumerate(present) if here]
+    names = [name for name in operand_names(node) if name]
 
     def run(args: list[Any]) -> Sequence[Any]:
         results = evaluator.run(None, dict(zip(names, (a for a in args if a is not None))))
@@ -387,12 +388,9 @@ def _lrn(node: Node) -> Kernel:
     return run
 
 
-def _evaluator(node: Node, present: tuple[bool, ...]) -> ReferenceEvaluator:
+def _evaluator(node: Node) -> ReferenceEvaluator:
     try:
-        attrs = {k: numpy_helper.from_array(np.asarray(v)) if isinstance(v, (np.ndarray, np.generic)) else v
-                 for k, v in node.attrs.items()}
-        proto = helper.make_node(node.op, [f"i{k}" if here else "" for k, here in enumerate(present)],
-                                 [f"o{k}" for k in range(len(node.outputs))], **attrs)
+        proto = node_proto(node)
         if node.op in _FUNCTION_OPS:
             return _typed_evaluator(node, proto)
         return ReferenceEvaluator(proto)
