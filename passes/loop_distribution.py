@@ -64,9 +64,9 @@ class _Distribution:
     def __init__(self, outer: Graph, loop: Loop) -> None:
         self.outer = outer
         self.loop = loop
-        self.inner = {id(v) for v in loop.body.inputs}
+        self.inner = {v for v in loop.body.inputs}
         for _, n in loop.body.walk():
-            self.inner.update(id(v) for v in n.outputs)
+            self.inner.update(v for v in n.outputs)
 
     def run(self) -> tuple[int, int, int]:
         return self._hoist_invariants(), self._before(), self._after()
@@ -80,9 +80,9 @@ class _Distribution:
         for node in self.loop.body.nodes:
             if node.op == "Constant" or self.loop.condition in node.outputs or not _cannot_fail(node):
                 continue
-            if all(v is None or id(v) not in self.inner for v in node.inputs):
+            if all(v is None or v not in self.inner for v in node.inputs):
                 moving.append(node)
-                self.inner.difference_update(id(v) for v in node.outputs)
+                self.inner.difference_update(v for v in node.outputs)
         if moving:
             self.outer.insert_before(self.loop, moving)
         return len(moving)
@@ -91,51 +91,51 @@ class _Distribution:
 
     def _before(self) -> int:
         loop = self.loop
-        spaces: dict[int, _Space] = {}
+        spaces: dict[Value, _Space] = {}
         for it in loop.iterators:
-            spaces[id(it.param)] = _Space(_length(it), it.reverse)
+            spaces[it.param] = _Space(_length(it), it.reverse)
         part: list[Node] = []
         for node in loop.body.nodes:
             if node.subgraphs() or not batchable(node) or loop.condition in node.outputs or not _cannot_fail(node):
                 continue
-            reads = [spaces.get(id(v)) for v in node.inputs if v is not None and id(v) in self.inner
+            reads = [spaces.get(v) for v in node.inputs if v is not None and v in self.inner
                      and not _constant(v)]
             if not reads or any(s is None for s in reads) or len(set(reads)) != 1:
                 continue  # reads the core, or nothing stacked, or iterators that do not line up
             part.append(node)
-            spaces.update((id(v), reads[0]) for v in node.outputs)  # type: ignore[misc]
+            spaces.update((v, reads[0]) for v in node.outputs)  # type: ignore[misc]
         if not any(n.op in MATRIX_OPS for n in part):
             return 0
         emitted: list[Node] = []
-        stacked = {id(it.param): _trips_first(emitted, it) for it in loop.iterators}
+        stacked = {it.param: _trips_first(emitted, it) for it in loop.iterators}
         for node in part:
-            made = self._batched(node, stacked, spaces[id(node.outputs[0])].length)
+            made = self._batched(node, stacked, spaces[node.outputs[0]].length)
             if made is None:
                 return 0  # a rule refused: leave the loop as it is (nothing was inserted yet)
             emitted.extend(made[0])
-            stacked.update((id(old), new) for old, new in zip(node.outputs, made[1]))
-        if not all(_fits(stacked[id(v)]) for n in part for v in n.outputs):
+            stacked.update((old, new) for old, new in zip(node.outputs, made[1]))
+        if not all(_fits(stacked[v]) for n in part for v in n.outputs):
             return 0
         self.outer.insert_before(loop, emitted)
-        in_part = {id(n) for n in part}
+        in_part = {n for n in part}
         for node in part:
             for value in node.outputs:
-                if all(id(u.user) in in_part for u in value.uses()):
+                if all(u.user in in_part for u in value.uses()):
                     continue
                 param = Value(f"{value.name}_iter", value.dtype, value.shape)
-                self.inner.add(id(param))
+                self.inner.add(param)
                 value.replace_all_uses_with(param)
-                loop.iterators.append(LoopIterator(param, stacked[id(value)], 0, spaces[id(value)].reverse))
+                loop.iterators.append(LoopIterator(param, stacked[value], 0, spaces[value].reverse))
         for node in reversed(part):
             loop.body.remove(node)
         return len(part)
 
-    def _batched(self, node: Node, stacked: dict[int, Value], trips: object) -> tuple[list[Node], list[Value]] | None:
+    def _batched(self, node: Node, stacked: dict[Value, Value], trips: object) -> tuple[list[Node], list[Value]] | None:
         """``node`` on stacked operands (a body Constant it reads is copied out with it)."""
         copies: list[Node] = []
-        inputs = [stacked.get(id(v), v) if v is not None else None for v in node.inputs]
+        inputs = [stacked.get(v, v) if v is not None else None for v in node.inputs]
         inputs = [_outside(copies, v) if v is not None and _constant(v) else v for v in inputs]
-        flags = [v is not None and id(v) in stacked for v in node.inputs]
+        flags = [v is not None and v in stacked for v in node.inputs]
         made = batch_node(node, inputs, flags, trips if isinstance(trips, (int, str)) else None)
         return None if made is None else (copies + made[0], made[1])
 
@@ -144,42 +144,42 @@ class _Distribution:
     def _after(self) -> int:
         loop = self.loop
         part: list[Node] = []
-        in_part: set[int] = set()
+        in_part: set[Node] = set()
         for node in reversed(loop.body.nodes):
             if node.subgraphs() or not batchable(node):
                 continue
             if all(value.uses() and all(self._feeds_after(u.user, in_part, value) for u in value.uses())
                    for value in node.outputs):
                 part.append(node)
-                in_part.add(id(node))
+                in_part.add(node)
         part.reverse()
         if not any(n.op in MATRIX_OPS for n in part):
             return 0
-        results = {id(v) for n in part for v in n.outputs}
-        kinds = {o.kind for o in loop.loop_outputs if id(o.value) in results}
+        results = {v for n in part for v in n.outputs}
+        kinds = {o.kind for o in loop.loop_outputs if o.value in results}
         if len(kinds) != 1:
             return 0
         kind = kinds.pop()
         # each per-trip operand the part reads from the loop: emitted stacked by the loop
-        stacked: dict[int, Value] = {}
+        stacked: dict[Value, Value] = {}
         new_outputs: list[LoopOutput] = []
         for node in part:
             for v in node.inputs:
-                if v is not None and id(v) in self.inner and id(v) not in results and id(v) not in stacked:
+                if v is not None and v in self.inner and v not in results and v not in stacked:
                     rows = Value(f"{v.name}_rows", v.dtype, None if v.shape is None else (None, *v.shape))
                     new_outputs.append(LoopOutput(kind, v, rows, 0))
-                    stacked[id(v)] = rows
+                    stacked[v] = rows
         emitted: list[Node] = []
         for node in part:
             made = self._batched(node, stacked, None)
             if made is None:
                 return 0
             emitted.extend(made[0])
-            stacked.update((id(old), new) for old, new in zip(node.outputs, made[1]))
+            stacked.update((old, new) for old, new in zip(node.outputs, made[1]))
         replaced: list[tuple[LoopOutput, Value]] = []
         for out in loop.loop_outputs:
-            if id(out.value) in results:
-                whole = stacked[id(out.value)]
+            if out.value in results:
+                whole = stacked[out.value]
                 if out.axis != 0:
                     whole = _trips_to(emitted, whole, out.axis, out.result)
                 replaced.append((out, whole))
@@ -192,10 +192,10 @@ class _Distribution:
             loop.body.remove(node)
         return len(part)
 
-    def _feeds_after(self, user: object, in_part: set[int], value: Value) -> bool:
+    def _feeds_after(self, user: object, in_part: set[Node], value: Value) -> bool:
         """A use that keeps ``value`` in the after part: a node of the part, or concatenated outputs only."""
         if isinstance(user, Node):
-            return id(user) in in_part
+            return user in in_part
         loop = self.loop
         return user is loop.body and value is not loop.condition and all(r.next is not value for r in loop.recurrences) \
             and all(o.kind != "last" for o in loop.loop_outputs if o.value is value)
@@ -218,7 +218,7 @@ def _length(it: LoopIterator) -> object:
     when they are the same source's same axis."""
     shape = it.source.shape
     dim = shape[it.axis] if shape is not None and it.axis < len(shape) else None
-    return dim if dim is not None else (id(it.source), it.axis)
+    return dim if dim is not None else (it.source, it.axis)
 
 
 def _trips_first(nodes: list[Node], it: LoopIterator) -> Value:

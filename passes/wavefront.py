@@ -91,8 +91,8 @@ class _Plan:
     first_row: int  #: j: the producer row the consumer's first step reads
     between: list[Node]  #: the nodes between the two loops that depend on the producer, in order
     chain: list[Node]  #: those of them the consumer's iterated values are made by
-    shifts: set[int]  #: (ids of) the chain's Slices that drop first rows: a skew in the loop, not a node
-    rows: dict[int, Value]  #: producer result (id) -> the body value stacked into it
+    shifts: set[Node]  #: the chain's Slices that drop first rows: a skew in the loop, not a node
+    rows: dict[Value, Value]  #: producer result -> the body value stacked into it
     fed: list[LoopIterator]  #: the consumer's iterators over the producer's rows
     before: list[Node] = field(default_factory=list)  #: nodes to run before the fused loop
     after: list[Node] = field(default_factory=list)  #: nodes to run after it
@@ -140,24 +140,26 @@ class _Plan:
         """The chain's nodes cloned to run on one trip's row (axis 0 of length 1), the fed iterators'
         params made from their results; returns the new body nodes."""
         inside: list[Node] = []
-        row: dict[int, Value] = {}
+        row: dict[Value, Value] = {}
         axis0 = constant(inside, f"{self.consumer.name}_row_axis", np.array([0], np.int64))
-        for result_id, value in self.rows.items():
+        for result, value in self.rows.items():
             carried = self._carried(value)
             one = Value(f"{value.name}_row", value.dtype, None if value.shape is None else (1, *value.shape))
             inside.append(Node("Unsqueeze", [carried, axis0], [one]))
-            row[result_id] = one
+            row[result] = one
         for node in self.chain:
-            if id(node) in self.shifts:
-                row[id(node.outputs[0])] = row[id(node.inputs[0])]
+            if node in self.shifts:
+                source = node.inputs[0]
+                assert source is not None
+                row[node.outputs[0]] = row[source]
                 continue
             outputs = [Value(f"{v.name}_row", v.dtype, None if v.shape is None else (1, *v.shape[1:]))
                        for v in node.outputs]
-            inputs = [row.get(id(v), v) if v is not None else None for v in node.inputs]
+            inputs = [row.get(v, v) if v is not None else None for v in node.inputs]
             inside.append(Node(node.op, inputs, outputs, dict(node.attrs), origin=node.origin))
-            row.update((id(old), new) for old, new in zip(node.outputs, outputs))
+            row.update((old, new) for old, new in zip(node.outputs, outputs))
         for it in self.fed:
-            inside.append(Node("Squeeze", [row[id(it.source)], axis0], [it.param]))
+            inside.append(Node("Squeeze", [row[it.source], axis0], [it.param]))
         return inside
 
     def _carried(self, value: Value) -> Value:
@@ -199,9 +201,9 @@ class _Plan:
         body = producer.body
         body.insert_after(list(body.nodes)[-1], [*inside, *consumer.body.nodes, *holds])
         producer.recurrences.extend(recurrences)
-        fed = {id(it) for it in self.fed}
+        fed = {it for it in self.fed}
         for it in iterators:
-            if id(it) not in fed:
+            if it not in fed:
                 it.source = _edge_row_added(self.before, it.source, it.axis, at_end=False, count=delay)
                 producer.iterators.append(it)
         for out in outputs:
@@ -280,10 +282,10 @@ def _peel_last(outer: Graph, loop: Loop) -> None:
         it.source = _rows(before, it.source, it.axis, (1, _END) if it.reverse else (0, -1))
     loop.trip_count = constant(before, f"{loop.name}_trips_peeled", np.array(trips - 1, loop.trip_count.dtype))
     outer.insert_before(loop, before)
-    nexts = {id(r.state): row(r.next) for r in loop.recurrences}
+    nexts = {r.state: row(r.next) for r in loop.recurrences}
     for out in list(loop.loop_outputs):
         if out.kind == "last" and all(out.result is not f for f in finals):
-            out.result.replace_all_uses_with(nexts[id(out.value)])
+            out.result.replace_all_uses_with(nexts[out.value])
             loop.loop_outputs.remove(out)
         elif out.kind == "concat":
             _add_row(out, row(out.value), after, first=False)
@@ -353,40 +355,40 @@ def _plan(graph: Graph, producer: Loop, consumer: Loop, nodes_between: list[Node
         return None
     # what depends on the producer, between the two loops; each such value's first producer row
     between: list[Node] = []
-    first: dict[int, int | None] = {}  # value id -> first producer row in its row 0 (None: not rows)
-    rows: dict[int, Value] = {}
+    first: dict[Value, int | None] = {}  # value -> first producer row in its row 0 (None: not rows)
+    rows: dict[Value, Value] = {}
     for out in producer.loop_outputs:
         stacked = out.kind == "concat" and out.axis == 0
-        first[id(out.result)] = 0 if stacked else None
+        first[out.result] = 0 if stacked else None
         if stacked:
-            rows[id(out.result)] = out.value
-    shifts: set[int] = set()
+            rows[out.result] = out.value
+    shifts: set[Node] = set()
     for node in nodes_between:
-        reads = [first.get(id(v), -1) if v is not None else -1 for v in node.inputs]
+        reads = [first.get(v, -1) if v is not None else -1 for v in node.inputs]
         if any(r != -1 for r in reads) or any(_reads_from(sub, first) for sub in node.subgraphs()):
             between.append(node)
             row = _row_of(node, reads)
             if node.op == "Slice" and row is not None and row != reads[0]:
-                shifts.add(id(node))
-            first.update((id(v), row) for v in node.outputs)
+                shifts.add(node)
+            first.update((v, row) for v in node.outputs)
     # the consumer: its fed iterators read rows [j, j + count) of the producer's; nothing else depends on it
     fed, starts = [], set()
     for it in consumer.iterators:
-        if id(it.source) in first:
+        if it.source in first:
             fed.append(it)
-            starts.add(first[id(it.source)])
+            starts.add(first[it.source])
     if not fed or len(starts) != 1 or None in starts or any(it.axis != 0 for it in fed):
         return None
     first_row = starts.pop()
     assert first_row is not None
     if first_row + count != trips:
         return None
-    fed_sources = {id(it.source) for it in fed}
-    if any(id(v) in first and id(v) not in fed_sources for v in consumer.inputs if v is not None) \
-            or _reads_from(consumer.body, first) or any(id(v) in first for v in consumer.body.outputs):
+    fed_sources = {it.source for it in fed}
+    if any(v in first and v not in fed_sources for v in consumer.inputs if v is not None) \
+            or _reads_from(consumer.body, first) or any(v in first for v in consumer.body.outputs):
         return None
     chain = _chain(between, [it.source for it in fed])
-    needed = {id(v) for n in chain for v in n.inputs if v is not None} | fed_sources
+    needed = {v for n in chain for v in n.inputs if v is not None} | fed_sources
     rows = {k: v for k, v in rows.items() if k in needed}
     if not all(_can_carry(producer, v, first_row) for v in rows.values()):
         return None
@@ -435,19 +437,19 @@ def _sliced_start(node: Node, start: int) -> int | None:
     return start + b
 
 
-def _reads_from(graph: Graph, first: dict[int, int | None]) -> bool:
+def _reads_from(graph: Graph, first: dict[Value, int | None]) -> bool:
     """Whether ``graph`` (a body, at any depth) reads a value listed in ``first``."""
-    return any(id(v) in first for _, n in graph.walk() for v in n.inputs if v is not None)
+    return any(v in first for _, n in graph.walk() for v in n.inputs if v is not None)
 
 
 def _chain(between: list[Node], sources: list[Value]) -> list[Node]:
     """The nodes of ``between`` that ``sources`` are computed by, in order."""
-    wanted = {id(v) for v in sources}
+    wanted = {v for v in sources}
     chain = []
     for node in reversed(between):
-        if any(id(v) in wanted for v in node.outputs):
+        if any(v in wanted for v in node.outputs):
             chain.append(node)
-            wanted.update(id(v) for v in node.inputs if v is not None)
+            wanted.update(v for v in node.inputs if v is not None)
     return chain[::-1]
 
 

@@ -25,20 +25,20 @@ from loopc.trt import trt
 
 def outer_reads(graph: Graph) -> list[Value]:
     """Values ``graph`` (or a graph nested in it) reads but does not define, in first-use order."""
-    defined: set[int] = {id(v) for v in graph.inputs}
-    read: dict[int, Value] = {}
+    defined: set[Value] = set(graph.inputs)
+    read: dict[Value, Value] = {}
 
     def visit(g: Graph) -> None:
-        defined.update(id(v) for v in g.inputs)
+        defined.update(v for v in g.inputs)
         for node in g.nodes:
             for v in node.inputs:
                 if v is not None:
-                    read.setdefault(id(v), v)
+                    read.setdefault(v, v)
             for sub in node.subgraphs():
                 visit(sub)
-            defined.update(id(v) for v in node.outputs)
+            defined.update(v for v in node.outputs)
         for v in g.outputs:
-            read.setdefault(id(v), v)
+            read.setdefault(v, v)
 
     visit(graph)
     return [v for k, v in read.items() if k not in defined]
@@ -62,7 +62,7 @@ def convert_if(ctx: ConversionContext, node: Node) -> None:
         for k, value in enumerate(outer_reads(branch)):
             if ctx.has(value):
                 entry = ctx.named(layer.add_input(ctx.get(value, node)), node, f"{branch.name}.input{k}")
-                bindings[id(value)] = entry.get_output(0)
+                bindings[value] = entry.get_output(0)
         with ctx.overlay(bindings):
             ctx.convert_graph(branch)
             results.append([ctx.get(v, node) for v in branch.outputs])

@@ -85,7 +85,7 @@ def np_dtype(dtype: Any) -> np.dtype[Any]:
 class ConversionContext:
     """The network being built and where each IR value's tensor is.
 
-    ``tensors`` maps ``id(Value)`` to its ITensor. Conditional branches push an *overlay* that
+    ``tensors`` maps ``Value`` to its ITensor. Conditional branches push an *overlay* that
     redirects the outer values they read to the conditional's input tensors.
     """
 
@@ -95,14 +95,14 @@ class ConversionContext:
     #: Capture TensorRT's log around each node, so that an error it logs names its node (see
     #: :func:`loopc.backend.trt.network.to_network`, which first builds without).
     per_node_messages: bool = True
-    tensors: dict[int, Any] = field(default_factory=dict)
+    tensors: dict[Value, Any] = field(default_factory=dict)
     #: Output names fixed by the model: values with these names get exactly them.
-    reserved: dict[int, str] = field(default_factory=dict)
+    reserved: dict[Value, str] = field(default_factory=dict)
     #: Arrays known at conversion time whose values hold no data (shape ``[0]``, as ``Shape`` of a
     #: scalar): most readers fold them (a Concat leaves them out), so each is made a TensorRT tensor
     #: (an empty slice: constants cannot be empty) only where a layer reads it.
-    empties: dict[int, np.ndarray] = field(default_factory=dict)
-    _overlays: list[dict[int, Any]] = field(default_factory=list)
+    empties: dict[Value, np.ndarray] = field(default_factory=dict)
+    _overlays: list[dict[Value, Any]] = field(default_factory=list)
     #: Every tensor name the network has or will have: given by :meth:`set`, claimed (inputs),
     #: derived by TensorRT from a layer's name (``<layer>_output``), or reserved for an output.
     _names: set[str] = field(default_factory=set)
@@ -111,7 +111,7 @@ class ConversionContext:
     #: Layer names (TensorRT refuses a second layer of the same name, keeping ``(Unnamed Layer* N)``).
     _layer_names: set[str] = field(default_factory=set)
     #: Each node's name in the network (``name.N`` for a name an earlier node had), by node id.
-    _bases: dict[int, str] = field(default_factory=dict)
+    _bases: dict[Node, str] = field(default_factory=dict)
     _base_names: set[str] = field(default_factory=set)
     #: Next suffix to try for a name, so that N equal names cost N steps, not N**2.
     _suffixes: dict[tuple[int, str], int] = field(default_factory=dict)
@@ -167,8 +167,8 @@ class ConversionContext:
             raise node_error(node, "an input this op needs is missing", hint="give the node all its inputs")
         tensor = self._lookup(value)
         if tensor is None:
-            if id(value) in self.empties:  # made a tensor only where one is read (most readers fold it)
-                tensor = self.constant(self.empties[id(value)], node or value.name, "empty")
+            if value in self.empties:  # made a tensor only where one is read (most readers fold it)
+                tensor = self.constant(self.empties[value], node or value.name, "empty")
                 self.set(value, tensor)
                 return tensor
             where = f"{node.describe()}: " if node else ""
@@ -181,20 +181,20 @@ class ConversionContext:
     def _lookup(self, value: Value) -> Any:
         """The tensor bound to ``value`` (the innermost conditional branch's binding first), or None."""
         for overlay in reversed(self._overlays):
-            if id(value) in overlay:
-                return overlay[id(value)]
-        return self.tensors.get(id(value))
+            if value in overlay:
+                return overlay[value]
+        return self.tensors.get(value)
 
     def set(self, value: Value, tensor: Any) -> None:
         """Bind ``value`` to ``tensor`` and give the tensor the value's name (unique in the network)."""
         target = self._overlays[-1] if self._overlays else self.tensors
-        target[id(value)] = tensor
+        target[value] = tensor
         if tensor.name not in self._assigned:
-            name = tensor.name = self.reserved.get(id(value)) or self.unique(value.name)
+            name = tensor.name = self.reserved.get(value) or self.unique(value.name)
             self._names.add(name)
             self._assigned.add(name)
 
-    def reserve(self, outputs: dict[int, str]) -> None:
+    def reserve(self, outputs: dict[Value, str]) -> None:
         """Keep the model's output names (by value id) for those values: no other tensor gets them."""
         self.reserved = dict(outputs)
         self._names.update(outputs.values())
@@ -214,7 +214,7 @@ class ConversionContext:
         base = base[:NAME_KEPT]
         name = base
         if name in taken or name.startswith(_TRT_DEFAULT_NAME):
-            key = (id(taken), base)
+            key = (id(taken), base)  # a set of names: keyed by which set it is
             k = self._suffixes.get(key, 0)
             while True:
                 k += 1
@@ -225,7 +225,7 @@ class ConversionContext:
         return name
 
     @contextlib.contextmanager
-    def overlay(self, bindings: dict[int, Any]) -> Iterator[None]:
+    def overlay(self, bindings: dict[Value, Any]) -> Iterator[None]:
         """Within the block, ``get`` sees ``bindings`` first (conditional branches)."""
         self._overlays.append(dict(bindings))
         try:
@@ -236,15 +236,15 @@ class ConversionContext:
     def constant_of(self, value: Value | None) -> np.ndarray | None:
         """The array of ``value`` when it is known now (attributes-as-inputs need it): a Constant
         node's, or an empty one bound by :meth:`set_array`."""
-        if value is not None and id(value) in self.empties:
-            return self.empties[id(value)]
+        if value is not None and value in self.empties:
+            return self.empties[value]
         found = constant_value(value)
         return None if found is None else np.asarray(found)
 
     def set_array(self, value: Value, array: np.ndarray, node: Node) -> None:
         """Bind ``value`` to a constant; an empty one is held as an array until read (see ``empties``)."""
         if array.size == 0:
-            self.empties[id(value)] = array
+            self.empties[value] = array
         else:
             self.set(value, self.constant(array, node, ""))
 
@@ -279,9 +279,9 @@ class ConversionContext:
 
     def _base(self, node: Node) -> str:
         """The name ``node``'s layers start with: its own, or ``name.N`` if another node had it first."""
-        found = self._bases.get(id(node))
+        found = self._bases.get(node)
         if found is None:
-            found = self._bases[id(node)] = self._fresh(node.name, self._base_names)
+            found = self._bases[node] = self._fresh(node.name, self._base_names)
             self._base_names.add(found)
         return found
 

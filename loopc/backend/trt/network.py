@@ -47,7 +47,7 @@ def _network(model: Model, session: Session, settings: Settings, per_node: bool)
     graph = model.graph
     for name, _ in model.outputs():
         _check_name_length("output", name)
-    ctx.reserve({id(v): name for name, v in model.outputs() if v not in graph.inputs})
+    ctx.reserve({v: name for name, v in model.outputs() if v not in graph.inputs})
     logged: list[str] = []
     with captured(session.errors):
         for value in graph.inputs:

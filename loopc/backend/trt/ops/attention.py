@@ -386,7 +386,7 @@ def tensor_scatter(ctx: ConversionContext, node: Node) -> None:
     write = ctx.cast(ctx.get(indices, node), T.int32, node, "write_i32") if indices is not None else None
     cache_value = node.inputs[0]
     in_place = (rank == 4 and axis == 2 and not circular and cache.is_network_input and cache_value is not None
-                and len(cache_value.uses()) == 1 and id(node.outputs[0]) in ctx.reserved
+                and len(cache_value.uses()) == 1 and node.outputs[0] in ctx.reserved
                 and (write is not None or int(cache.shape[0]) >= 0))
     if in_place:
         if write is None:  # every batch writes from 0

@@ -64,7 +64,7 @@ def _result(ctx: ConversionContext, tensor: Any, dtype: Any, ops: set[str], node
     narrow = _narrow(node)
     if ops & _MAY_WRAP and narrow is not None:
         tensor = wrap_around(ctx, tensor, *narrow, node)
-    if dtype == trt().uint8 and id(node.outputs[0]) not in ctx.reserved:
+    if dtype == trt().uint8 and node.outputs[0] not in ctx.reserved:
         return tensor
     return ctx.cast(tensor, dtype, node, "narrowed")
 

@@ -187,7 +187,7 @@ def quantize_linear(ctx: ConversionContext, node: Node) -> None:
                                         quantize=True))
         return
     # TensorRT holds UINT8 only at the network's edges: inside, a uint8 result stays INT32 (0..255)
-    target = trt().int32 if dtype == np.uint8 and id(node.outputs[0]) not in ctx.reserved else trt_dtype(dtype)
+    target = trt().int32 if dtype == np.uint8 and node.outputs[0] not in ctx.reserved else trt_dtype(dtype)
     ctx.set(node.outputs[0], ctx.cast(clipped, target, node))
 
 
@@ -250,5 +250,5 @@ def dynamic_quantize_linear(ctx: ConversionContext, node: Node) -> None:
                         "ROUND", node, "rounded")
     y = to_uint8(ctx.elementwise(rounded, ctx.to_rank(zero, rank, node, "zero_b"), "SUM", node, "shifted"), "clipped")
     for value, t, suffix in ((node.outputs[0], y, "y"), (node.outputs[2], zero, "zero_point")):
-        ctx.set(value, ctx.cast(t, T.uint8 if id(value) in ctx.reserved else T.int32, node, suffix))
+        ctx.set(value, ctx.cast(t, T.uint8 if value in ctx.reserved else T.int32, node, suffix))
     ctx.set(node.outputs[1], scale)

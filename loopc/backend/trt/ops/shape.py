@@ -235,7 +235,7 @@ def size(ctx: ConversionContext, node: Node) -> None:
 def concat(ctx: ConversionContext, node: Node) -> None:
     """Inputs known to be empty add nothing (exporters start shape lists and accumulators with one)."""
     present = [v for v in node.inputs if v is not None]
-    kept = [v for v in present if id(v) not in ctx.empties] or present
+    kept = [v for v in present if v not in ctx.empties] or present
     tensors = [ctx.get(v, node) for v in kept]
     if len(tensors) == 1:
         ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(tensors[0]), node))

@@ -111,13 +111,13 @@ _SHAPE_ONLY = frozenset({"Shape", "Size"})
 def _float_source(values: list[Value | None]) -> str | None:
     """The name of a floating-point value with no producer (a graph or loop-body input) whose values
     ``values`` are computed from, if any (a shape read from it does not count)."""
-    seen: set[int] = set()
+    seen: set[Value] = set()
     stack = [v for v in values if v is not None]
     while stack:
         value = stack.pop()
-        if id(value) in seen:
+        if value in seen:
             continue
-        seen.add(id(value))
+        seen.add(value)
         if value.producer is None:
             if value.dtype is not None and np.dtype(value.dtype).kind == "f":
                 return value.name
