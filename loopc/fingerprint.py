@@ -23,7 +23,7 @@ from typing import Any, Union
 import numpy as np
 
 from loopc.gc_pause import gc_paused
-from loopc.sim.network import Conditional, Layer, Loop, Network, Tensor, read_network
+from loopc.sim.network import Conditional, Layer, NetworkLoop, Network, Tensor, read_network
 
 BOUNDARY = ("TRIP_LIMIT", "ITERATOR", "RECURRENCE", "LOOP_OUTPUT")
 
@@ -199,7 +199,7 @@ class _Reader:
             scope = _scope(lay)
             if lay.type not in BOUNDARY and scope is not None:
                 self.in_loop[id(scope)].append(lay)
-        self.children: dict[int, list[Loop]] = {id(lp): [] for lp in net.loops}  # loops directly inside each
+        self.children: dict[int, list[NetworkLoop]] = {id(lp): [] for lp in net.loops}  # loops directly inside each
         for lp in net.loops:
             if lp.parent is not None:
                 self.children[id(lp.parent)].append(lp)
@@ -218,7 +218,7 @@ class _Reader:
             self._attach(conditionals[key], parent, loops, conditionals, top)
         return NetworkInfo(len(self.net.layers), top)
 
-    def _container(self, layer: Layer | None, loop: Loop | None, skip: int | None = None) -> tuple[str, Any]:
+    def _container(self, layer: Layer | None, loop: NetworkLoop | None, skip: int | None = None) -> tuple[str, Any]:
         """Where a loop or conditional whose output is ``layer`` sits: in the innermost conditional whose
         branches hold ``layer``, or in ``layer``'s loop, whichever of the two is inside the other."""
         owner = self.branch_of.get(id(layer)) if layer is not None else None
@@ -228,7 +228,7 @@ class _Reader:
             return "if", owner  # the conditional sits in the loop (or there is no loop)
         return ("loop", id(loop)) if loop is not None else ("top", None)
 
-    def _cond_scope(self, key: int) -> Loop | None:
+    def _cond_scope(self, key: int) -> NetworkLoop | None:
         output = self._conds[key][2]
         return _scope(output) if output is not None else None
 
@@ -284,7 +284,7 @@ class _Reader:
             stack.extend(_feeders(lay))
         return list(seen.values())
 
-    def _loop(self, lp: Loop) -> LoopInfo:
+    def _loop(self, lp: NetworkLoop) -> LoopInfo:
         body = self.in_loop[id(lp)]
         products = [lay for lay in body if lay.type in ("MATRIX_MULTIPLY", "EINSUM")]
         counts = [self._macs(lay) for lay in products]
@@ -308,7 +308,7 @@ class _Reader:
             return self.measured[lay.index]
         return macs(lay, [None if t is None else t.shape for t in lay.inputs])
 
-    def _critical_path(self, lp: Loop, body: list[Layer]) -> list[str]:
+    def _critical_path(self, lp: NetworkLoop, body: list[Layer]) -> list[str]:
         """The longest chain of layers from a recurrence's value to a next value or the kWHILE input.
 
         A nested loop is one step (``loop NAME``), taken at its outputs, from everything it reads.
@@ -334,7 +334,7 @@ class _Reader:
         found = _longest(best.get(name) for name in ends)
         return found.steps() if found is not None else []
 
-    def _nested_reads(self, lp: Loop) -> dict[int, list[str]]:
+    def _nested_reads(self, lp: NetworkLoop) -> dict[int, list[str]]:
         """For each loop nested directly in ``lp``, the tensors of ``lp``'s scope it reads (at any depth)."""
         reads: dict[int, list[str]] = {}
         for child in self.children[id(lp)]:
@@ -342,7 +342,7 @@ class _Reader:
                                        if t is not None and t.scope is lp})
         return reads
 
-    def _layers_within(self, lp: Loop) -> Iter[Layer]:
+    def _layers_within(self, lp: NetworkLoop) -> Iter[Layer]:
         yield from self.in_loop[id(lp)]
         yield from (lay for lay in lp.boundary() if lay.type != "LOOP_OUTPUT")
         for child in self.children[id(lp)]:
@@ -376,7 +376,7 @@ def _longest(chains: Iterable[_Chain | None]) -> _Chain | None:
     return found
 
 
-def _scope(layer: Layer) -> Loop | None:
+def _scope(layer: Layer) -> NetworkLoop | None:
     """The loop a layer's work happens in: its outputs' scope; a loop boundary layer's own loop; for a
     layer without outputs (a conditional's condition, an assertion), the innermost scope it reads."""
     if layer.outputs:

@@ -28,7 +28,7 @@ import numpy as np
 from loopc.errors import InternalError, LimitError, SimulationError
 from loopc.limits import check_constant
 from loopc.loop_rules import DEFAULT_MAX_ITERATIONS, endless, no_trips, padded
-from loopc.sim.network import Layer, Loop, Network, Tensor
+from loopc.sim.network import Layer, NetworkLoop, Network, Tensor
 from loopc.sim.registry import Kernel, factory_for, rule_for
 
 
@@ -41,7 +41,7 @@ class Frame:
 
     __slots__ = ("scope", "parent", "values", "index")
 
-    def __init__(self, scope: Loop | None, parent: Frame | None, values: dict[str, np.ndarray], index: int = 0):
+    def __init__(self, scope: NetworkLoop | None, parent: Frame | None, values: dict[str, np.ndarray], index: int = 0):
         self.scope = scope
         self.parent = parent
         self.values = values
@@ -137,7 +137,7 @@ class Executor:
 
     # -- loops --------------------------------------------------------------------------------
 
-    def run_loop(self, loop: Loop, outer: Frame) -> None:
+    def run_loop(self, loop: NetworkLoop, outer: Frame) -> None:
         """Run ``loop`` in ``outer`` to its end and bind its outputs there (a loop output's rule asks)."""
         count = self._trip_count(loop, outer)
         recurrences = loop.recurrences
@@ -177,7 +177,7 @@ class Executor:
             )
         return value
 
-    def _trip_count(self, loop: Loop, outer: Frame) -> int | None:
+    def _trip_count(self, loop: NetworkLoop, outer: Frame) -> int | None:
         if loop.count is None:
             if loop.while_ is None:
                 raise SimulationError(f"loop {loop.name!r} has no trip limit")
@@ -188,7 +188,7 @@ class Executor:
 
     def _loop_result(
         self,
-        loop: Loop,
+        loop: NetworkLoop,
         out: Layer,
         outer: Frame,
         carried: list[np.ndarray],
@@ -226,13 +226,13 @@ class Executor:
         return padded(result, axis, trips, length, f"{out.describe()}: the output", SimulationError)
 
 
-def _assertions_by_scope(network: Network) -> dict[Loop | None, list[Layer]]:
+def _assertions_by_scope(network: Network) -> dict[NetworkLoop | None, list[Layer]]:
     """Assertion layers by the scope they run in (the innermost scope of their inputs).
 
     An assertion inside an if-conditional branch only counts when its branch is taken; the
     executor cannot tell branches apart here, so those assertions are left out.
     """
-    found: dict[Loop | None, list[Layer]] = {}
+    found: dict[NetworkLoop | None, list[Layer]] = {}
     for layer in network.layers:
         if layer.type != "ASSERTION" or _inside_conditional(layer):
             continue
@@ -258,7 +258,7 @@ def _inside_conditional(layer: Layer) -> bool:
     return False
 
 
-def _check_invariant(loop: Loop, tensor: Tensor, what: str) -> None:
+def _check_invariant(loop: NetworkLoop, tensor: Tensor, what: str) -> None:
     """Raise unless ``tensor`` is defined outside ``loop`` (in an enclosing scope, not this loop or one inside it)."""
     scope = tensor.scope
     while scope is not None:

@@ -54,7 +54,7 @@ class Tensor:
     dtype: np.dtype[Any]
     shape: tuple[int, ...]
     producer: Layer | None = None
-    scope: Loop | None = None
+    scope: NetworkLoop | None = None
 
 
 @dataclass(eq=False)
@@ -65,7 +65,7 @@ class Layer:
     api: Any = field(repr=False)
     inputs: list[Tensor | None]
     outputs: list[Tensor]
-    loop: Loop | None = None
+    loop: NetworkLoop | None = None
     conditional: Conditional | None = None
 
     def describe(self) -> str:
@@ -73,7 +73,9 @@ class Layer:
 
 
 @dataclass(eq=False)
-class Loop:
+class NetworkLoop:
+    """A TensorRT loop of the network (an ``ILoop``) with its boundary layers; not the IR's ``Loop``."""
+
     name: str
     api: Any = field(repr=False)
     count: Layer | None = None
@@ -81,7 +83,7 @@ class Loop:
     iterators: list[Layer] = field(default_factory=list)
     recurrences: list[Layer] = field(default_factory=list)
     outputs: list[Layer] = field(default_factory=list)
-    parent: Loop | None = None
+    parent: NetworkLoop | None = None
     depth: int = 0
 
     def boundary(self) -> list[Layer]:
@@ -103,7 +105,7 @@ class Network:
     tensors: dict[str, Tensor]
     inputs: list[Tensor]
     outputs: list[Tensor]
-    loops: list[Loop]
+    loops: list[NetworkLoop]
 
 
 def read_network(network: Any) -> Network:
@@ -122,7 +124,7 @@ def read_network(network: Any) -> Network:
         return found
 
     inputs = [tensor(network.get_input(i)) for i in range(network.num_inputs)]
-    loops: list[Loop] = []
+    loops: list[NetworkLoop] = []
     conditionals: list[Conditional] = []
     layers: list[Layer] = []
     for index in range(network.num_layers):
@@ -152,13 +154,13 @@ def read_network(network: Any) -> Network:
     return Network(ordered, tensors, inputs, outputs, loops)
 
 
-def _attach_structure(layer: Layer, loops: list[Loop], conditionals: list[Conditional]) -> None:
+def _attach_structure(layer: Layer, loops: list[NetworkLoop], conditionals: list[Conditional]) -> None:
     """Group loop boundary layers by their ``ILoop`` and conditional layers by their ``IIfConditional``."""
     if layer.type in ("TRIP_LIMIT", "ITERATOR", "RECURRENCE", "LOOP_OUTPUT"):
         api_loop = layer.api.loop
         loop = next((lp for lp in loops if lp.api is api_loop), None)
         if loop is None:
-            loop = Loop(api_loop.name, api_loop)
+            loop = NetworkLoop(api_loop.name, api_loop)
             loops.append(loop)
         layer.loop = loop
         if layer.type == "TRIP_LIMIT":
@@ -213,7 +215,7 @@ def _topological_order(layers: list[Layer]) -> list[Layer]:
     return order
 
 
-def _assign_scopes(layers: list[Layer], loops: list[Loop]) -> None:
+def _assign_scopes(layers: list[Layer], loops: list[NetworkLoop]) -> None:
     """Find each loop's parent and each tensor's innermost loop (see the module docstring).
 
     ``deps[t]`` is the set of loops whose iterations ``t`` varies with. It is a fixed point
@@ -264,8 +266,8 @@ def _assign_scopes(layers: list[Layer], loops: list[Loop]) -> None:
 
 
 def _innermost(
-    ids: frozenset[int], by_id: dict[int, Loop], loop_deps: dict[int, frozenset[int]], what: str
-) -> Loop | None:
+    ids: frozenset[int], by_id: dict[int, NetworkLoop], loop_deps: dict[int, frozenset[int]], what: str
+) -> NetworkLoop | None:
     if not ids:
         return None
     inner = max((by_id[i] for i in ids), key=lambda lp: lp.depth)
