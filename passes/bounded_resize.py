@@ -24,6 +24,7 @@ input's own dim) stay as they are.
 from __future__ import annotations
 
 import itertools
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -38,6 +39,8 @@ from loopc.passes._util import same_dim, shape_entry_source
 from loopc.passes.manager import PassResult
 
 BOOL = np.dtype(bool)
+#: Most positions a canvas may hold along its resized axes together (per slice of the others): 2048 x 2048.
+MAX_CANVAS = 1 << 22
 #: Makes an emitter whose nodes go just before the given node.
 EmitBefore = Callable[[Node], Emitter]
 
@@ -63,14 +66,18 @@ class _Unsupported(Exception):
 
 
 def _rewrite(graph: Graph, resize: Node) -> int:
-    sizes, data = (resize.inputs[3] if len(resize.inputs) > 3 else None), resize.inputs[0]
-    if (sizes is None or constant_value(sizes) is not None or data is None or data.shape is None
-            or unsupported(resize) is not None or sizes.shape != (len(data.shape),)):
+    """Hold ``resize``'s result as a canvas and rewrite its readers; 1 if done, 0 if left as it was."""
+    sizes, data = resize.inputs[3], resize.inputs[0]
+    if data is None or data.shape is None or sizes is None or unsupported(resize) is not None or sizes.shape != (
+            len(data.shape),):
         return 0
     rank = len(data.shape)
     resized = [a for a in range(rank) if not same_dim(shape_entry_source(sizes, a), data, a)]
     bounds = Bounder().entries(sizes)
     if not resized or bounds is None or any(bounds[a] is None for a in resized):
+        return 0
+    lengths = {a: int(bounds[a] or 0) for a in resized}
+    if math.prod(lengths.values()) > MAX_CANVAS:
         return 0
     counter = itertools.count()
     plan: list[tuple[Node, Graph]] = []  # new nodes to put before each node
@@ -86,7 +93,7 @@ def _rewrite(graph: Graph, resize: Node) -> int:
         extents = {a: size_entry(em, sizes, a) for a in resized}
         canvas = data
         for a in resized:
-            position = em.const(np.arange(int(bounds[a])), np.int64)  # type: ignore[arg-type]
+            position = em.const(np.arange(lengths[a]), np.int64)
             canvas = resample(em, canvas, a, rank, axis_taps(em, resize, position, em.dim(data, a), extents[a]))
         _follow(resize.outputs[0], _Canvas(canvas, extents), emitter_before, exits)
     except _Unsupported:
@@ -117,11 +124,11 @@ def _shape(node: Node, held: _Canvas, em: Emitter, emitter: EmitBefore, exits: d
     if node.attrs.get("start") or node.attrs.get("end") is not None:
         raise _Unsupported
     rank = len(held.canvas.shape or ())
-    one = em.const([0], np.int64)
+    axis0 = em.const([0], np.int64)
     parts = []
     for a in range(rank):
         if a in held.extents:
-            parts.append(em.op("Unsqueeze", [held.extents[a], one], dtype=I64, shape=(1,)))
+            parts.append(em.op("Unsqueeze", [held.extents[a], axis0], dtype=I64, shape=(1,)))
         else:
             parts.append(em.dim(held.canvas, a, keep_1d=True))
     exits[node.outputs[0]] = em.op("Concat", parts, {"axis": 0}, dtype=I64, shape=(rank,))

@@ -160,3 +160,13 @@ def test_what_it_cannot_rewrite_is_left_alone(change):
     model = import_model(onnx.parser.parse_model(keypoints_model(**change)))
     stats = optimize(model)
     assert "bounded-resize.resizes" not in stats
+
+
+@pytest.mark.parametrize("cap, rewritten", [(20 * 20, True), (20 * 20 - 1, False)])
+def test_a_canvas_past_its_cap_is_left_alone(monkeypatch, cap, rewritten):
+    """The canvas is 20 x 20 (the rois' bound): held only while that is within the cap."""
+    from loopc.passes import bounded_resize
+
+    monkeypatch.setattr(bounded_resize, "MAX_CANVAS", cap)
+    stats = optimize(import_model(onnx.parser.parse_model(keypoints_model())))
+    assert ("bounded-resize.resizes" in stats) == rewritten
