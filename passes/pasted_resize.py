@@ -256,9 +256,8 @@ def _paste(graph: Graph, chain: _Chain) -> None:
     for node in chain.steps:  # Casts after the Resize, in order (a zero fill casts to zero)
         if node.op == "Cast":
             result = em.op("Cast", [result], dict(node.attrs), dtype=node.outputs[0].dtype)
-    em.op("Reshape", [result, em.const(list(frame.shape), np.int64)], dtype=frame.dtype, shape=frame.shape,
-          out=Value(f"{frame.name}_pasted"))
-    pasted = scratch.nodes[-1].outputs[0]
+    pasted = em.op("Reshape", [result, em.const(list(frame.shape), np.int64)], dtype=frame.dtype,
+                   shape=frame.shape, out=Value(f"{frame.name}_pasted"))
     graph.insert_before(chain.steps[-1], list(scratch.nodes))
     frame.replace_all_uses_with(pasted)
 
