@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value, constant_value
+from loopc.ir.bounds import SAME_SHAPE
 
 I64 = np.dtype(np.int64)
 
@@ -114,8 +115,6 @@ def computed_from(value: Value) -> Iterator[Value]:
             stack.extend(v for v in node.inputs if v is not None)
 
 
-#: Ops whose result has their first operand's shape, dim for dim.
-_SAME_DIMS = {"Cast", "Identity", "Neg", "Relu", "Sigmoid", "Tanh", "Exp", "Log", "Abs", "Sqrt", "Ceil", "Floor"}
 #: A Slice end this large keeps the whole axis (exporters write INT64_MAX, or INT32_MAX).
 _WHOLE = 2**31 - 1
 
@@ -148,7 +147,7 @@ def _dim_before(value: Value, axis: int) -> tuple[Value, int] | None:
     data = node.inputs[0] if node.inputs else None
     if data is None or data.shape is None:
         return None
-    if node.op in _SAME_DIMS:
+    if node.op in SAME_SHAPE:
         return data, axis
     if node.op in ("Unsqueeze", "Squeeze"):
         axes = constant_value(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] is not None else None
