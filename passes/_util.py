@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value, constant_value
+from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value, constant_int, constant_value
 from loopc.ir.bounds import SAME_SHAPE
 
 I64 = np.dtype(np.int64)
@@ -228,10 +228,11 @@ def shape_entry_source(vector: Value, index: int) -> int | tuple[Value, int] | N
     if node.op == "Unsqueeze" and node.inputs[0] is not None and node.inputs[0].shape == ():
         return _scalar_source(node.inputs[0])
     if node.op == "Slice" and node.inputs[0] is not None and len(node.inputs) >= 3:
-        starts, steps = constant_value(node.inputs[1]), (constant_value(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else 1)
-        if starts is None or np.size(starts) != 1 or int(np.asarray(starts).reshape(-1)[0]) < 0 or np.any(np.asarray(steps) != 1):
+        first = constant_int(node.inputs[1])
+        step = constant_int(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else 1
+        if first is None or first < 0 or step != 1:
             return None
-        return shape_entry_source(node.inputs[0], index + int(np.asarray(starts).reshape(-1)[0]))
+        return shape_entry_source(node.inputs[0], index + first)
     return None
 
 
@@ -252,9 +253,9 @@ def _scalar_source(scalar: Value) -> int | tuple[Value, int] | None:
     if node is not None and node.op in ("Cast", "Identity") and node.inputs[0] is not None:
         return _scalar_source(node.inputs[0])
     if node is not None and node.op == "Gather" and node.inputs[0] is not None:
-        picked = constant_value(node.inputs[1])
-        if picked is not None and np.ndim(picked) == 0 and int(picked) >= 0:
-            return shape_entry_source(node.inputs[0], int(picked))
+        picked = constant_int(node.inputs[1])
+        if picked is not None and node.inputs[1] is not None and node.inputs[1].shape == () and picked >= 0:
+            return shape_entry_source(node.inputs[0], picked)
     return None
 
 

@@ -571,6 +571,15 @@ def constant_value(value: Value | None) -> Any:
     return value.producer.attrs.get("value")
 
 
+def constant_int(value: Value | None) -> int | None:
+    """The integer a Constant node of one integer element holds (a scalar or a one-element array), else None."""
+    array = constant_value(value)
+    if array is None:
+        return None
+    array = np.asarray(array)
+    return int(array.reshape(-1)[0]) if array.size == 1 and array.dtype.kind in "iu" else None
+
+
 def type_text(value: Value) -> str:
     """``f32[5,3]``, ``i64[?,n]``, ``?`` — the type as the text form shows it."""
     dt = "?" if value.dtype is None else _short_dtype(value.dtype)

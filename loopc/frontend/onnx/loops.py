@@ -21,7 +21,7 @@ from loopc.frontend.onnx.importer import Context, Scope, lookup, translate_graph
 from loopc.frontend.onnx.registry import translates
 from loopc.frontend.onnx.validate import iteration_rank
 from loopc.frontend.onnx.value_types import type_of
-from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
+from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value, constant_int
 from loopc.loop_rules import MAX_TRIPS
 from loopc.ir.core import Shape
 
@@ -143,7 +143,7 @@ def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
     cond = lookup(ctx, node, scope, node.input[1]) if node.input[1] else None
     _check_kind(what, trip, "iu", "trip count M", "an integer")
     _check_kind(what, cond, "b", "condition cond", "a bool")
-    if cond is not None and (_static_int(trip) or 0) >= MAX_TRIPS:
+    if cond is not None and (constant_int(trip) or 0) >= MAX_TRIPS:
         trip = None  # exporters write `while cond` as M = INT64_MAX: it bounds nothing TensorRT can count
     if trip is None and cond is None:
         raise located(UnsupportedOpError, what, f"{UNBOUNDED}")
@@ -181,7 +181,7 @@ def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
 
     outputs = [LoopOutput("last", s, result_value(ctx, name, s.dtype or init.dtype, s.shape or init.shape))
                for s, init, name in zip(states, inits, node.output[:n]) if name and init]
-    length = None if condition is not None else _static_int(trip)
+    length = None if condition is not None else constant_int(trip)
     outputs += [LoopOutput("concat", v, result_value(ctx, name, v.dtype, stacked(v.shape, 0, length)), 0)
                 for v, name in zip(scans, node.output[n:]) if name]
     loop = Loop(body, trip_count=trip, condition=condition, counter=counter if reads(body, counter) else None,
@@ -213,14 +213,6 @@ def _reads_name(graph: onnx.GraphProto, name: str) -> bool:
 def _check_kind(what: str, value: Value | None, kinds: str, role: str, wanted: str) -> None:
     if value is not None and value.dtype is not None and value.dtype.kind not in kinds:
         raise located(FrontendError, what, f"{role} {value.name!r} must be {wanted} tensor, not {value.dtype}")
-
-
-def _static_int(value: Value | None) -> int | None:
-    """The value of a scalar integer Constant, or None."""
-    if value is None or value.producer is None or value.producer.op != "Constant":
-        return None
-    array = np.asarray(value.producer.attrs.get("value"))
-    return int(array.reshape(-1)[0]) if array.size == 1 and array.dtype.kind in "iu" else None
 
 
 # --------------------------------------------------------------------------------------------- Scan
@@ -312,7 +304,7 @@ def _scan_loop(
         out = result or em.fresh("scan")
         out.dtype = out.dtype or value.dtype
         if out.shape is None:
-            out.shape = stacked(value.shape, axis, _static_int(trip))
+            out.shape = stacked(value.shape, axis, constant_int(trip))
         # ONNX's reverse scan output prepends each trip's value: TensorRT's kREVERSE output.
         outputs.append(LoopOutput("reverse" if direction == 1 else "concat", value, out, axis))
         final.append(out)
@@ -406,7 +398,7 @@ def _scan8(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> No
     outputs = []
     for name, value in zip(node.output, inner):
         if name and value is not None:
-            result = result_value(ctx, name, value.dtype, stacked(value.shape, 0, _static_int(batch)))
+            result = result_value(ctx, name, value.dtype, stacked(value.shape, 0, constant_int(batch)))
             outputs.append(LoopOutput("concat", value, result, 0))
     loop = Loop(body, trip_count=batch, iterators=[LoopIterator(p, v, 0) for p, v in zip(params, inputs)],
                 loop_outputs=outputs, name=ctx.fresh(f"{label}_batch"), origin=what)
