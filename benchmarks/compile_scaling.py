@@ -100,6 +100,55 @@ def chain_model(n: int, width: int = WIDTH, trips: int = TRIPS) -> onnx.ModelPro
     return model
 
 
+def indexed_model(n: int, width: int = WIDTH, trips: int = TRIPS) -> onnx.ModelProto:
+    """One Loop whose body of ``n`` nodes reads an outer sequence by the trip counter, works out shapes
+    and holds identities: what the passes rewrite, where a chain gives them nothing to do.
+
+    The body carries h [1, width]; node k does, by k mod 8: ``xs[i]`` (a Gather of the outer xs
+    [TRIPS, 1, width] by the counter, which ``gather-to-iterator`` makes an iterator), an Add of it, Shape,
+    a Reshape to that shape (shape arithmetic the passes fold), an Identity, a Mul by one (an identity),
+    Tanh, and a MatMul by the outer weight W.
+    """
+    rng = np.random.default_rng(0)
+    row = [1, width]
+    body_nodes = [helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(
+        np.ones(row, np.float32), "one_value"))]
+    value, read = "h", ""
+    for k in range(n):
+        out, step = f"v{k}", k % 8
+        inputs = {0: ["xs", "i"], 1: [value, read], 2: [value], 3: [value, read], 4: [value], 5: [value, "one"],
+                  6: [value], 7: [value, "W"]}[step]
+        op = ["Gather", "Add", "Shape", "Reshape", "Identity", "Mul", "Tanh", "MatMul"][step]
+        body_nodes.append(helper.make_node(op, inputs, [out], name=f"n{k}"))
+        if step in (0, 2):
+            read = out  # read by the next node; the carried value goes on
+        else:
+            value = out
+    body_nodes.append(helper.make_node("Identity", ["cond_in"], ["cond_out"]))
+    body = helper.make_graph(
+        body_nodes, "indexed_body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("h", TensorProto.FLOAT, row)],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info(value, TensorProto.FLOAT, row)],
+    )
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["M", "keep_going", "h0"], ["h_final"], body=body, name="indexed")],
+        f"indexed_{n}",
+        [helper.make_tensor_value_info("xs", TensorProto.FLOAT, [trips, *row]),
+         helper.make_tensor_value_info("h0", TensorProto.FLOAT, row)],
+        [helper.make_tensor_value_info("h_final", TensorProto.FLOAT, row)],
+        [numpy_helper.from_array(np.array(trips, np.int64), "M"),
+         numpy_helper.from_array(np.array(True), "keep_going"),
+         numpy_helper.from_array((rng.standard_normal((width, width)) / width).astype(np.float32), "W")],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    return model
+
+
 def node_count(path: pathlib.Path) -> int:
     """Nodes at every depth: ONNX nodes with their subgraphs', or OpenVINO IR layers with their bodies'."""
     if path.suffix == ".xml":

@@ -54,9 +54,9 @@ def trips_run(outer: Graph, loop: Loop) -> Value:
     one = constant(loop.body, f"{loop.name}_one", np.array(1, np.int64))
     step = Value(f"{loop.name}_trips_next", I64, ())
     loop.body.add(Node("Add", [state, one], [step]))
-    loop.recurrences.append(Recurrence(state, zero, step))
+    loop.add_recurrence(Recurrence(state, zero, step))
     final = Value(f"{loop.name}_trips_run", I64, ())
-    loop.loop_outputs.append(LoopOutput("last", state, final))
+    loop.add_output(LoopOutput("last", state, final))
     return final
 
 

@@ -88,13 +88,13 @@ class CountedLoops:
         if folded is not None and int(np.asarray(folded)) > MAX_TRIPS:
             return 0  # no count TensorRT can take; the while limit stays
         outer.insert_before(loop, before)
-        loop.trip_count = count
-        loop.max_trips = None  # concatenated outputs are now as long as the trip count
+        loop.set_trip_count(count)
+        loop.set_max_trips(None)  # concatenated outputs are now as long as the trip count
         condition = _all_of(loop, rest)
         if carried is not None:
-            carried.next = condition
+            loop.update(carried, next=condition)
         else:
-            loop.condition = condition if rest else None
+            loop.set_condition(condition if rest else None)
         return len(bounds)
 
 

@@ -71,20 +71,16 @@ def _sweep(graph: Graph, live: set[Value], stats: dict[str, int]) -> None:
 
 
 def _trim_loop(loop: Loop, live: set[Value], stats: dict[str, int]) -> None:
-    outputs = [o for o in loop.loop_outputs if o.result in live]
-    recurrences = [r for r in loop.recurrences if r.state in live]
-    iterators = [it for it in loop.iterators if it.param in live]
-    stats["loop_outputs"] += len(loop.loop_outputs) - len(outputs)
-    stats["recurrences"] += len(loop.recurrences) - len(recurrences)
-    stats["iterators"] += len(loop.iterators) - len(iterators)
-    if len(outputs) != len(loop.loop_outputs):
-        loop.loop_outputs = outputs
-    if len(recurrences) != len(loop.recurrences):
-        loop.recurrences = recurrences
-    if len(iterators) != len(loop.iterators):
-        loop.iterators = iterators
+    outputs = [o for o in loop.loop_outputs if o.result not in live]
+    recurrences = [r for r in loop.recurrences if r.state not in live]
+    iterators = [it for it in loop.iterators if it.param not in live]
+    stats["loop_outputs"] += len(outputs)
+    stats["recurrences"] += len(recurrences)
+    stats["iterators"] += len(iterators)
+    if outputs or recurrences or iterators:
+        loop.remove_roles([*outputs, *recurrences, *iterators])
     if loop.counter is not None and loop.counter not in live:
-        loop.counter = None
+        loop.set_counter(None)
         stats["counters"] += 1
 
 
@@ -93,6 +89,6 @@ def _trim_if(node: If, live: set[Value], stats: dict[str, int]) -> None:
     if len(kept) == len(node.outputs):
         return
     stats["if_outputs"] += len(node.outputs) - len(kept)
-    node.outputs = [node.outputs[k] for k in kept]
+    node.set_outputs([node.outputs[k] for k in kept])
     for branch in node.subgraphs():
-        branch.outputs = [branch.outputs[k] for k in kept]
+        branch.set_outputs([branch.outputs[k] for k in kept])

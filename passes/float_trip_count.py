@@ -59,8 +59,10 @@ class FloatTripCount:
         if loop.condition is not None:
             condition = Value(f"{loop.name}_keep_going", BOOL, ())
             loop.body.add(Node("And", [loop.condition, below], [condition]))
-        loop.recurrences.append(Recurrence(i, zero, i_next))
-        loop.trip_count, loop.condition, loop.max_trips = None, condition, bound
+        loop.add_recurrence(Recurrence(i, zero, i_next))
+        loop.set_trip_count(None)
+        loop.set_condition(condition)
+        loop.set_max_trips(bound)
 
 
 def _from_floats(value: Value) -> bool:

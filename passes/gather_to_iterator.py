@@ -52,7 +52,7 @@ class GatherToIterator:
             out = node.outputs[0]
             element = Value(f"{out.name}_iter", out.dtype, None if data.shape is None else
                             data.shape[:axis] + data.shape[axis + 1:])
-            loop.iterators.append(LoopIterator(element, _first_trips(outer, loop, data, axis), axis))
+            loop.add_iterator(LoopIterator(element, _first_trips(outer, loop, data, axis), axis))
             if node.op == "Slice":  # x[i:i+1] keeps the axis x[i] drops
                 restored: list[Node] = []
                 axes = constant(restored, f"{out.name}_axis", np.array([axis], np.int64))

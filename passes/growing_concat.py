@@ -45,10 +45,10 @@ class GrowingConcat:
         assert piece.shape is not None
         piece.shape = _off_axis_from(piece.shape, rec.init.shape, axis)
         stacked = Value(rec.state.name + "_pieces", piece.dtype, piece.shape[:axis] + (None,) + piece.shape[axis:])
-        loop.loop_outputs.append(LoopOutput("concat", piece, stacked, axis))
+        loop.add_output(LoopOutput("concat", piece, stacked, axis))
         for out in finals:
-            loop.loop_outputs.remove(out)
-        loop.recurrences.remove(rec)
+            loop.remove_output(out)
+        loop.remove_recurrence(rec)
         for node in chain:  # outermost first: each is unread once the one before is gone
             loop.body.remove(node)
         new_nodes: list[Node] = []

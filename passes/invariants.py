@@ -34,9 +34,9 @@ class Invariants:
             moved += len(constants)
             for rec in [r for r in node.recurrences if r.next is r.state and r.state is not node.condition]:
                 for out in [o for o in node.loop_outputs if o.value is rec.state and o.kind == "last"]:
-                    node.loop_outputs.remove(out)
+                    node.remove_output(out)
                     out.result.replace_all_uses_with(rec.init)
-                node.recurrences.remove(rec)
+                node.remove_recurrence(rec)
                 rec.state.replace_all_uses_with(rec.init)
                 hoisted += 1
         stats = {k: v for k, v in (("recurrences", hoisted), ("constants", moved)) if v}

@@ -125,7 +125,7 @@ class _Distribution:
                 param = Value(f"{value.name}_iter", value.dtype, value.shape)
                 self.inner.add(param)
                 value.replace_all_uses_with(param)
-                loop.iterators.append(LoopIterator(param, stacked[value], 0, spaces[value].reverse))
+                loop.add_iterator(LoopIterator(param, stacked[value], 0, spaces[value].reverse))
         for node in reversed(part):
             loop.body.remove(node)
         return len(part)
@@ -183,10 +183,11 @@ class _Distribution:
                 if out.axis != 0:
                     whole = _trips_to(emitted, whole, out.axis, out.result)
                 replaced.append((out, whole))
-        loop.loop_outputs.extend(new_outputs)
+        for out in new_outputs:
+            loop.add_output(out)
         self.outer.insert_after(loop, emitted)
         for out, whole in replaced:
-            loop.loop_outputs.remove(out)
+            loop.remove_output(out)
             out.result.replace_all_uses_with(whole)
         for node in reversed(part):
             loop.body.remove(node)

@@ -56,8 +56,8 @@ def _narrow(graph: Graph, matmul: Node) -> bool:
         return True
     pieces = Value(f"{product.name}_pieces", I64, (len(kept),))
     home.insert_before(split, [Node("Constant", [], [pieces], {"value": np.array(sizes[first:last], np.int64)})])
-    split.outputs = kept
-    split.inputs = [product, pieces]
+    split.set_outputs(kept)
+    split.set_inputs([product, pieces])
     split.attrs.pop("num_outputs", None)
     return True
 

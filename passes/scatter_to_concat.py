@@ -111,14 +111,14 @@ def _rewrite(outer: Graph, loop: Loop, rec: Recurrence, scatter: Node, shapes: l
     stacked = Value(f"{name}_rows", update.dtype, None)
     finals = [o for o in loop.loop_outputs if o.value is rec.state and o.kind == "last"]
     for out in finals:
-        loop.loop_outputs.remove(out)
-    loop.loop_outputs.append(LoopOutput("concat", row, stacked, 0))
+        loop.remove_output(out)
+    loop.add_output(LoopOutput("concat", row, stacked, 0))
     readers = [u.user for g in rows for u in list(g.outputs[0].uses()) if isinstance(u.user, Node)]
     for node in [*shapes, *readers, *rows]:
         if node.graph is not None:
             node.graph.remove(node)
     init = rec.init
-    loop.recurrences.remove(rec)
+    loop.remove_recurrence(rec)
     loop.body.remove(scatter)
     # after n trips: rows 0..n-1 written, the rest as initialized
     after: list[Node] = []

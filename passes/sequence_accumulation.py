@@ -52,8 +52,8 @@ class SequenceAccumulation:
             stack.outputs[0].replace_all_uses_with(result)
             outer.remove(stack)
         for out in finals:
-            loop.loop_outputs.remove(out)
-        loop.recurrences.remove(rec)
+            loop.remove_output(out)
+        loop.remove_recurrence(rec)
         loop.body.remove(insert)
         return 1
 
@@ -67,14 +67,14 @@ class SequenceAccumulation:
                 axis += rank + 1
             shape = None if element.shape is None else element.shape[:axis] + (None,) + element.shape[axis:]
             result = Value(stack.outputs[0].name + "_stacked", element.dtype, shape)
-            loop.loop_outputs.append(LoopOutput("concat", element, result, axis))
+            loop.add_output(LoopOutput("concat", element, result, axis))
             return result
         # new_axis=0: concatenate along an existing axis = stack on it, then merge it with the next
         if not element.shape:  # an unknown rank, or a scalar
             return None
         axis = axis + len(element.shape) if axis < 0 else axis
         stacked = Value(stack.outputs[0].name + "_stacked", element.dtype, element.shape[:axis] + (None,) + element.shape[axis:])
-        loop.loop_outputs.append(LoopOutput("concat", element, stacked, axis))
+        loop.add_output(LoopOutput("concat", element, stacked, axis))
         nodes: list[Node] = []
         merged = merge_stacked_axis(nodes, stacked, element, axis, stack.outputs[0].name)
         outer.insert_before(stack, nodes)

@@ -49,7 +49,7 @@ class TripLimits:
             return
         if loop.trip_count is None:
             raise PassError(f"{loop.describe()}: the loop never ends (its condition is always true and it has no trip count)")
-        loop.condition = None
+        loop.set_condition(None)
         stats["conditions_dropped"] += 1
 
     def _first_check(self, graph: Graph, loop: Loop, stats: dict[str, int]) -> None:
@@ -67,8 +67,8 @@ class TripLimits:
         trips = Value(f"{loop.name}_trips_if_first", count.dtype, rec.init.shape if count.shape == () else count.shape)
         nodes.append(Node("Where", [rec.init, count, zero], [trips]))
         graph.insert_before(loop, nodes)
-        loop.trip_count = trips
-        loop.condition = None
+        loop.set_trip_count(trips)
+        loop.set_condition(None)
         stats["conditions_folded"] += 1
 
     def _count(self, graph: Graph, loop: Loop, stats: dict[str, int]) -> None:
@@ -80,7 +80,7 @@ class TripLimits:
         if count < 0 and loop.trip_count is not None:
             zero = Value(f"{loop.trip_count.name}_clamped", np.dtype(np.int64), ())
             graph.insert_before(loop, [Node("Constant", [], [zero], {"value": np.array(0, np.int64)})])
-            loop.trip_count = zero
+            loop.set_trip_count(zero)
             stats["counts_clamped"] += 1
 
 

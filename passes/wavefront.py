@@ -31,7 +31,7 @@ producer. The producer is the closest loop before the consumer, so a stack fuses
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -100,7 +100,7 @@ class _Plan:
     def fuse(self) -> None:
         producer, consumer = self.producer, self.consumer
         if producer.counter is None:
-            producer.counter = Value(f"{producer.name}_trip", I64, ())
+            producer.set_counter(Value(f"{producer.name}_trip", I64, ()))
         inside = self._rows_in_loop()
         self._extend_producer()
         self._take_consumer(inside)
@@ -113,16 +113,16 @@ class _Plan:
         loop = self.producer
         count = loop.trip_count
         assert count is not None and count.dtype is not None
-        loop.trip_count = constant(self.before, f"{loop.name}_trips_wave", np.array(self.trips + 1, count.dtype))
+        loop.set_trip_count(constant(self.before, f"{loop.name}_trips_wave", np.array(self.trips + 1, count.dtype)))
         for it in loop.iterators:
-            it.source = _edge_row_added(self.before, it.source, it.axis, at_end=not it.reverse)
+            loop.update(it, source=_edge_row_added(self.before, it.source, it.axis, at_end=not it.reverse))
         for out in list(loop.loop_outputs):
             if out.kind == "last":
                 rec = next((r for r in loop.recurrences if r.state is out.value), None)
                 if rec is not None:  # the state carried into the extra trip is the one after the last real one
                     delayed = Value(f"{rec.state.name}_delayed", rec.state.dtype, rec.state.shape)
-                    loop.recurrences.append(Recurrence(delayed, rec.init, rec.state))
-                    out.value = delayed
+                    loop.add_recurrence(Recurrence(delayed, rec.init, rec.state))
+                    loop.update(out, value=delayed)
             else:
                 first = 0 if out.kind == "concat" else 1
                 self._cut(out, first, first + self.trips)
@@ -130,8 +130,8 @@ class _Plan:
     def _cut(self, out: LoopOutput, start: int, stop: int) -> None:
         """``out``'s stacked result becomes rows ``[start, stop)`` of the fused loop's (along its axis)."""
         kept = out.result
-        out.result = Value(f"{kept.name}_wave", kept.dtype, None if kept.shape is None else tuple(
-            self.trips + 1 if k == out.axis else d for k, d in enumerate(kept.shape)))
+        self.producer.update(out, result=Value(f"{kept.name}_wave", kept.dtype, None if kept.shape is None else tuple(
+            self.trips + 1 if k == out.axis else d for k, d in enumerate(kept.shape))))
         _rows(self.after, out.result, out.axis, (start, stop), into=kept)
 
     # -- the consumer: its steps one trip behind, in the producer's body ------------------------------
@@ -171,7 +171,7 @@ class _Plan:
         assert value.shape is not None and value.dtype is not None  # checked by the plan
         init = constant(self.before, f"{value.name}_before", np.zeros(value.shape, value.dtype))
         state = Value(f"{value.name}_previous", value.dtype, value.shape)
-        loop.recurrences.append(Recurrence(state, init, value))
+        loop.add_recurrence(Recurrence(state, init, value))
         return state
 
     def _take_consumer(self, inside: list[Node]) -> None:
@@ -183,10 +183,8 @@ class _Plan:
         recurrences = list(consumer.recurrences)
         outputs = list(consumer.loop_outputs)
         own_counter = consumer.counter
-        consumer.iterators = []
-        consumer.recurrences = []
-        consumer.loop_outputs = []
-        consumer.counter = None
+        consumer.remove_roles([*iterators, *recurrences, *outputs])
+        consumer.set_counter(None)
         if own_counter is not None and own_counter.is_used():
             inside.append(Node("Sub", [counter, constant(inside, f"{consumer.name}_delay", np.array(delay, np.int64))],
                                [own_counter]))
@@ -194,20 +192,21 @@ class _Plan:
         inside.append(Node("Greater", [counter, constant(inside, f"{consumer.name}_first_row",
                                                           np.array(self.first_row, np.int64))], [active]))
         holds = []
-        for rec in recurrences:
+        for k, rec in enumerate(recurrences):
             held = Value(f"{rec.next.name}_held", rec.next.dtype, rec.next.shape)
             holds.append(Node("Where", [active, rec.next, rec.state], [held]))
-            rec.next = held
+            recurrences[k] = replace(rec, next=held)
         body = producer.body
         body.insert_after(list(body.nodes)[-1], [*inside, *consumer.body.nodes, *holds])
-        producer.recurrences.extend(recurrences)
+        for rec in recurrences:
+            producer.add_recurrence(rec)
         fed = {it for it in self.fed}
         for it in iterators:
             if it not in fed:
-                it.source = _edge_row_added(self.before, it.source, it.axis, at_end=False, count=delay)
-                producer.iterators.append(it)
+                producer.add_iterator(replace(
+                    it, source=_edge_row_added(self.before, it.source, it.axis, at_end=False, count=delay)))
         for out in outputs:
-            producer.loop_outputs.append(out)
+            producer.add_output(out)
             if out.kind != "last":  # the trips it ran: from its delay on (reversed: the first rows)
                 start = delay if out.kind == "concat" else 0
                 self._cut(out, start, start + self.trips + 1 - delay)
@@ -246,9 +245,9 @@ def _peel_first(outer: Graph, loop: Loop) -> None:
     before: list[Node] = []
     row = trip_copy(loop, 0, [r.init for r in loop.recurrences], before)
     for it in loop.iterators:
-        it.source = _rows(before, it.source, it.axis, (0, -1) if it.reverse else (1, _END))
+        loop.update(it, source=_rows(before, it.source, it.axis, (0, -1) if it.reverse else (1, _END)))
     for rec in loop.recurrences:
-        rec.init = row(rec.next)
+        loop.update(rec, init=row(rec.next))
     if loop.counter is not None and loop.counter.is_used():
         readers = loop.counter.uses()
         shifted = Value(f"{loop.counter.name}_from_1", I64, ())
@@ -257,12 +256,12 @@ def _peel_first(outer: Graph, loop: Loop) -> None:
         loop.body.insert_before(list(loop.body.nodes)[0], step)
         for user, slot in readers:
             user.set_input(slot, shifted) if isinstance(user, Node) else user.set_output(slot, shifted)
-    loop.trip_count = constant(before, f"{loop.name}_trips_peeled", np.array(trips - 1, loop.trip_count.dtype))
+    loop.set_trip_count(constant(before, f"{loop.name}_trips_peeled", np.array(trips - 1, loop.trip_count.dtype)))
     outer.insert_before(loop, before)
     after: list[Node] = []
     for out in list(loop.loop_outputs):
         if out.kind == "concat":
-            _add_row(out, row(out.value), after, first=True)
+            _add_row(loop, out, row(out.value), after, first=True)
     outer.insert_after(loop, after)
 
 
@@ -273,22 +272,22 @@ def _peel_last(outer: Graph, loop: Loop) -> None:
     finals = []
     for rec in loop.recurrences:
         final = Value(f"{rec.state.name}_before_last", rec.state.dtype, rec.state.shape)
-        loop.loop_outputs.append(LoopOutput("last", rec.state, final))
+        loop.add_output(LoopOutput("last", rec.state, final))
         finals.append(final)
     after: list[Node] = []
     row = trip_copy(loop, trips - 1, finals, after)
     before: list[Node] = []
     for it in loop.iterators:
-        it.source = _rows(before, it.source, it.axis, (1, _END) if it.reverse else (0, -1))
-    loop.trip_count = constant(before, f"{loop.name}_trips_peeled", np.array(trips - 1, loop.trip_count.dtype))
+        loop.update(it, source=_rows(before, it.source, it.axis, (1, _END) if it.reverse else (0, -1)))
+    loop.set_trip_count(constant(before, f"{loop.name}_trips_peeled", np.array(trips - 1, loop.trip_count.dtype)))
     outer.insert_before(loop, before)
     nexts = {r.state: row(r.next) for r in loop.recurrences}
     for out in list(loop.loop_outputs):
         if out.kind == "last" and all(out.result is not f for f in finals):
             out.result.replace_all_uses_with(nexts[out.value])
-            loop.loop_outputs.remove(out)
+            loop.remove_output(out)
         elif out.kind == "concat":
-            _add_row(out, row(out.value), after, first=False)
+            _add_row(loop, out, row(out.value), after, first=False)
     outer.insert_after(loop, after)
 
 
@@ -309,7 +308,7 @@ def _rows(nodes: list[Node], source: Value, axis: int, bounds: tuple[int, int], 
     return result
 
 
-def _add_row(out: LoopOutput, value: Value, nodes: list[Node], first: bool) -> None:
+def _add_row(loop: Loop, out: LoopOutput, value: Value, nodes: list[Node], first: bool) -> None:
     """Put a peeled trip's ``value`` back as the first (or last) row of ``out``'s stack, unless every
     reader is a Slice that drops that row anyway (an idle layer's row): then only the Slices shift."""
     stacked = out.result
@@ -319,7 +318,7 @@ def _add_row(out: LoopOutput, value: Value, nodes: list[Node], first: bool) -> N
     shape = None if stacked.shape is None or not isinstance(rows, int) else tuple(
         rows - 1 if k == out.axis else d for k, d in enumerate(stacked.shape))
     inner = Value(f"{stacked.name}_loop", stacked.dtype, shape)
-    out.result = inner
+    loop.update(out, result=inner)
     if isinstance(rows, int) and all(b is not None and (b[0] >= 1 if first else b[1] <= rows - 1) for b in bounds):
         for use, bound in zip(stacked.uses(), bounds):
             assert isinstance(use.user, Node) and bound is not None

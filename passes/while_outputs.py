@@ -34,7 +34,7 @@ class WhileOutputs:
             if not isinstance(node, Loop) or node.padded or node.condition is None:
                 continue
             stacked = [o for o in node.loop_outputs if o.kind != "last"]
-            node.padded = True
+            node.set_padded(True)
             padded += 1
             if not stacked:
                 continue
@@ -68,5 +68,5 @@ class WhileOutputs:
             raise PassError(f"{loop.describe()}: output {output.result.name!r} collects a value on every trip of a "
                             "while loop whose trip count loopc cannot tell; give a bound on its trips with --max-trips")
         before: list[Node] = []
-        loop.max_trips = constant(before, f"{loop.name}_max_trips", np.array(self.max_trips, np.int64))
+        loop.set_max_trips(constant(before, f"{loop.name}_max_trips", np.array(self.max_trips, np.int64)))
         outer.insert_before(loop, before)

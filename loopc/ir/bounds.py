@@ -557,7 +557,7 @@ def _union(first: int, last: int | None = None) -> Callable[[Bounder, Node, int]
 
 def _clip(b: Bounder, node: Node, k: int) -> Interval | None:
     """min(max(x, low), high), as ONNX defines Clip: an absent bound does not clamp, an unknown one may."""
-    x, low, high = (node.inputs + [None, None])[:3]
+    x, low, high = node.input(0), node.input(1), node.input(2)
     lo, hi = b.interval(x) or ANY
     if low is not None:
         at_least = b.interval(low) or ANY

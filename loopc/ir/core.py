@@ -11,6 +11,9 @@ who reads it (:meth:`Value.uses`) instead of rescanning the graph, and rewires e
 :meth:`Value.replace_all_uses_with`. Graphs keep their nodes in a linked list, so inserting before
 or after a node and removing one cost O(1) however large the graph.
 
+Every edit is a named call (:meth:`Node.set_input`, :meth:`Graph.set_outputs`, :meth:`Graph.insert_before`,
+...): operand lists read as tuples, so a plain assignment or list method is never a silent graph edit.
+
 Nodes made without a name are named after their first result when they join a graph (deterministic
 per model, whatever else the process compiled), and nodes a pass inserts next to another inherit
 its ``origin``: a layer name or an error always leads back to the user's node.
@@ -29,36 +32,6 @@ from loopc.errors import InternalError
 Dim = int | str | None
 Shape = tuple[Dim, ...]
 
-
-
-class UseList(list[Any]):
-    """A node's inputs or a graph's outputs: a list whose every edit keeps the use lists right.
-
-    ``on_change(before)`` is told the contents before each edit; it forgets those reads and records
-    the new ones.
-    """
-
-    def __init__(self, values: Iterable[Any], on_change: Any) -> None:
-        super().__init__(values)
-        self._on_change = on_change
-
-
-def _tracked(name: str) -> Any:
-    method = getattr(list, name)
-
-    def edit(self: UseList, *args: Any, **kwargs: Any) -> Any:
-        before = list(self)
-        result = method(self, *args, **kwargs)
-        self._on_change(before)
-        return result if name not in ("__iadd__", "__imul__") else self
-
-    edit.__name__ = name
-    return edit
-
-
-for _name in ("append", "extend", "insert", "remove", "pop", "clear", "sort", "reverse", "__setitem__",
-              "__delitem__", "__iadd__", "__imul__"):
-    setattr(UseList, _name, _tracked(_name))
 
 
 class Use(NamedTuple):
@@ -107,10 +80,11 @@ class Value:
 class Node:
     """An operation. ``op`` is an ONNX op type for ordinary nodes; ``origin`` names the source node.
 
-    Editing ``inputs`` in place, assigning it or calling :meth:`set_input` all keep the use lists right.
+    ``inputs`` and ``outputs`` read as tuples; :meth:`set_input`, :meth:`set_inputs`, :meth:`replace_input`
+    and :meth:`set_outputs` change them and keep the use lists right.
     """
 
-    def __init__(self, op: str, inputs: Iterable[Value | None], outputs: list[Value],
+    def __init__(self, op: str, inputs: Iterable[Value | None], outputs: Iterable[Value],
                  attrs: dict[str, Any] | None = None, name: str = "", origin: str = "") -> None:
         self.op = op
         self.attrs: dict[str, Any] = attrs if attrs is not None else {}
@@ -120,55 +94,69 @@ class Node:
         self.graph: Graph | None = None
         self._prev: Node | None = None
         self._next: Node | None = None
-        self._inputs: list[Value | None] = UseList(inputs, self._inputs_edited)
+        self._inputs: list[Value | None] = list(inputs)
         self._outputs: list[Value] = []
-        self.outputs = outputs
+        self._assign_outputs(outputs)
 
     def __repr__(self) -> str:
         return f"<{self.op} {self.name!r}>"
 
     @property
-    def inputs(self) -> list[Value | None]:
-        return self._inputs
+    def inputs(self) -> tuple[Value | None, ...]:
+        return tuple(self._inputs)
 
-    @inputs.setter
-    def inputs(self, values: Iterable[Value | None]) -> None:
-        attached = self.graph is not None and self.graph._live
-        if attached:
-            self._drop_uses()
-        self._inputs = UseList(values, self._inputs_edited)
-        if attached:
-            self._record_uses()
-
-    def _inputs_edited(self, before: list[Value | None]) -> None:
-        if self.graph is not None and self.graph._live:
-            _forget(before, self)
-            self._record_uses()
+    def input(self, slot: int) -> Value | None:
+        """Operand ``slot`` (None past the end: ONNX's omitted trailing inputs)."""
+        return self._inputs[slot] if slot < len(self._inputs) else None
 
     def set_input(self, slot: int, value: Value | None) -> None:
-        inputs = list(self._inputs)
-        inputs[slot] = value
-        self.inputs = inputs
+        """Make operand ``slot`` read ``value``; O(1)."""
+        self._splice_inputs(slot, slot + 1, [value])
+
+    def set_inputs(self, values: Iterable[Value | None]) -> None:
+        """Replace every operand."""
+        self._splice_inputs(0, len(self._inputs), list(values))
+
+    def replace_input(self, old: Value, new: Value | None) -> int:
+        """Make every operand that reads ``old`` read ``new``; returns how many did."""
+        slots = [slot for slot, value in enumerate(self._inputs) if value is old]
+        for slot in slots:
+            self.set_input(slot, new)
+        return len(slots)
+
+    def _splice_inputs(self, start: int, stop: int, values: list[Value | None]) -> None:
+        """Put ``values`` in place of operands ``start:stop``. Only the reads from ``start`` on are recorded
+        again, and none past the edit when it keeps the count: appending at the end costs O(1)."""
+        tail = len(self._inputs) if len(values) != stop - start else stop
+        live = self.graph is not None and self.graph._live
+        if live:
+            _forget(self, self._inputs, start, tail)
+        self._inputs[start:stop] = values
+        if live:
+            _record(self, self._inputs, start, tail - stop + start + len(values))
+        if self.graph is not None:
+            self.graph.changed()
 
     @property
-    def outputs(self) -> list[Value]:
-        return self._outputs
+    def outputs(self) -> tuple[Value, ...]:
+        return tuple(self._outputs)
 
-    @outputs.setter
-    def outputs(self, values: list[Value]) -> None:
+    def set_outputs(self, values: Iterable[Value]) -> None:
+        """Replace the results (their producer becomes this node); results no longer listed are dropped."""
+        self._assign_outputs(values)
+        if self.graph is not None:
+            self.graph.changed()
+
+    def _assign_outputs(self, values: Iterable[Value]) -> None:
         self._outputs = list(values)
         for out in self._outputs:
             out.producer = self
 
     def _record_uses(self) -> None:
-        for slot, value in enumerate(self._inputs):
-            if value is not None:
-                value._uses[Use(self, slot)] = None
+        _record(self, self._inputs, 0, len(self._inputs))
 
     def _drop_uses(self) -> None:
-        for slot, value in enumerate(self._inputs):
-            if value is not None:
-                value._uses.pop(Use(self, slot), None)
+        _forget(self, self._inputs, 0, len(self._inputs))
 
     def _attach(self, graph: Graph) -> None:
         """Join ``graph``: record this node's reads (and those of the graphs nested in it)."""
@@ -195,12 +183,12 @@ class Node:
         """Graphs nested in this node (loop bodies, conditional branches)."""
         return []
 
-    def _sets_body_outputs(self, graph: Graph) -> bool:
-        """Whether ``graph``'s outputs are derived from this node (a loop's roles), to be set through it."""
+    def _derives(self, graph: Graph) -> bool:
+        """Whether ``graph``'s inputs and outputs follow this node (a loop's roles), to be set through it."""
         return False
 
     def _set_body_output(self, slot: int, value: Value) -> None:
-        raise NotImplementedError
+        raise InternalError(f"{self.describe()} does not set the outputs of its graphs")
 
     def _own(self, graph: Graph) -> Graph:
         """Make ``graph`` one nested in this node."""
@@ -310,20 +298,22 @@ class Graph:
     """Nodes in topological order between inputs and outputs.
 
     ``owner`` is the node a nested graph belongs to (a loop, a conditional); None for a model's graph.
+    ``inputs`` and ``outputs`` read as tuples; :meth:`set_inputs`, :meth:`add_input`, :meth:`set_output`,
+    :meth:`set_outputs` and :meth:`add_output` change them (a loop body's, through its loop's roles).
     """
 
-    def __init__(self, name: str, inputs: list[Value] | None = None, outputs: list[Value] | None = None,
+    def __init__(self, name: str, inputs: Iterable[Value] | None = None, outputs: Iterable[Value] | None = None,
                  nodes: Iterable[Node] | None = None) -> None:
         self.name = name
         self.owner: Node | None = None
-        self.inputs: list[Value] = list(inputs or [])
+        self._inputs: list[Value] = list(inputs or [])
         self._nodes = NodeList(self)
-        self._outputs: list[Value] = UseList([], self._outputs_edited)
+        self._outputs: list[Value] = []
         self._live = True
         self._state: _ModelState | None = None
         #: The nodes of this graph that hold graphs (loops, conditionals), in the order they joined it.
         self._structured: dict[Node, None] = {}
-        self.outputs = list(outputs or [])
+        self._splice_outputs(0, 0, list(outputs or []))
         for node in nodes or []:
             self.add(node)
 
@@ -336,8 +326,7 @@ class Graph:
     def nodes(self) -> NodeList:
         return self._nodes
 
-    @nodes.setter
-    def nodes(self, nodes: Iterable[Node]) -> None:
+    def set_nodes(self, nodes: Iterable[Node]) -> None:
         """Replace every node: those not kept are removed (unread or not), the rest re-linked in order."""
         new = list(nodes)
         for node in list(self._nodes):
@@ -414,46 +403,66 @@ class Graph:
         if node.subgraphs():
             self._structured[node] = None
 
-    # --- outputs -----------------------------------------------------------------------------------
+    # --- inputs and outputs ------------------------------------------------------------------------
 
     @property
-    def outputs(self) -> list[Value]:
-        """The results; edits in place, assignment and :meth:`set_output` all keep the use lists right."""
-        return self._outputs
+    def inputs(self) -> tuple[Value, ...]:
+        """The parameters: a model's inputs, or a nested graph's (a loop body's follow its loop's roles)."""
+        return tuple(self._inputs)
 
-    @outputs.setter
-    def outputs(self, values: Iterable[Value]) -> None:
-        values = list(values)
-        if len(values) == len(self._outputs) and all(a is b for a, b in zip(values, self._outputs)):
-            return
-        if self._live:
-            self._drop_output_uses()
-        self._outputs = UseList(values, self._outputs_edited)
-        if self._live:
-            self._record_output_uses()
+    def set_inputs(self, values: Iterable[Value]) -> None:
+        self._refuse_derived("inputs")
+        self._inputs = list(values)
         self.changed()
 
-    def _outputs_edited(self, before: list[Value]) -> None:
-        if self._live:
-            _forget(before, self)
-            self._record_output_uses()
+    def add_input(self, value: Value) -> None:
+        self._refuse_derived("inputs")
+        self._inputs.append(value)
         self.changed()
+
+    @property
+    def outputs(self) -> tuple[Value, ...]:
+        return tuple(self._outputs)
+
+    def output(self, slot: int) -> Value:
+        return self._outputs[slot]
 
     def set_output(self, slot: int, value: Value) -> None:
-        if self.owner is not None and self.owner._sets_body_outputs(self):
-            self.owner._set_body_output(slot, value)  # a loop's body results are its roles
+        """Make result ``slot`` ``value`` (a loop body's through the role it comes from); O(1)."""
+        if self.owner is not None and self.owner._derives(self):
+            self.owner._set_body_output(slot, value)
             return
-        outputs = list(self._outputs)
-        outputs[slot] = value
-        self.outputs = outputs
+        self._splice_outputs(slot, slot + 1, [value])
+
+    def set_outputs(self, values: Iterable[Value]) -> None:
+        self._refuse_derived("outputs")
+        self._splice_outputs(0, len(self._outputs), list(values))
+
+    def add_output(self, value: Value) -> None:
+        self._refuse_derived("outputs")
+        self._splice_outputs(len(self._outputs), len(self._outputs), [value])
+
+    def _refuse_derived(self, what: str) -> None:
+        if self.owner is not None and self.owner._derives(self):
+            raise InternalError(f"the {what} of graph {self.name!r} follow {self.owner.describe()}'s roles: "
+                                "edit them through it")
+
+    def _splice_outputs(self, start: int, stop: int, values: list[Value]) -> None:
+        """Put ``values`` in place of results ``start:stop``, recording again only the reads that moved (see
+        :meth:`Node._splice_inputs`)."""
+        tail = len(self._outputs) if len(values) != stop - start else stop
+        if self._live:
+            _forget(self, self._outputs, start, tail)
+        self._outputs[start:stop] = values
+        if self._live:
+            _record(self, self._outputs, start, tail - stop + start + len(values))
+        self.changed()
 
     def _record_output_uses(self) -> None:
-        for slot, value in enumerate(self._outputs):
-            value._uses[Use(self, slot)] = None
+        _record(self, self._outputs, 0, len(self._outputs))
 
     def _drop_output_uses(self) -> None:
-        for slot, value in enumerate(self._outputs):
-            value._uses.pop(Use(self, slot), None)
+        _forget(self, self._outputs, 0, len(self._outputs))
 
     def _set_live(self, live: bool) -> None:
         """A nested graph reads only while its owner sits in a graph: record or forget every read in it."""
@@ -518,8 +527,18 @@ class Graph:
                 stack.extend((sub, iter(sub._nodes)) for sub in reversed(subs))
 
 
-def _forget(values: list[Value] | list[Value | None], user: Node | Graph) -> None:
-    for slot, value in enumerate(values):
+def _record(user: Node | Graph, values: list[Value] | list[Value | None], start: int, stop: int) -> None:
+    """Record the reads of ``values[start:stop]`` by ``user``."""
+    for slot in range(start, stop):
+        value = values[slot]
+        if value is not None:
+            value._uses[Use(user, slot)] = None
+
+
+def _forget(user: Node | Graph, values: list[Value] | list[Value | None], start: int, stop: int) -> None:
+    """Forget the reads of ``values[start:stop]`` by ``user``."""
+    for slot in range(start, stop):
+        value = values[slot]
         if value is not None:
             value._uses.pop(Use(user, slot), None)
 

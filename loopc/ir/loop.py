@@ -24,126 +24,63 @@ concatenated outputs, which TensorRT needs as a build-time length.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
 
+from loopc.errors import InternalError
 from loopc.ir.core import Graph, Node, Value
 
 OutputKind = Literal["last", "concat", "reverse"]
 
 
-class _Role:
-    """A loop role: setting a field tells the loop that holds it, which then rewires its operands."""
-
-    _loop: Loop | None
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        object.__setattr__(self, name, value)
-        loop = self.__dict__.get("_loop")
-        if loop is not None and not name.startswith("_"):
-            loop._sync()
-
-
-@dataclass(eq=False)
-class LoopIterator(_Role):
+@dataclass(frozen=True, eq=False)
+class LoopIterator:
     """``param`` takes slice i of ``source`` along ``axis`` (counted from the end when ``reverse``)."""
 
     param: Value
     source: Value
     axis: int = 0
     reverse: bool = False
-    _loop: Loop | None = field(default=None, repr=False, compare=False)
 
 
-@dataclass(eq=False)
-class Recurrence(_Role):
+@dataclass(frozen=True, eq=False)
+class Recurrence:
     """``state`` is ``init`` on the first trip and the previous trip's ``next`` afterwards."""
 
     state: Value
     init: Value
     next: Value
-    _loop: Loop | None = field(default=None, repr=False, compare=False)
 
 
-@dataclass(eq=False)
-class LoopOutput(_Role):
+@dataclass(frozen=True, eq=False)
+class LoopOutput:
     """``result`` (outside) is the last ``value`` (a recurrence state) or all trips' values stacked."""
 
     kind: OutputKind
     value: Value
     result: Value
     axis: int = 0
-    _loop: Loop | None = field(default=None, repr=False, compare=False)
 
 
-R = TypeVar("R", bound=_Role)
-
-
-class RoleList(list[R]):
-    """A loop's list of one kind of role: every edit rewires the loop's operands."""
-
-    def __init__(self, loop: Loop, roles: Iterable[R]) -> None:
-        super().__init__(roles)
-        self._owner = loop
-        for role in self:
-            self._claim(role)
-
-    def _claim(self, role: R) -> None:
-        if role._loop is not None and role._loop is not self._owner:
-            raise ValueError(f"{role!r} already belongs to {role._loop.describe()}")
-        object.__setattr__(role, "_loop", self._owner)
-
-    def _edited(self) -> None:
-        for role in self:
-            self._claim(role)
-        self._owner._sync()
-
-    def append(self, role: R) -> None:
-        super().append(role)
-        self._edited()
-
-    def extend(self, roles: Iterable[R]) -> None:
-        super().extend(roles)
-        self._edited()
-
-    def insert(self, index: Any, role: R) -> None:
-        super().insert(index, role)
-        self._edited()
-
-    def remove(self, role: R) -> None:
-        super().remove(role)
-        object.__setattr__(role, "_loop", None)
-        self._edited()
-
-    def pop(self, index: Any = -1) -> R:
-        role = super().pop(index)
-        object.__setattr__(role, "_loop", None)
-        self._edited()
-        return role
-
-    def clear(self) -> None:
-        for role in self:
-            object.__setattr__(role, "_loop", None)
-        super().clear()
-        self._edited()
-
-    def __setitem__(self, index: Any, value: Any) -> None:
-        super().__setitem__(index, value)
-        self._edited()
-
-    def __delitem__(self, index: Any) -> None:
-        super().__delitem__(index)
-        self._edited()
-
-    def __iadd__(self, roles: Iterable[R]) -> RoleList[R]:  # type: ignore[override,misc]
-        self.extend(roles)
-        return self
+Role = LoopIterator | Recurrence | LoopOutput
 
 
 class Loop(Node):
-    """A loop node. Its ``inputs`` (the outer values its roles read) and its body's inputs and outputs
-    follow the roles by themselves: set a role or edit a role list, and the operands are rewired."""
+    """A loop node. Its ``inputs`` (the outer values its roles read), ``outputs`` and its body's inputs and
+    outputs are laid out from the roles, and change only through the loop's named calls: the ``set_*``
+    calls, ``add_*``/``remove_*`` of a role, and :meth:`update` of a role's fields. The roles read as frozen
+    dataclasses and tuples of them.
+
+    The layout, which each edit keeps by moving only the operands after the one it changes (adding an
+    iterator, a recurrence or an output at the end of its kind costs O(1) amortized, plus the recurrences
+    or outputs laid out after it)::
+
+        inputs        = trip_count?, max_trips?, iterator sources..., recurrence inits...
+        outputs       = loop output results...
+        body.inputs   = counter?, iterator params..., recurrence states...
+        body.outputs  = condition?, recurrence nexts..., loop output values...
+    """
 
     def __init__(
         self,
@@ -152,83 +89,269 @@ class Loop(Node):
         trip_count: Value | None = None,
         condition: Value | None = None,
         counter: Value | None = None,
-        iterators: list[LoopIterator] | None = None,
-        recurrences: list[Recurrence] | None = None,
-        loop_outputs: list[LoopOutput] | None = None,
+        iterators: Iterable[LoopIterator] = (),
+        recurrences: Iterable[Recurrence] = (),
+        loop_outputs: Iterable[LoopOutput] = (),
         max_trips: Value | None = None,
         padded: bool = False,
         name: str = "",
         origin: str = "",
     ) -> None:
-        self._ready = False
         super().__init__("Loop", [], [], name=name, origin=origin)
         self.body = self._own(body)
-        self.trip_count = trip_count
-        self.condition = condition
-        self.counter = counter
-        self.max_trips = max_trips
-        self.padded = padded
-        self.iterators = iterators or []
-        self.recurrences = recurrences or []
-        self.loop_outputs = loop_outputs or []
-        self._ready = True
-        self._sync()
+        self._trip_count, self._max_trips, self._condition, self._counter = trip_count, max_trips, condition, counter
+        self._padded = padded
+        self._iterators: list[LoopIterator] = []
+        self._recurrences: list[Recurrence] = []
+        self._loop_outputs: list[LoopOutput] = []
+        #: Each role's position in its kind's list.
+        self._index: dict[Role, int] = {}
+        self._splice_inputs(0, 0, self._head())
+        body._inputs = [] if counter is None else [counter]
+        body._splice_outputs(0, len(body._outputs), [] if condition is None else [condition])
+        for it in iterators:
+            self.add_iterator(it)
+        for rec in recurrences:
+            self.add_recurrence(rec)
+        for out in loop_outputs:
+            self.add_output(out)
 
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _ROLE_LISTS:
-            for role in self.__dict__.get(name, ()):
-                object.__setattr__(role, "_loop", None)
-            value = RoleList(self, value)
-        object.__setattr__(self, name, value)
-        if name in _ROLES and self.__dict__.get("_ready"):
-            self._sync()
+    # --- reading -----------------------------------------------------------------------------------
 
-    def _sync(self) -> None:
-        """Recompute ``inputs``/``outputs``/``body.inputs``/``body.outputs`` from the roles."""
-        if not self.__dict__.get("_ready"):
-            return
-        outer = [self.trip_count, self.max_trips] + [it.source for it in self.iterators]
-        outer += [r.init for r in self.recurrences]
-        inputs = [v for v in outer if v is not None]
-        if not _same(inputs, self.inputs):
-            self.inputs = inputs
-        self.outputs = [o.result for o in self.loop_outputs]
-        params = ([self.counter] if self.counter is not None else []) + [it.param for it in self.iterators]
-        self.body.inputs = params + [r.state for r in self.recurrences]
-        results = [v for v in [self.condition] if v is not None]
-        self.body.outputs = results + [r.next for r in self.recurrences] + [o.value for o in self.loop_outputs]
-        self.body.changed()  # a role's axis or kind, or ``padded``, changes no operand but is an edit
+    @property
+    def trip_count(self) -> Value | None:
+        return self._trip_count
 
-    def set_input(self, slot: int, value: Value | None) -> None:
-        """Rewire operand ``slot`` through the role it comes from (inputs follow the roles)."""
-        holder, field_name = self._outer_roles()[slot]
-        setattr(holder, field_name, value)
+    @property
+    def max_trips(self) -> Value | None:
+        return self._max_trips
 
-    def _outer_roles(self) -> list[tuple[object, str]]:
-        """(holder, field) of each operand, in ``inputs`` order."""
-        roles: list[tuple[object, str]] = [(self, name) for name in ("trip_count", "max_trips")
-                                           if getattr(self, name) is not None]
-        return roles + [(it, "source") for it in self.iterators] + [(r, "init") for r in self.recurrences]
+    @property
+    def condition(self) -> Value | None:
+        return self._condition
 
-    def _sets_body_outputs(self, graph: Graph) -> bool:
-        return graph is self.body
+    @property
+    def counter(self) -> Value | None:
+        return self._counter
 
-    def _set_body_output(self, slot: int, value: Value) -> None:
-        roles: list[tuple[object, str]] = [(self, "condition")] if self.condition is not None else []
-        roles += [(r, "next") for r in self.recurrences] + [(o, "value") for o in self.loop_outputs]
-        holder, field_name = roles[slot]
-        setattr(holder, field_name, value)
+    @property
+    def padded(self) -> bool:
+        return self._padded
+
+    @property
+    def iterators(self) -> tuple[LoopIterator, ...]:
+        return tuple(self._iterators)
+
+    @property
+    def recurrences(self) -> tuple[Recurrence, ...]:
+        return tuple(self._recurrences)
+
+    @property
+    def loop_outputs(self) -> tuple[LoopOutput, ...]:
+        return tuple(self._loop_outputs)
 
     def subgraphs(self) -> list[Graph]:
         return [self.body]
 
+    # --- the loop's own operands ---------------------------------------------------------------------
 
-def _same(a: list[Value], b: list[Value | None]) -> bool:
-    return len(a) == len(b) and all(x is y for x, y in zip(a, b))
+    def set_trip_count(self, value: Value | None) -> None:
+        before = self._at_sources()
+        self._trip_count = value
+        self._splice_inputs(0, before, self._head())
 
+    def set_max_trips(self, value: Value | None) -> None:
+        before = self._at_sources()
+        self._max_trips = value
+        self._splice_inputs(0, before, self._head())
 
-_ROLE_LISTS = frozenset({"iterators", "recurrences", "loop_outputs"})
-_ROLES = _ROLE_LISTS | {"trip_count", "condition", "counter", "max_trips", "padded"}
+    def set_condition(self, value: Value | None) -> None:
+        had = 1 if self._condition is not None else 0
+        self._condition = value
+        self.body._splice_outputs(0, had, [] if value is None else [value])
+
+    def set_counter(self, value: Value | None) -> None:
+        had = 1 if self._counter is not None else 0
+        self._counter = value
+        self.body._inputs[0:had] = [] if value is None else [value]
+        self.body.changed()
+
+    def set_padded(self, padded: bool) -> None:
+        self._padded = padded
+        self.body.changed()
+
+    def _head(self) -> list[Value | None]:
+        return [v for v in (self._trip_count, self._max_trips) if v is not None]
+
+    # --- roles ---------------------------------------------------------------------------------------
+
+    def add_iterator(self, it: LoopIterator, index: int | None = None) -> None:
+        """Add ``it`` (last, or at ``index`` among the iterators)."""
+        k = self._claim(self._iterators, it, index)
+        self._splice_inputs(self._at_sources() + k, self._at_sources() + k, [it.source])
+        self.body._inputs.insert(self._at_params() + k, it.param)
+        self.body.changed()
+
+    def remove_iterator(self, it: LoopIterator) -> None:
+        k = self._release(self._iterators, it)
+        self._splice_inputs(self._at_sources() + k, self._at_sources() + k + 1, [])
+        del self.body._inputs[self._at_params() + k]
+        self.body.changed()
+
+    def add_recurrence(self, rec: Recurrence, index: int | None = None) -> None:
+        """Add ``rec`` (last, or at ``index`` among the recurrences)."""
+        k = self._claim(self._recurrences, rec, index)
+        self._splice_inputs(self._at_inits() + k, self._at_inits() + k, [rec.init])
+        self.body._inputs.insert(self._at_states() + k, rec.state)
+        self.body._splice_outputs(self._at_nexts() + k, self._at_nexts() + k, [rec.next])
+
+    def remove_recurrence(self, rec: Recurrence) -> None:
+        k = self._release(self._recurrences, rec)
+        self._splice_inputs(self._at_inits() + k, self._at_inits() + k + 1, [])
+        del self.body._inputs[self._at_states() + k]
+        self.body._splice_outputs(self._at_nexts() + k, self._at_nexts() + k + 1, [])
+
+    def add_output(self, out: LoopOutput, index: int | None = None) -> None:
+        """Add ``out`` (last, or at ``index`` among the loop's outputs); the loop produces its ``result``."""
+        k = self._claim(self._loop_outputs, out, index)
+        self.body._splice_outputs(self._at_values() + k, self._at_values() + k, [out.value])
+        self._outputs.insert(k, out.result)
+        out.result.producer = self
+
+    def remove_output(self, out: LoopOutput) -> None:
+        k = self._release(self._loop_outputs, out)
+        self.body._splice_outputs(self._at_values() + k, self._at_values() + k + 1, [])
+        del self._outputs[k]
+
+    def remove_roles(self, roles: Iterable[Role]) -> None:
+        """Remove many roles of any kinds at once: one pass over the operands, however many go."""
+        gone = set(roles)
+        for role in gone:
+            if role not in self._index:
+                raise InternalError(f"{role!r} is not a role of {self.describe()}")
+            del self._index[role]
+        self._iterators = [it for it in self._iterators if it not in gone]
+        self._recurrences = [rec for rec in self._recurrences if rec not in gone]
+        self._loop_outputs = [out for out in self._loop_outputs if out not in gone]
+        for kept in (self._iterators, self._recurrences, self._loop_outputs):
+            self._renumber(kept, 0)
+        self._splice_inputs(self._at_sources(), len(self._inputs),
+                            [*(it.source for it in self._iterators), *(rec.init for rec in self._recurrences)])
+        self.body._inputs[self._at_params():] = [it.param for it in self._iterators] + [
+            rec.state for rec in self._recurrences]
+        self.body._splice_outputs(self._at_nexts(), len(self.body._outputs),
+                                  [rec.next for rec in self._recurrences] + [out.value for out in self._loop_outputs])
+        self._outputs[:] = [out.result for out in self._loop_outputs]
+
+    def update(self, role: Role, **changes: Any) -> None:
+        """Set fields of one of this loop's roles (``loop.update(rec, next=held)``) and rewire just the
+        operands they lay out: O(1)."""
+        k = self._index.get(role)
+        if k is None or self._list_of(role)[k] is not role:
+            raise InternalError(f"{role!r} is not a role of {self.describe()}")
+        names = {f.name for f in fields(role)}
+        for name, value in changes.items():
+            if name not in names:
+                raise InternalError(f"{type(role).__name__} has no field {name!r}")
+            object.__setattr__(role, name, value)
+        if isinstance(role, LoopIterator):
+            if "source" in changes:
+                self._splice_inputs(self._at_sources() + k, self._at_sources() + k + 1, [role.source])
+            if "param" in changes:
+                self.body._inputs[self._at_params() + k] = role.param
+        elif isinstance(role, Recurrence):
+            if "init" in changes:
+                self._splice_inputs(self._at_inits() + k, self._at_inits() + k + 1, [role.init])
+            if "state" in changes:
+                self.body._inputs[self._at_states() + k] = role.state
+            if "next" in changes:
+                self.body._splice_outputs(self._at_nexts() + k, self._at_nexts() + k + 1, [role.next])
+        else:
+            if "value" in changes:
+                self.body._splice_outputs(self._at_values() + k, self._at_values() + k + 1, [role.value])
+            if "result" in changes:
+                self._outputs[k] = role.result
+                role.result.producer = self
+        self.body.changed()  # an axis, kind or direction changes no operand but is an edit
+
+    def _list_of(self, role: Role) -> list[Any]:
+        if isinstance(role, LoopIterator):
+            return self._iterators
+        return self._recurrences if isinstance(role, Recurrence) else self._loop_outputs
+
+    def _claim(self, roles: list[Any], role: Role, index: int | None) -> int:
+        if role in self._index:
+            raise InternalError(f"{role!r} is already a role of {self.describe()}")
+        k = len(roles) if index is None else index
+        roles.insert(k, role)
+        self._renumber(roles, k)
+        return k
+
+    def _release(self, roles: list[Any], role: Role) -> int:
+        k = self._index.pop(role, None)
+        if k is None or roles[k] is not role:
+            raise InternalError(f"{role!r} is not a role of {self.describe()}")
+        del roles[k]
+        self._renumber(roles, k)
+        return k
+
+    def _renumber(self, roles: Sequence[Role], start: int) -> None:
+        for k in range(start, len(roles)):
+            self._index[roles[k]] = k
+
+    # where each kind of operand starts
+    def _at_sources(self) -> int:
+        return len(self._head())
+
+    def _at_inits(self) -> int:
+        return len(self._head()) + len(self._iterators)
+
+    def _at_params(self) -> int:
+        return 1 if self._counter is not None else 0
+
+    def _at_states(self) -> int:
+        return self._at_params() + len(self._iterators)
+
+    def _at_nexts(self) -> int:
+        return 1 if self._condition is not None else 0
+
+    def _at_values(self) -> int:
+        return self._at_nexts() + len(self._recurrences)
+
+    # --- edits through the generic calls --------------------------------------------------------------
+
+    def set_input(self, slot: int, value: Value | None) -> None:
+        """Rewire operand ``slot`` through the role it comes from (inputs follow the roles)."""
+        head, sources = self._at_sources(), self._at_inits()
+        if slot < head:
+            if slot == 0 and self._trip_count is not None:
+                self.set_trip_count(value)
+            else:
+                self.set_max_trips(value)
+        elif value is None:
+            raise InternalError(f"operand {slot} of {self.describe()} cannot be omitted")
+        elif slot < sources:
+            self.update(self._iterators[slot - head], source=value)
+        else:
+            self.update(self._recurrences[slot - sources], init=value)
+
+    def set_inputs(self, values: Iterable[Value | None]) -> None:
+        raise InternalError(f"the operands of {self.describe()} follow its roles: edit them through it")
+
+    def set_outputs(self, values: Iterable[Value]) -> None:
+        raise InternalError(f"the results of {self.describe()} follow its outputs: edit them through it")
+
+    def _derives(self, graph: Graph) -> bool:
+        return graph is self.body
+
+    def _set_body_output(self, slot: int, value: Value) -> None:
+        nexts, values = self._at_nexts(), self._at_values()
+        if slot < nexts:
+            self.set_condition(value)
+        elif slot < values:
+            self.update(self._recurrences[slot - nexts], next=value)
+        else:
+            self.update(self._loop_outputs[slot - values], value=value)
 
 
 class If(Node):
@@ -245,4 +368,4 @@ class If(Node):
         return [self.then_branch, self.else_branch]
 
 
-__all__ = ["If", "Loop", "LoopIterator", "LoopOutput", "OutputKind", "Recurrence", "RoleList"]
+__all__ = ["If", "Loop", "LoopIterator", "LoopOutput", "OutputKind", "Recurrence", "Role"]

@@ -77,7 +77,7 @@ def test_counter_iterator_recurrence_and_outputs() -> None:
 
 def test_fewer_trips_than_rows_and_a_model_in_output_order() -> None:
     graph, vals = running_sum()
-    graph.outputs = [vals["counts"], vals["total"]]
+    graph.set_outputs([vals["counts"], vals["total"]])
     model = Model(graph, output_names=["counts", "total"])
     check(interpret(model, feeds(2)), np.array([0, 1], np.int64), np.array([4, 6], np.float32))
 
@@ -130,11 +130,11 @@ def test_trip_count_beyond_int32_saturates_instead_of_wrapping() -> None:
     loop = graph.nodes[0]
     assert isinstance(loop, Loop)
     loop.body.add(Node("Less", [loop.counter, limit], [flag_out]))
-    loop.recurrences = list(loop.recurrences) + [Recurrence(flag, const("yes", True)[1], flag_out)]
+    loop.add_recurrence(Recurrence(flag, const("yes", True)[1], flag_out))
     yes = loop.recurrences[-1].init.producer
     assert yes is not None
-    graph.nodes = [yes] + list(graph.nodes)
-    graph.inputs = list(graph.inputs) + [limit]
+    graph.set_nodes([yes, *graph.nodes])
+    graph.set_inputs([*graph.inputs, limit])
     x = np.arange(20, dtype=np.float32).reshape(10, 2)
     got = interpret(graph, {**feeds(2**32 + 3, x), "limit": np.array(4)})
     # the flag computed on trip i lets trip i+1 run while i < 4: trips 0..4 run, trip 5 sees i=4 -> False
@@ -144,7 +144,7 @@ def test_trip_count_beyond_int32_saturates_instead_of_wrapping() -> None:
 def test_trip_count_must_be_one_integer() -> None:
     count = Value("n", F32, ())
     graph, _ = running_sum(count)
-    graph.inputs = list(graph.inputs) + [count]
+    graph.set_inputs([*graph.inputs, count])
     with pytest.raises(InterpretError, match=r"node 'loop' \(Loop\): the trip count 'n' must be one integer, not float32"):
         interpret(graph, {**feeds(2), "n": np.array(2.0, np.float32)})
 
@@ -186,9 +186,9 @@ def test_condition_state_false_at_init_keeps_the_init() -> None:
     loop = graph.nodes[0]
     assert isinstance(loop, Loop)
     flag = Value("go", BOOL, ())
-    loop.recurrences = list(loop.recurrences) + [Recurrence(flag, Value("go0", BOOL, ()), flag)]
-    loop.condition = flag
-    graph.inputs = list(graph.inputs) + [loop.recurrences[-1].init]
+    loop.add_recurrence(Recurrence(flag, Value("go0", BOOL, ()), flag))
+    loop.set_condition(flag)
+    graph.set_inputs([*graph.inputs, loop.recurrences[-1].init])
     got = interpret(graph, {**feeds(3), "go0": np.array(False), "init": np.array([7, 8], np.float32)})
     check(got, np.array([7, 8], np.float32), np.zeros((0, 2), np.float32), np.zeros((0, 2), np.float32),
           np.zeros(0, np.int64))
@@ -271,8 +271,8 @@ def stops_after(trips: int, **roles: Any) -> Graph:
     loop.body.add(Node("Add", [loop.counter, one], [i1]))
     loop.body.add(Node("Less", [i1, stop], [go_out]))
     go0 = Value("go0", BOOL, ())
-    loop.recurrences = list(loop.recurrences) + [Recurrence(go, go0, go_out)]
-    graph.inputs = list(graph.inputs) + [stop, go0]
+    loop.add_recurrence(Recurrence(go, go0, go_out))
+    graph.set_inputs([*graph.inputs, stop, go0])
     return graph
 
 
@@ -297,7 +297,7 @@ def test_padded_outputs_are_as_long_as_the_trip_count_and_filled_past_the_trips_
 def test_padded_outputs_are_as_long_as_max_trips_when_given() -> None:
     bound = Value("bound", I64, ())
     graph = stops_after(2, padded=True, max_trips=bound)
-    graph.inputs = list(graph.inputs) + [bound]
+    graph.set_inputs([*graph.inputs, bound])
     got = run_stopping(graph, 2, {"bound": np.array(3)})
     check(got[1:], np.array([[1, 2], [4, 6], [NAN, NAN]], np.float32), np.array([[1, 2], [3, 4], [NAN, NAN]], np.float32),
           np.array([0, 1, I64_MIN]))
@@ -310,7 +310,7 @@ def test_padded_outputs_are_as_long_as_max_trips_when_given() -> None:
 def test_more_trips_than_max_trips_are_refused() -> None:
     bound = Value("bound", I64, ())
     graph = stops_after(3, padded=True, max_trips=bound)
-    graph.inputs = list(graph.inputs) + [bound]
+    graph.set_inputs([*graph.inputs, bound])
     with pytest.raises(InterpretError, match=r"node 'loop' \(Loop\) ran 3 trips, more than its max_trips 2"):
         run_stopping(graph, 3, {"bound": np.array(2)})
 
@@ -319,7 +319,7 @@ def test_a_padded_while_loop_needs_a_length() -> None:
     graph = counted_while()
     loop = graph.nodes[0]
     assert isinstance(loop, Loop)
-    loop.padded = True
+    loop.set_padded(True)
     with pytest.raises(InterpretError, match="a padded loop's concatenated output needs max_trips or a trip count"):
         interpret(graph, {"x": X, "limit": np.array(2)})
 
@@ -356,11 +356,11 @@ def test_if_inside_a_loop_takes_a_branch_per_trip() -> None:
     branch = If(even, Graph("then", [], [plus], [Node("Add", [acc, row], [plus])]),
                 Graph("else", [], [minus], [Node("Sub", [acc, row], [minus])]), [chosen], name="pick")
     assert loop.counter is not None
-    loop.body.nodes = [two_node, zero_node, Node("Mod", [loop.counter, two], [parity]),
-                       Node("Equal", [parity, zero], [even]), branch]
-    loop.recurrences[0].next = chosen
-    loop.loop_outputs = [o for o in loop.loop_outputs if o.kind == "last"]
-    graph.outputs = [vals["total"]]
+    loop.body.set_nodes([two_node, zero_node, Node("Mod", [loop.counter, two], [parity]),
+                         Node("Equal", [parity, zero], [even]), branch])
+    loop.update(loop.recurrences[0], next=chosen)
+    loop.remove_roles([o for o in loop.loop_outputs if o.kind != "last"])
+    graph.set_outputs([vals["total"]])
     check(interpret(graph, feeds(3)), np.array([3, 4], np.float32))
 
 

@@ -223,7 +223,7 @@ def test_element_types_shapes_and_names_of_any_kind_round_trip() -> None:
     assert types["x.y/z"][0] == np.dtype(np.uint64) and types["k"][0] == np.dtype(np.uint16)
     assert types["f"] == (np.dtype(np.int32), (None,))
     printed, ident, keyword, custom = graph.nodes
-    assert printed.outputs == [] and printed.op == "Print"
+    assert printed.outputs == () and printed.op == "Print"
     assert keyword.op == "loop" and keyword.name == "if" and ident.name == "p"
     assert custom.op == "com.example::Op" and custom.attrs == {"a b": 1} and custom.name == "weird \u2028 name"
 

@@ -119,7 +119,7 @@ def test_value_listed_twice_as_a_result() -> None:
 def test_outer_value_reused_as_a_body_parameter() -> None:
     s = RunningSum()
     graph = s.graph()
-    graph.inputs = [*graph.inputs, s.state]  # the recurrence's state is also a graph input
+    graph.set_inputs([*graph.inputs, s.state])  # the recurrence's state is also a graph input
     broken(graph, "single-definition", "graph 'body': value 'sum' is defined twice")
 
 
@@ -163,7 +163,7 @@ def test_graph_output_never_defined() -> None:
 def test_graph_output_defined_only_inside_a_loop_body() -> None:
     s = RunningSum()
     graph = s.graph()
-    graph.outputs = [s.total, s.next]  # the body's value, not the loop's result
+    graph.set_outputs([s.total, s.next])  # the body's value, not the loop's result
     broken(graph, "graph-outputs", "graph 'main': outputs 'sum_out'")
 
 
@@ -205,7 +205,7 @@ def test_max_trips_that_is_not_a_scalar() -> None:
     s = RunningSum()
     bound = Value("bound", I64, (2,))
     graph = s.graph(max_trips=bound)
-    graph.inputs = [*graph.inputs, bound]
+    graph.set_inputs([*graph.inputs, bound])
     broken(graph, "loop-limits", "node 'loop' (Loop): max_trips 'bound' is not a scalar (i64[2])")
 
 
@@ -254,7 +254,7 @@ def test_stacked_output_value_from_a_nested_body() -> None:
     graph = outer.graph(body=[nested],
                         loop_outputs=[LoopOutput("last", outer.state, outer.total),
                                       LoopOutput("concat", inner.next, outer.partials, 0)])
-    graph.inputs = [*graph.inputs, inner.x, inner.n, inner.init]
+    graph.set_inputs([*graph.inputs, inner.x, inner.n, inner.init])
     broken(graph, "role-scope", "concat output 'partials': value 'sum_out' is not seen at the body's end")
 
 
@@ -262,7 +262,7 @@ def test_outer_value_as_the_condition() -> None:
     s = RunningSum()
     flag = Value("flag", BOOL, ())
     graph = s.graph(condition=flag)
-    graph.inputs = [*graph.inputs, flag]
+    graph.set_inputs([*graph.inputs, flag])
     broken(graph, "condition", "node 'loop' (Loop): condition 'flag' is an outer value; it must be computed in "
                                "the body")
 
@@ -272,7 +272,7 @@ def test_condition_from_a_loop_nested_in_the_body() -> None:
     deep = Value("deep", BOOL, ())
     nested = inner.loop(body=[Node("Constant", [], [deep], {"value": np.array(True)}, name="t")], name="inner")
     graph = outer.graph(body=[nested], condition=deep)
-    graph.inputs = [*graph.inputs, inner.x, inner.n, inner.init]
+    graph.set_inputs([*graph.inputs, inner.x, inner.n, inner.init])
     broken(graph, "condition", "condition 'deep' is not a value the body defines")
 
 
@@ -335,7 +335,7 @@ def test_iterator_on_axis_1_takes_columns() -> None:
 def test_last_output_of_an_iterator_param() -> None:
     s = RunningSum()
     graph = s.graph(loop_outputs=[LoopOutput("last", s.row, s.total)])
-    graph.outputs = [s.total]
+    graph.set_outputs([s.total])
     broken(graph, "last-output", "node 'loop' (Loop): 'last' output 'total' must read a recurrence state, not 'row'")
 
 
@@ -372,14 +372,14 @@ def test_padded_loop_with_a_trip_count_needs_no_max_trips() -> None:
 
 
 @pytest.mark.parametrize("edit, shown", [
-    (lambda loop, s: setattr(loop, "inputs", [s.n, s.x]), "inputs are not what its roles name: ['init'] missing"),
-    (lambda loop, s: setattr(loop, "outputs", [s.total]), "outputs are not what its roles name: ['partials'] missing"),
-    (lambda loop, s: setattr(loop.body, "inputs", [s.row]), "body inputs are not what its roles name: ['sum'] missing"),
-    (lambda loop, s: setattr(loop.body, "outputs", [s.next, s.state, s.row]),
+    (lambda loop, s: setattr(loop, "_inputs", [s.n, s.x]), "inputs are not what its roles name: ['init'] missing"),
+    (lambda loop, s: setattr(loop, "_outputs", [s.total]), "outputs are not what its roles name: ['partials'] missing"),
+    (lambda loop, s: setattr(loop.body, "_inputs", [s.row]), "body inputs are not what its roles name: ['sum'] missing"),
+    (lambda loop, s: setattr(loop.body, "_outputs", [s.next, s.state, s.row]),
      "body outputs are not what its roles name: ['row'] too many, ['sum_out'] missing"),
 ])
 def test_operands_that_disagree_with_the_roles(edit: Callable[[Loop, RunningSum], None], shown: str) -> None:
-    """What a role edit the loop never learnt of leaves behind: operand lists that name other values."""
+    """What a slip in the loop's own layout of its operands would leave (simulated by writing its private lists)."""
     s = RunningSum()
     graph = s.graph()
     edit(loop_of(graph), s)

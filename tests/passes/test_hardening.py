@@ -129,7 +129,7 @@ def nested_ir(depth: int) -> Graph:
 
     zero = const(main, "d", np.array(0.0, np.float32))
     y, _ = level_loop(main, 0, x, zero)
-    main.outputs = [y]
+    main.set_outputs([y])
     return main
 
 

@@ -162,9 +162,9 @@ def translate_graph(
                 continue
             value = Value(vi.name, *type_of(vi.type))
             scope.bind(vi.name, value)
-            ir.inputs.append(value)
+            ir.add_input(value)
     else:
-        ir.inputs = list(inputs)
+        ir.set_inputs(inputs)
     for init in graph.initializer:
         constant(ctx, scope, ir, init.name, _array(init, f"initializer {init.name!r}"))
     for node in graph.node:
@@ -173,7 +173,7 @@ def translate_graph(
         found = scope.lookup(vi.name)
         if found is None:
             raise FrontendError(f"graph {graph.name!r} output {vi.name!r} is never produced")
-        ir.outputs.append(found)
+        ir.add_output(found)
     return ir
 
 

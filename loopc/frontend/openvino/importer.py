@@ -73,7 +73,7 @@ def import_ir(xml: str | os.PathLike[str], weights: str | os.PathLike[str] | Non
     graph = Graph(ir.net.name or "main")
     names: list[str] = []
     for result, value in translate_net(ctx, ir.net, graph):
-        graph.outputs.append(value)
+        graph.add_output(value)
         name = output_name(ir.net, result, ir.version)
         names.append(name if name not in names else f"{name}.{len(names)}")
     if not graph.outputs:
@@ -383,7 +383,7 @@ def _parameter(ctx: Context, net: Net, layer: Layer, graph: Graph, bound: dict[i
     if len(value.shape or ()) > MAX_INPUT_RANK:
         raise located(UnsupportedOpError, what, f"the input has rank {len(value.shape or ())}; TensorRT's "
                       f"tensors have at most {MAX_INPUT_RANK} dims")
-    graph.inputs.append(value)
+    graph.add_input(value)
     return value
 
 

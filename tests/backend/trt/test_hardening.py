@@ -273,7 +273,7 @@ def test_reshape_to_another_element_count_names_the_node():
     reshaped, doubled = Value("reshaped", F32, None), Value("doubled", F32, None)
     main.add(Node("Reshape", [x, shape], [reshaped], name="squash", origin="node 'squash' (Reshape, opset 17)"))
     main.add(Node("Add", [reshaped, reshaped], [doubled], name="after"))
-    main.outputs = [doubled]
+    main.set_outputs([doubled])
     with pytest.raises(BackendError) as caught:
         to_network(Model(main))
     assert (caught.value.node, caught.value.op, caught.value.opset) == ("squash", "Reshape", 17)
@@ -291,7 +291,7 @@ def test_matmul_of_scalars_inside_a_loop_names_the_node():
     result = Value("result", F32, ())
     main.add(Loop(body, trip_count=trips, recurrences=[Recurrence(state, a, product)],
                   loop_outputs=[LoopOutput("last", state, result)], name="loop"))
-    main.outputs = [result]
+    main.set_outputs([result])
     with pytest.raises(BackendError) as caught:
         to_network(Model(main))
     assert caught.value.node == "dot" and "TensorRT rejected the MatMul layer" in str(caught.value)
@@ -340,7 +340,7 @@ def test_cumsum_without_its_axis_names_the_node():
     main = Graph("main", [x])
     y = Value("y", F32, (3,))
     main.add(Node("CumSum", [x, None], [y], name="running", origin="node 'running' (CumSum, opset 17)"))
-    main.outputs = [y]
+    main.set_outputs([y])
     with pytest.raises(BackendError, match="needs its axis input") as caught:
         to_network(Model(main))
     assert caught.value.node == "running"
@@ -351,7 +351,7 @@ def test_a_missing_required_input_names_the_node():
     main = Graph("main", [x])
     y = Value("y", F32, (3,))
     main.add(Node("Add", [x, None], [y], name="half_add", origin="node 'half_add' (Add, opset 17)"))
-    main.outputs = [y]
+    main.set_outputs([y])
     with pytest.raises(BackendError, match="an input this op needs is missing") as caught:
         to_network(Model(main))
     assert caught.value.node == "half_add"

@@ -71,7 +71,7 @@ def test_reverse_iterator_and_reverse_output(axis):
                 recurrences=[Recurrence(acc, init, nxt)],
                 loop_outputs=[LoopOutput("concat", nxt, fwd, axis=axis), LoopOutput("reverse", nxt, rev, axis=axis)])
     main.add(loop)
-    main.outputs = [fwd, rev]
+    main.set_outputs([fwd, rev])
     xs = np.arange(16, dtype=np.float32).reshape(4, 4)
 
     got = run(main, {"x": xs})
@@ -101,7 +101,7 @@ def test_counter_used_in_the_body():
                   recurrences=[Recurrence(acc, zero, acc_next)],
                   loop_outputs=[LoopOutput("concat", y, ys), LoopOutput("concat", twice, sq),
                                 LoopOutput("last", acc, count)]))
-    main.outputs = [ys, sq, count]
+    main.set_outputs([ys, sq, count])
     xs = np.arange(8, dtype=np.float32).reshape(4, 2) + 1
 
     got = run(main, {"x": xs, "n": np.array([4])})
@@ -127,7 +127,7 @@ def test_while_loop_with_bool_state_and_bounded_concat():
     main.add(Loop(body, condition=go, max_trips=cap,
                   recurrences=[Recurrence(s, s0, s_next), Recurrence(go, go0, go_next)],
                   loop_outputs=[LoopOutput("last", s, final), LoopOutput("concat", s_next, trace)]))
-    main.outputs = [final, trace]
+    main.set_outputs([final, trace])
 
     got = run(main, {"limit": np.array(50, np.float32)})
 
@@ -155,7 +155,7 @@ def test_nested_loop_reads_the_outer_iterator():
     main.add(Loop(outer, trip_count=rows, iterators=[LoopIterator(row, x)],
                   loop_outputs=[LoopOutput("concat", prefix, prefixes), LoopOutput("concat", product, products)],
                   name="outer"))
-    main.outputs = [prefixes, products]
+    main.set_outputs([prefixes, products])
     xs = np.random.default_rng(4).uniform(0.5, 1.5, (3, 4)).astype(np.float32)
 
     got = run(main, {"x": xs})
@@ -174,13 +174,13 @@ def test_if_inside_a_loop():
     zero = const(body, "zero", np.float32(0))
     positive = op(body, "Greater", [e, zero], "positive", dtype=BOOL)
     then_g, else_g = Graph("then"), Graph("else")
-    then_g.outputs = [op(then_g, "Sqrt", [e], "root")]
-    else_g.outputs = [op(else_g, "Mul", [op(else_g, "Neg", [e], "negated"), scale], "scaled")]
+    then_g.set_outputs([op(then_g, "Sqrt", [e], "root")])
+    else_g.set_outputs([op(else_g, "Mul", [op(else_g, "Neg", [e], "negated"), scale], "scaled")])
     picked = Value("picked", F32, ())
     body.add(If(positive, then_g, else_g, [picked], name="choose"))
     ys = Value("ys", F32, (5,))
     main.add(Loop(body, trip_count=n, iterators=[LoopIterator(e, x)], loop_outputs=[LoopOutput("concat", picked, ys)]))
-    main.outputs = [ys]
+    main.set_outputs([ys])
     xs = np.array([4, -1, 9, -2.5, 0], np.float32)
 
     got = run(main, {"x": xs, "scale": np.array(2, np.float32)})
@@ -198,7 +198,7 @@ def test_activation_as_next_value_needs_no_help_from_the_ir():
     h_next = op(body, "Tanh", [op(body, "Mul", [h, w], "hw")], "h_next")
     out = Value("h_last", F32, (2,))
     main.add(Loop(body, trip_count=n, recurrences=[Recurrence(h, h0, h_next)], loop_outputs=[LoopOutput("last", h, out)]))
-    main.outputs = [out]
+    main.set_outputs([out])
     weights = np.array([0.5, -2], np.float32)
 
     got = run(main, {"w": weights})

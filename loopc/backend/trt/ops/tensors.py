@@ -86,7 +86,7 @@ def range_op(ctx: ConversionContext, node: Node) -> None:
     start, limit, delta = (ctx.scalar0d(ctx.get(v, node), node, f"arg{k}") for k, v in enumerate(node.inputs))
     dtype = start.dtype
     if dtype not in (T.int32, T.int64):
-        source = _float_source(node.inputs)
+        source = _float_source(list(node.inputs))
         if source is not None:
             # a length is a shape, and TensorRT computes shapes from its integer inputs only
             raise unsupported(node, f"Range whose floating-point bounds depend on the floating-point input "

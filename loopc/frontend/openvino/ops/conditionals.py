@@ -65,7 +65,7 @@ def _branch(op: Op, which: str) -> Graph:
     missing = [p.id for p in layer.outputs if p.id not in by_port]
     if missing:
         raise op.error(f"{which}_port_map gives no value for output port(s) {missing}")
-    graph.outputs = [by_port[p.id] for p in layer.outputs]
+    graph.set_outputs([by_port[p.id] for p in layer.outputs])
     return graph
 
 

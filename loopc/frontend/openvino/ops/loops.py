@@ -20,7 +20,7 @@ Only the slicing forms every OpenVINO component (spec, converters, CPU plugin) r
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -239,9 +239,9 @@ class _LoopBuilder:
         body = Graph(em.name("body"))
         inner = em.into(body)
         bound: dict[int, Value] = dict(ports.invariant)
-        for (entry, _), it in zip(ports.sliced, iterators):
+        for k, ((entry, _), it) in enumerate(zip(ports.sliced, iterators)):
             param = Value(em.name("slice"), it.param.dtype, it.param.shape)
-            it.param = param
+            iterators[k] = replace(it, param=param)
             bound[entry.internal_layer_id] = param
         states: dict[int, Value] = {}
         for pid, (_, init) in ports.carried.items():
@@ -319,8 +319,8 @@ class _LoopBuilder:
         for chunk_count in chunks:
             trip = chunk_count if trip is None else em.op("Min", [trip, chunk_count])
         if iterators and trip is not None:
-            for it in iterators:  # TensorRT's iterators must be exactly as long as the loop runs
-                it.source = self.truncate(it, trip)
+            # TensorRT's iterators must be exactly as long as the loop runs
+            iterators[:] = [replace(it, source=self.truncate(it, trip)) for it in iterators]
         return trip
 
     def runtime_trip(self, trip: Value) -> Value:
