@@ -12,15 +12,15 @@ Per model, each in a subprocess of its own so that timings and memory do not mix
 untimed compile and build of a 5-node chain (see ``_warm_up``):
 
 * loopc: the stages of ``loopc.compile`` timed one by one: import, passes and network construction,
-  whose sum is ``compile`` (the issue's definition), and the fingerprint of the finished network for the
+  whose sum is ``compile`` (what the targets below time), and the fingerprint of the finished network for the
   build report, shown apart; the peak RSS once they are done (and at the start, with Python, loopc and
   TensorRT loaded), then TensorRT's build of loopc's network (``build``), reported apart;
 * TensorRT-RTX's own ONNX parser and builder on the same file (none for OpenVINO IR).
 
 Then the exponent of compile time against N (least squares on log-log over the chain sizes) and
-the issue's acceptance: exponent ≤ 1.15, and compile ≤ 0.1 × TensorRT's build of the same network at
-8k nodes and above. ``--skip-trt-above N`` skips both TensorRT builds for chains longer than N
-(the largest take long); ``--strict`` exits 1 when the acceptance fails. Every stage is timed in
+loopc's targets: compile time near-linear in N (exponent ≤ 1.15), and compile ≤ 0.1 × TensorRT's build of
+the same network at 8k nodes and above. ``--skip-trt-above N`` skips both TensorRT builds for chains longer than N
+(the largest take long); ``--strict`` exits 1 when a target is missed. Every stage is timed in
 wall seconds and in CPU seconds of its process; ``--clock cpu`` reports the latter, which a
 machine shared with other work disturbs far less (TensorRT's builder counts all its threads).
 ``--repeat R`` runs each worker R times, loopc's and TensorRT's in turn, and keeps each time's
@@ -401,7 +401,7 @@ def fit_exponent(rows: list[Row], stage: str) -> float | None:
 
 
 def verdict(rows: list[Row]) -> tuple[bool, list[str]]:
-    """The issue's acceptance on these rows, with one line per criterion."""
+    """loopc's compile-time targets (see the module docstring) on these rows, with one line per criterion."""
     lines, ok = [], True
     exponent = fit_exponent(rows, "compile")
     sizes = [r.chain for r in rows if r.chain and r.ours("compile")]
@@ -476,7 +476,7 @@ def main() -> int:
     parser.add_argument("--skip-trt-above", type=int, metavar="N", help="no TensorRT builds for chains longer than N")
     parser.add_argument("--timeout", type=float, default=3600.0, help="seconds allowed to each subprocess")
     parser.add_argument("--json", action="store_true", help="print JSON instead of the Markdown table")
-    parser.add_argument("--strict", action="store_true", help="exit 1 when the acceptance fails")
+    parser.add_argument("--strict", action="store_true", help="exit 1 when a compile-time target is missed")
     parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                         help="report wall seconds, or CPU seconds (steadier on a busy machine; both are in --json)")
     parser.add_argument("--repeat", type=int, default=1, metavar="R",

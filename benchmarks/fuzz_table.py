@@ -2,7 +2,7 @@
 input files and output paths) through the ``loopc`` command, judged against onnxruntime; prints the table of
 outcomes by mutation kind and every failure with the command that reproduces it. Exits 1 on any failure.
 
-    python benchmarks/fuzz_table.py --count 2000            # the acceptance run
+    python benchmarks/fuzz_table.py --count 2000            # the full run
     python benchmarks/fuzz_table.py --seed 0 --only 17 --keep fuzz-mutants   # one mutant, kept to look at
 
 The implementation is ``tests/fuzz/runner.py`` (the short run in the test suite uses it too).

@@ -194,68 +194,72 @@ class _Reader:
     def __init__(self, net: Network, measured: dict[int, int]):
         self.net = net
         self.measured = measured
-        self.in_loop: dict[int, list[Layer]] = {id(lp): [] for lp in net.loops}  # non-boundary layers by scope
+        # Keyed by the read-back objects, which hash by identity (dataclasses with eq=False); read_network makes
+        # one per TensorRT layer, loop and conditional. TensorRT's binding objects are no keys: one that nobody
+        # holds is made anew, under a new id, the next time it is fetched.
+        self.in_loop: dict[NetworkLoop, list[Layer]] = {lp: [] for lp in net.loops}  # non-boundary layers by scope
         for lay in net.layers:
             scope = _scope(lay)
             if lay.type not in BOUNDARY and scope is not None:
-                self.in_loop[id(scope)].append(lay)
-        self.children: dict[int, list[NetworkLoop]] = {id(lp): [] for lp in net.loops}  # loops directly inside each
+                self.in_loop[scope].append(lay)
+        self.children: dict[NetworkLoop, list[NetworkLoop]] = {lp: [] for lp in net.loops}  # loops directly inside each
         for lp in net.loops:
             if lp.parent is not None:
-                self.children[id(lp.parent)].append(lp)
-        self.position = {id(lay): i for i, lay in enumerate(net.layers)}  # a topological order
+                self.children[lp.parent].append(lp)
+        self.position = {lay: i for i, lay in enumerate(net.layers)}  # a topological order
         self.branch_of = self._conditional_members()
 
     def read(self) -> NetworkInfo:
-        loops = {id(lp): self._loop(lp) for lp in self.net.loops}
+        loops = {lp: self._loop(lp) for lp in self.net.loops}
         conditionals = {key: ConditionalInfo(name, len(members)) for key, (name, members, _) in self._conds.items()}
         top: list[Node] = []
         for lp in self.net.loops:  # the network's loop order is TensorRT's layer order: deterministic
             parent = self._container(lp.outputs[0] if lp.outputs else None, lp.parent)
-            self._attach(loops[id(lp)], parent, loops, conditionals, top)
+            self._attach(loops[lp], parent, loops, conditionals, top)
         for key, (_, _, output) in self._conds.items():
             parent = self._container(output, _scope(output) if output is not None else None, skip=key)
             self._attach(conditionals[key], parent, loops, conditionals, top)
         return NetworkInfo(len(self.net.layers), top)
 
-    def _container(self, layer: Layer | None, loop: NetworkLoop | None, skip: int | None = None) -> tuple[str, Any]:
+    def _container(self, layer: Layer | None, loop: NetworkLoop | None,
+                   skip: Conditional | None = None) -> tuple[str, Any]:
         """Where a loop or conditional whose output is ``layer`` sits: in the innermost conditional whose
         branches hold ``layer``, or in ``layer``'s loop, whichever of the two is inside the other."""
-        owner = self.branch_of.get(id(layer)) if layer is not None else None
+        owner = self.branch_of.get(layer) if layer is not None else None
         if owner == skip:
             owner = None
         if owner is not None and (loop is None or self._cond_scope(owner) is loop):
             return "if", owner  # the conditional sits in the loop (or there is no loop)
-        return ("loop", id(loop)) if loop is not None else ("top", None)
+        return ("loop", loop) if loop is not None else ("top", None)
 
-    def _cond_scope(self, key: int) -> NetworkLoop | None:
+    def _cond_scope(self, key: Conditional) -> NetworkLoop | None:
         output = self._conds[key][2]
         return _scope(output) if output is not None else None
 
     @staticmethod
-    def _attach(node: Node, parent: tuple[str, Any], loops: dict[int, LoopInfo],
-                conditionals: dict[int, ConditionalInfo], top: list[Node]) -> None:
+    def _attach(node: Node, parent: tuple[str, Any], loops: dict[NetworkLoop, LoopInfo],
+                conditionals: dict[Conditional, ConditionalInfo], top: list[Node]) -> None:
         kind, key = parent
         (loops[key].children if kind == "loop" else conditionals[key].children if kind == "if" else top).append(node)
 
-    def _conditional_members(self) -> dict[int, int]:
-        """For each layer in an if-conditional's branch, the innermost conditional (by id) it belongs to."""
-        self._conds: dict[int, tuple[str, list[Layer], Layer | None]] = {}
-        by_cond: dict[int, tuple[Conditional, list[Layer]]] = {}
+    def _conditional_members(self) -> dict[Layer, Conditional]:
+        """For each layer in an if-conditional's branch, the innermost conditional it belongs to."""
+        self._conds: dict[Conditional, tuple[str, list[Layer], Layer | None]] = {}
+        by_cond: dict[Conditional, list[Layer]] = {}
         for lay in self.net.layers:
             if lay.conditional is not None:
-                by_cond.setdefault(id(lay.conditional), (lay.conditional, []))[1].append(lay)
-        branches = {key: self._branch(boundary) for key, (_, boundary) in by_cond.items()}
-        owner: dict[int, int] = {}
+                by_cond.setdefault(lay.conditional, []).append(lay)
+        branches = {cond: self._branch(boundary) for cond, boundary in by_cond.items()}
+        owner: dict[Layer, Conditional] = {}
         # walk the outermost first so that nested conditionals overwrite their parents' claim
-        for key, (cond, boundary) in sorted(by_cond.items(), key=lambda kv: -len(branches[kv[0]])):
-            members = branches[key]  # a nested conditional's members are a subset of its parent's
+        for cond, boundary in sorted(by_cond.items(), key=lambda kv: -len(branches[kv[0]])):
+            members = branches[cond]  # a nested conditional's members are a subset of its parent's
             outputs = [lay for lay in boundary if lay.type == "CONDITIONAL_OUTPUT"]
             condition = next((lay for lay in boundary if lay.type == "CONDITION"), None)
             name = getattr(cond.api, "name", "") or (condition or boundary[0]).name
-            self._conds[key] = (name, members, outputs[0] if outputs else None)
+            self._conds[cond] = (name, members, outputs[0] if outputs else None)
             for lay in members:
-                owner[id(lay)] = key
+                owner[lay] = cond
         return owner
 
     @staticmethod
@@ -266,26 +270,26 @@ class _Reader:
         conditions and the layers computing their inputs.
         """
         own = boundary[0].conditional
-        seen: dict[int, Layer] = {}
-        expanded: set[int] = set()  # loops whose whole boundary is already on the stack: once per loop, not per layer
+        seen: dict[Layer, None] = {}  # an ordered set
+        expanded: set[NetworkLoop] = set()  # loops whose whole boundary is already on the stack: once per loop, not per layer
         stack = [lay for lay in boundary if lay.type == "CONDITIONAL_OUTPUT"]
         while stack:
             lay = stack.pop()
-            if id(lay) in seen:
+            if lay in seen:
                 continue
             if lay.conditional is own and lay.type != "CONDITIONAL_OUTPUT":
                 continue  # its own inputs and condition bound the branches
             if lay.conditional is not own:
-                seen[id(lay)] = lay
+                seen[lay] = None
             if lay.loop is not None:
-                if id(lay.loop) in expanded:
+                if lay.loop in expanded:
                     continue
-                expanded.add(id(lay.loop))
+                expanded.add(lay.loop)
             stack.extend(_feeders(lay))
-        return list(seen.values())
+        return list(seen)
 
     def _loop(self, lp: NetworkLoop) -> LoopInfo:
-        body = self.in_loop[id(lp)]
+        body = self.in_loop[lp]
         products = [lay for lay in body if lay.type in ("MATRIX_MULTIPLY", "EINSUM")]
         counts = [self._macs(lay) for lay in products]
         return LoopInfo(
@@ -317,10 +321,10 @@ class _Reader:
         """
         best: dict[str, _Chain] = {rec.outputs[0].name: _Chain(0) for rec in lp.recurrences}
         reads = self._nested_reads(lp)
-        nested_outputs = [out for c in self.children[id(lp)] for out in c.outputs]
-        for lay in sorted(body + nested_outputs, key=lambda lay: self.position[id(lay)]):
+        nested_outputs = [out for c in self.children[lp] for out in c.outputs]
+        for lay in sorted(body + nested_outputs, key=lambda lay: self.position[lay]):
             if lay.type == "LOOP_OUTPUT" and lay.loop is not None:
-                inputs, step = reads[id(lay.loop)], f"loop {lay.loop.name}"
+                inputs, step = reads[lay.loop], f"loop {lay.loop.name}"
             else:
                 inputs, step = [t.name for t in lay.inputs if t is not None], lay.name
             longest = _longest(best.get(name) for name in inputs)
@@ -334,18 +338,18 @@ class _Reader:
         found = _longest(best.get(name) for name in ends)
         return found.steps() if found is not None else []
 
-    def _nested_reads(self, lp: NetworkLoop) -> dict[int, list[str]]:
+    def _nested_reads(self, lp: NetworkLoop) -> dict[NetworkLoop, list[str]]:
         """For each loop nested directly in ``lp``, the tensors of ``lp``'s scope it reads (at any depth)."""
-        reads: dict[int, list[str]] = {}
-        for child in self.children[id(lp)]:
-            reads[id(child)] = sorted({t.name for lay in self._layers_within(child) for t in lay.inputs
+        reads: dict[NetworkLoop, list[str]] = {}
+        for child in self.children[lp]:
+            reads[child] = sorted({t.name for lay in self._layers_within(child) for t in lay.inputs
                                        if t is not None and t.scope is lp})
         return reads
 
     def _layers_within(self, lp: NetworkLoop) -> Iter[Layer]:
-        yield from self.in_loop[id(lp)]
+        yield from self.in_loop[lp]
         yield from (lay for lay in lp.boundary() if lay.type != "LOOP_OUTPUT")
-        for child in self.children[id(lp)]:
+        for child in self.children[lp]:
             yield from self._layers_within(child)
             yield from child.outputs
 

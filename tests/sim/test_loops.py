@@ -1,7 +1,8 @@
 """TensorRT's loop constructs, built with the TensorRT API, checked against the formal loop semantics.
 
 Every network is also built and serialized by the real TensorRT builder, so each case is a
-network TensorRT accepts. Expected values restate the definitions in "Working with Loops":
+network TensorRT accepts. Expected values restate the formal definitions that TensorRT's developer
+guide gives for loops (its "Working with Loops" chapter):
 
 * ``IIteratorLayer(X)`` is ``<X[0], X[1], ...>`` (``X[i]`` subscripts the iterator's axis);
 * ``IRecurrenceLayer(X, Y)`` is ``<X, Y_0, Y_1, ...>``;

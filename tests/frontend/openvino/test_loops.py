@@ -50,7 +50,8 @@ def test_loop_runtime_trip_count(trips: int, tmp_path) -> None:
 def test_loop_zero_trips(tmp_path) -> None:
     """The carried value is its initial value and the concat empty, as OpenVINO gives them; the non-carried
     last value is zeros — what OpenVINO's CPU plugin was measured returning, though it sometimes
-    returns whatever its buffer held, so that one output is checked against the documented zeros."""
+    returns whatever its buffer held, so that one output is checked against zeros, the value loopc's
+    OpenVINO frontend gives it (:mod:`loopc.frontend.openvino.ops.loops`, and the README)."""
     n = ops.parameter([], np.int64, name="n")
     results, params = counting_loop(n)
     xml = save(ov.Model(results, [n, *params], "loop"), tmp_path / "model.xml")

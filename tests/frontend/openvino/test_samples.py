@@ -18,7 +18,8 @@ from tests.frontend.openvino.oracle import compare, run_loopc, run_openvino
 SAMPLES = Path(__file__).resolve().parents[3] / "samples" / "openvino"
 CASES: list[dict[str, Any]] = tomllib.loads((SAMPLES / "cases.toml").read_text())["sample"]
 
-#: Every IR loop form issue 7 asks a sample for.
+#: Every IR loop form the samples must cover: each port_map form, loop kind and nesting loopc reads, and the
+#: RNN ops and file variants (f16 weights, IR v10, converters' output) real IRs have.
 REQUIRED_FORMS = {
     "TensorIterator", "Loop", "LSTMCell-4", "GRUCell-3", "RNNCell opset1", "reverse slicing", "reversed concat",
     "part_size 2", "concat axis 0", "concat axis 1", "concat axis 2", "current_iteration i64 scalar",

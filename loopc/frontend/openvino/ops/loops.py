@@ -14,6 +14,13 @@ How each port_map entry maps (with the semantics OpenVINO's CPU plugin gives the
 * Loop's ``current_iteration`` Parameter is the IR counter, ``execution_condition`` Result the next
   value of the condition recurrence; its trip count −1 (any negative) or INT64_MAX means unbounded.
 
+Where OpenVINO's components disagree, loopc picks one reading and says so here:
+
+* a Loop with sliced inputs runs at most as many trips as they have slices (OpenVINO's CPU plugin fails
+  an assertion when the trip count is larger, and its reference implementation repeats the last slice);
+* a TensorIterator without sliced inputs runs once, as OpenVINO's CPU plugin runs it; with concatenated
+  outputs as well it is refused, since OpenVINO's shape inference then counts its trips from the outputs.
+
 Only the slicing forms every OpenVINO component (spec, converters, CPU plugin) reads alike are accepted:
 ``start=0 end=-1 stride=s part_size=s`` and ``start=-1 end=0 stride=-s part_size=s``.
 """

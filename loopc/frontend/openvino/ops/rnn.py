@@ -1,8 +1,8 @@
 """Recurrent ops — ``LSTMSequence-5``, ``GRUSequence-5``, ``RNNSequence-5`` and the ``*Cell`` ops — through
-the ONNX frontend's lowering (:mod:`loopc.frontend.onnx.rnn`): one loop per direction with the input
+the shared recurrent lowering (:mod:`loopc.frontend.recurrent`): one loop per direction with the input
 projection hoisted out of it; a cell is one step of the same math with no loop.
 
-Only the operands are translated, onto the :class:`~loopc.frontend.onnx.rnn.Spec`'s ONNX conventions:
+Only the operands are translated, onto the :class:`~loopc.frontend.recurrent.Spec`'s ONNX conventions:
 
 * X ``[batch, seq, input]`` and the initial states ``[batch, dirs, H]`` are ONNX's ``layout=1``; Y is
   ``[batch, dirs, seq, H]``, so the directions axis goes at 1 (ONNX puts it after seq).
@@ -27,9 +27,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from loopc.frontend.onnx.rnn import GRU, LSTM, RNN, Activation, Cell, Spec, lower, stack_directions, step
 from loopc.frontend.openvino.importer import Op
 from loopc.frontend.openvino.registry import translates
+from loopc.frontend.recurrent import GRU, LSTM, RNN, Activation, Cell, Spec, lower, stack_directions, step
 from loopc.ir import Value
 
 #: The activations the OpenVINO specs allow (OpenVINO's CPU plugin refuses others).
