@@ -80,3 +80,23 @@ def test_a_loop_that_is_not_exactly_one_plain_trip_stays(count: int, go: str, ex
     assert run_alone(model, InlineOneTrip()) == {}
     assert len(loops(model.graph)) == 1
     assert_matches_onnxruntime(proto, model, FEEDS)
+
+
+@pytest.mark.xfail(strict=True, reason="trip_copy (shared with unrolling) replaces a Where on a folded condition "
+                                       "by the branch it picks, without broadcasting that branch to the Where's shape")
+def test_a_where_on_the_counter_whose_branches_broadcast_keeps_its_shape() -> None:
+    """On the one trip ``where(1 > i, a, b)`` is a [1, 3] broadcast to b's [2, 3], not a itself."""
+    proto, model = load("""
+    g (float[1,3] a, float[2,3] b) => (float[2,3] picked_last) {
+      n = Constant <value = int64 {1}> ()
+      zero = Constant <value = float[2,3] {0, 0, 0, 0, 0, 0}> ()
+      picked_last = Loop (n, , zero) <body = body (int64 i, bool c, float[2,3] s) => (bool c_out, float[2,3] s_next) {
+        c_out = Constant <value = bool {1}> ()
+        one = Constant <value = int64 {1}> ()
+        first = Greater(one, i)
+        s_next = Where(first, a, b)
+      }>
+    }
+    """)
+    assert run_alone(model, InlineOneTrip()) == {"inline-one-trip.loops": 1}
+    assert_matches_onnxruntime(proto, model, {"a": np.ones((1, 3), np.float32), "b": np.full((2, 3), 10, np.float32)})

@@ -113,3 +113,28 @@ def test_a_reversed_iterator_and_a_reversed_output_are_read_and_written_from_the
     grown, sums = interpret(graph, {"x": x})
     np.testing.assert_array_equal(grown, [100, 10, 1])
     np.testing.assert_array_equal(sums, [110, 100, 0])
+
+
+@pytest.mark.xfail(strict=True, reason="trip_copy replaces a Where on a folded condition by the branch it picks, "
+                                       "without broadcasting that branch to the Where's shape")
+def test_a_where_on_the_counter_whose_branches_broadcast_keeps_its_shape() -> None:
+    """``where(i > 0, a, b)`` with a [1, 3] and b [2, 3] is [2, 3] on every trip: trip 1 appends a broadcast
+    to two rows, not a's one row."""
+    proto, model = load("""
+    g (float[1,3] a, float[2,3] b) => (float[K,3] grown, float[T] sums) {
+      n = Constant <value = int64 {2}> ()
+      empty = Constant <value = float[0,3] {}> ()
+      grown, sums = Loop (n, , empty) <body = body (int64 i, bool c, float[N,3] acc)
+                                      => (bool c_out, float[M,3] acc_next, float total) {
+        c_out = Constant <value = bool {1}> ()
+        zero = Constant <value = int64 {0}> ()
+        later = Greater(i, zero)
+        picked = Where(later, a, b)
+        acc_next = Concat <axis = 0> (acc, picked)
+        total = ReduceSum <keepdims = 0> (acc)
+      }>
+    }
+    """)
+    assert run_alone(model, Unroll()) == {"unroll.loops": 1}
+    feeds = {"a": np.ones((1, 3), np.float32), "b": np.full((2, 3), 10, np.float32)}
+    assert_matches_onnxruntime(proto, model, feeds)
