@@ -119,3 +119,23 @@ def test_a_product_of_iterators_read_in_opposite_directions_stays_in_the_loop() 
     assert products(loop.body) == 2
     z = np.flip(FEEDS["x"], 0) * 0.5
     assert_matches_onnxruntime(proto, ir, {**FEEDS, "z": z}, rtol=1e-5, atol=1e-5)
+
+
+def test_a_source_iterated_along_axis_1_and_an_output_stacked_on_axis_1_are_transposed_around_the_products() -> None:
+    """``scan_input_axes = [1]``: the batched product reads x with its trip axis moved first; the head's
+    stacked result moves its trip axis back to where the output stacks it."""
+    proto, ir = load("""
+    g (float[3,5] x, float[3,4] w, float[4,4] r, float[4,2] v, float[4] h0) => (float[4] h, float[2,5] ys) {
+      h, ys = Scan <num_scan_inputs = 1, scan_input_axes = [1], scan_output_axes = [1],
+                    body = b (float[4] hin, float[3] xt) => (float[4] hout, float[2] y) {
+        xw = MatMul(xt, w)
+        hr = MatMul(hin, r)
+        s = Add(xw, hr)
+        hout = Tanh(s)
+        y = MatMul(hout, v)
+      }> (h0, x)
+    }
+    """)
+    assert run_alone(ir, LoopDistribution()) == {"loop-distribution.before": 1, "loop-distribution.after": 1}
+    assert [node.op for node in ir.graph.nodes if node.op == "Transpose"] == ["Transpose", "Transpose"]
+    assert_matches_onnxruntime(proto, ir, {**FEEDS, "x": FEEDS["x"].T.copy()}, rtol=1e-5, atol=1e-5)

@@ -6,11 +6,13 @@ inputs are chosen so that the condition, not the count, ends it (and the other w
 
 from __future__ import annotations
 
+from textwrap import dedent
+
 import numpy as np
 import pytest
 
 from loopc.errors import PassError
-from loopc.ir import constant_value
+from loopc.ir import constant_value, parse, verify
 from loopc.passes import WhileOutputs
 from tests.passes.alone import assert_matches_onnxruntime, load, loops, run_alone
 
@@ -102,3 +104,25 @@ def test_a_counted_loop_without_a_condition_is_left_alone() -> None:
     assert run_alone(model, WhileOutputs()) == {}
     assert not loops(model.graph)[0].padded
     assert_matches_onnxruntime(proto, model, {"n": np.array(4, np.int64), "x": X})
+
+
+def test_a_reversed_output_of_a_loop_that_can_stop_early_is_refused() -> None:
+    """Reversed, the trips run would sit at the end of the padded output, where no cut from the front reaches
+    (OpenVINO's TensorIterator writes such outputs; ONNX's Loop cannot)."""
+    graph = parse(dedent("""
+        graph main(%x: f32[4,3], %stop: f32[]) -> (%back) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %zero: f32[] = Constant() value=f32[]:[0]
+          %back: f32[?,3] = loop count=%n while=%go {
+            iterator %row: f32[3] = %x[axis 0]
+            recurrence %s: f32[] = %zero -> %s_next
+            %total: f32[] = ReduceSum(%row) keepdims=0
+            %s_next: f32[] = Add(%s, %total)
+            %go: bool[] = Less(%s, %stop)
+            reverse %back = %row axis 0
+          }
+        }
+    """).strip())
+    verify(graph)
+    with pytest.raises(PassError, match="a reversed output of a loop that can stop early is not supported"):
+        WhileOutputs()(graph)
