@@ -38,7 +38,8 @@ ALWAYS = "Identity(c)"
 
 
 def feeds(start: float, limit: float, delta: float, stop: float = 1e9) -> dict[str, np.ndarray]:
-    return {k: np.array(v, np.float32) for k, v in (("start", start), ("limit", limit), ("delta", delta), ("stop", stop))}
+    named = {"start": start, "limit": limit, "delta": delta, "stop": stop}
+    return {k: np.array(v, np.float32) for k, v in named.items()}
 
 
 @pytest.mark.parametrize(("start", "limit", "delta"), [(0.0, 5.0, 1.0), (1.0, 3.2, 0.5), (2.0, 1.0, 1.0)],

@@ -74,7 +74,8 @@ def test_a_one_trip_loop_inside_a_time_loop_joins_the_enclosing_body() -> None:
     (1, "Less(fi, limit)", ""),
     (1, ALWAYS, "neg = If(c) <then_branch = t () => (float[3] a) { a = Neg(r) }, "
                        "else_branch = e () => (float[3] a) { a = Identity(r) }>"),
-], ids=["two trips are not one", "a data condition could stop it before its trip", "a nested conditional is not cloned"])
+], ids=["two trips are not one", "a data condition could stop it before its trip",
+        "a nested conditional is not cloned"])
 def test_a_loop_that_is_not_exactly_one_plain_trip_stays(count: int, go: str, extra: str) -> None:
     proto, model = load(rows(count, go, extra))
     assert run_alone(model, InlineOneTrip()) == {}

@@ -30,9 +30,10 @@ g (float[5,3] x, float[3,4] w, float[4,4] r, float[4,2] v, float[4] h0) => (floa
 PROJECTED = "xw = MatMul(xt, w)"
 HEAD = "y = MatMul(hout, v)"
 rng = np.random.default_rng(3)
-FEEDS: dict[str, np.ndarray] = {"x": rng.standard_normal((5, 3)).astype(np.float32), "w": rng.standard_normal((3, 4)).astype(np.float32),
-         "r": rng.standard_normal((4, 4)).astype(np.float32) / 2, "v": rng.standard_normal((4, 2)).astype(np.float32),
-         "h0": rng.standard_normal(4).astype(np.float32)}
+FEEDS: dict[str, np.ndarray] = {
+    "x": rng.standard_normal((5, 3)).astype(np.float32), "w": rng.standard_normal((3, 4)).astype(np.float32),
+    "r": rng.standard_normal((4, 4)).astype(np.float32) / 2, "v": rng.standard_normal((4, 2)).astype(np.float32),
+    "h0": rng.standard_normal(4).astype(np.float32)}
 
 
 def rnn(input_part: str = PROJECTED, head: str = HEAD, directions: str = "") -> str:
