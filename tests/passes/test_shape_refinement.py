@@ -1,0 +1,114 @@
+"""ShapeRefinement alone: unknown dtypes and dims filled in from ONNX's shape functions, node by node.
+
+The graphs are written as IR text, since loopc's ONNX frontend already knows every shape ONNX's
+inference can tell when it imports a model: the pass matters after other passes (and the OpenVINO
+frontend) leave values untyped, which is what the text declares. The interpreter checks every value
+against its type, so a wrong refinement fails the numeric check as well as the structural one.
+"""
+
+from __future__ import annotations
+
+from textwrap import dedent
+
+import numpy as np
+
+from loopc.ir import Graph, Loop, Value, parse, verify
+from loopc.ir.interpret import interpret
+from loopc.passes import ShapeRefinement
+
+
+def ir(text: str) -> Graph:
+    graph = parse(dedent(text).strip())
+    verify(graph)
+    return graph
+
+
+def values(graph: Graph) -> dict[str, Value]:
+    return {v.name: v for _, node in graph.walk() for v in node.outputs}
+
+
+def test_a_chain_of_shapes_and_shape_arithmetic_settles_in_one_run() -> None:
+    """``a = z.reshape(x.shape)``, ``t = a.T``, ``b = z.reshape(t.shape)``: ``b``'s target is the shape of
+    a value whose own shape is learned in the same run."""
+    graph = ir("""
+        graph main(%x: f32[4,3], %z: f32[12]) -> (%b, %t) {
+          %s: i64[2] = Shape(%x)
+          %a: f32[...] = Reshape(%z, %s)
+          %t: f32[...] = Transpose(%a) perm=[1,0]
+          %s2: i64[...] = Shape(%t)
+          %b: f32[...] = Reshape(%z, %s2)
+        }
+    """)
+    result = ShapeRefinement()(graph)
+    assert result.modified and result.stats == {"values": 4}
+    verify(graph)
+    found = values(graph)
+    assert [found[name].shape for name in ("a", "t", "s2", "b")] == [(4, 3), (3, 4), (2,), (3, 4)]
+    assert not ShapeRefinement()(graph).modified  # nothing left to learn
+    z = np.arange(12, dtype=np.float32)
+    b, t = interpret(graph, {"x": np.zeros((4, 3), np.float32), "z": z})
+    np.testing.assert_array_equal(b, z.reshape(3, 4))
+    np.testing.assert_array_equal(t, z.reshape(4, 3).T)
+
+
+def test_values_inside_a_loop_body_are_refined_and_the_loop_itself_is_not() -> None:
+    """The walk enters loop bodies (where the frontend's inference often knows nothing); a Loop's own
+    results are the loop rules' to type, not a shape function's."""
+    graph = ir("""
+        graph main(%x: f32[4,6]) -> (%rows) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %rows: f32[...] = loop count=%n {
+            iterator %row: f32[6] = %x[axis 0]
+            %target: i64[2] = Constant() value=i64[2]:[2,-1]
+            %r: f32[...] = Reshape(%row, %target)
+            %ax: i64[1] = Constant() value=i64[1]:[0]
+            %c: f32[...] = ReduceSum(%r, %ax) keepdims=0
+            concat %rows = %c axis 0
+          }
+        }
+    """)
+    assert ShapeRefinement()(graph).stats == {"values": 2}
+    verify(graph)
+    found = values(graph)
+    assert found["r"].shape == (2, 3) and found["c"].shape == (3,)
+    assert found["rows"].shape is None
+    loop = next(node for node in graph.nodes if isinstance(node, Loop))
+    assert loop.loop_outputs[0].value.shape == (3,)
+    x = np.arange(24, dtype=np.float32).reshape(4, 6)
+    (rows,) = interpret(graph, {"x": x})
+    np.testing.assert_array_equal(rows, x.reshape(4, 2, 3).sum(axis=1))
+
+
+def test_only_unknowns_are_filled_and_a_known_or_symbolic_dim_is_kept() -> None:
+    """``y``'s symbolic N stays N (ONNX's inference names no size for it) while its unknown second dim
+    becomes 3; ``w``'s unknown dtype becomes int64 from the Cast, and its shape [?, 3] (a symbolic size
+    is kept where it was written, not learned as a name)."""
+    graph = ir("""
+        graph main(%x: f32[N,3]) -> (%y, %w) {
+          %y: f32[N,?] = Relu(%x)
+          %w: ?[...] = Cast(%x) to=7
+        }
+    """)
+    assert ShapeRefinement()(graph).stats == {"values": 2}
+    verify(graph)
+    found = values(graph)
+    assert found["y"].shape == ("N", 3)
+    assert found["w"].dtype == np.dtype(np.int64) and found["w"].shape == (None, 3)
+    x = np.array([[-1.5, 2, 3.25], [4, -5, 6]], np.float32)
+    y, w = interpret(graph, {"x": x})
+    np.testing.assert_array_equal(y, np.maximum(x, 0))
+    np.testing.assert_array_equal(w, x.astype(np.int64))
+
+
+def test_a_size_the_data_decides_stays_unknown() -> None:
+    """NonZero's count of entries depends on the values: the shape function says ``[2, ?]``, as the IR does."""
+    graph = ir("""
+        graph main(%x: f32[4,3]) -> (%where) {
+          %where: i64[2,?] = NonZero(%x)
+        }
+    """)
+    assert not ShapeRefinement()(graph).modified
+    assert values(graph)["where"].shape == (2, None)
+    x = np.array([[0, 1, 0], [2, 0, 0], [0, 0, 3], [0, 0, 0]], np.float32)
+    (where,) = interpret(graph, {"x": x})
+    np.testing.assert_array_equal(where, [[0, 1, 2], [1, 0, 2]])
