@@ -185,7 +185,7 @@ _add(["Less"], **_BINARY, numpy=np.less)
 _add(["LessOrEqual"], **_BINARY, numpy=np.less_equal)
 _add(["Div", "Mod"], **_BINARY, traps=Trap.ZERO_DIVISOR)
 _add(["Max", "Mean", "Min", "Pow", "Sum", "Where"], **_BINARY)
-_add(["BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"], elementwise=True, broadcast="multi")
+_add(["BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"], **_BINARY)
 _add(["PRelu"], elementwise=True, broadcast="uni", same_shape=True, lift=Lift("elementwise"))
 
 # ----------------------------------------------------------------- same shape, not elementwise
@@ -245,8 +245,10 @@ _add(["Shape", "Size"], shape_only=True)
 _add(["Constant", "Loop", "If", "Scan", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
       "Bernoulli", "Multinomial", "SequenceEmpty", "SequenceInsert", "SequenceConstruct", "ConcatFromSequence"],
      foldable=False)
-_add(["ConstantOfShape", "Range", "Upsample", "CenterCropPad", "Col2Im"], value_shaped=True, traps=Trap.SHAPE)
-_add(["NonZero", "Unique", "StringSplit"], value_shaped=True)
+_add(["ConstantOfShape", "Range", "Upsample", "Col2Im"], value_shaped=True, traps=Trap.SHAPE)
+_add(["CenterCropPad"], value_shaped=True, traps=Trap.SHAPE, axes=_axis(None, "axes", many=True))
+_add(["NonZero", "StringSplit"], value_shaped=True)
+_add(["Unique"], value_shaped=True, axes=_axis(None))
 _add(["EyeLike", "BatchNormalization", "DynamicQuantizeLinear", "SwiGLU", "Attention", "CausalConvWithState",
       "GridSample", "STFT", "BlackmanWindow", "HammingWindow", "HannWindow", "AveragePool", "MaxPool", "LpPool",
       "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"])
