@@ -77,7 +77,8 @@ class Lift:
 
 @dataclass(frozen=True)
 class OpTraits:
-    """The facts about one op type that passes rely on. Every flag defaults to the claim-nothing answer.
+    """The facts about one op type that passes rely on. A record claims no property it does not name, and
+    no trap: a record must name the ways its op traps. It is foldable unless it says otherwise.
 
     Attributes:
         op: the ONNX op type.
@@ -159,19 +160,17 @@ _AXES_OPERAND = (AxisParam("axes", operand=1, many=True),)
 
 # ------------------------------------------------------------------------------ elementwise ops
 
-_UNARY_LIFTED = ("Abs", "Acos", "Asin", "Atan", "Cast", "Ceil", "Celu", "Cos", "Cosh", "Elu", "Erf", "Exp", "Floor",
-                 "Gelu", "HardSigmoid", "HardSwish", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Log", "Mish",
-                 "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign",
-                 "Sqrt", "Tan", "Tanh", "ThresholdedRelu")
-_UNARY = dict(elementwise=True, same_shape=True, lift=Lift("elementwise"))
-_add((op for op in _UNARY_LIFTED if op not in ("Identity",)), **_UNARY)
+_UNARY: dict[str, Any] = dict(elementwise=True, same_shape=True, lift=Lift("elementwise"))
+_add(["Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "BitwiseNot", "Cast", "Ceil", "Celu", "Cos", "Cosh",
+      "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "IsInf", "IsNaN", "LeakyRelu", "Log", "Mish",
+      "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign",
+      "Sqrt", "Swish", "Tan", "Tanh", "ThresholdedRelu"], **_UNARY)
 _add(["Identity"], **_UNARY, reshapes=True, copies=True)
 _add(["Neg"], **_UNARY, numpy=np.negative)
 _add(["Not"], **_UNARY, numpy=np.logical_not)
-_add(["Acosh", "Asinh", "Atanh", "Shrink", "Swish", "BitwiseNot"], **_UNARY)
 _add(["Clip"], elementwise=True, same_shape=True, lift=Lift("elementwise", fixed=(1, 2)))
 
-_BINARY = dict(elementwise=True, broadcast="multi", lift=Lift("elementwise"))
+_BINARY: dict[str, Any] = dict(elementwise=True, broadcast="multi", lift=Lift("elementwise"))
 _add(["And"], **_BINARY, numpy=np.logical_and)
 _add(["Or"], **_BINARY, numpy=np.logical_or)
 _add(["Xor"], **_BINARY, numpy=np.logical_xor)
@@ -267,10 +266,6 @@ def traits(op: str) -> OpTraits:
 def known_ops() -> list[str]:
     """Every op type with a record, sorted."""
     return sorted(_REGISTRY)
-
-
-def is_elementwise(op: str) -> bool:
-    return traits(op).elementwise
 
 
 def may_trap(op: str, dtypes: Iterable[np.dtype[Any] | None] = ()) -> Trap:
