@@ -25,31 +25,18 @@ import numpy as np
 
 from loopc.ir import Node, Value, constant_value
 from loopc.ir.core import Dim
+from loopc.ir.ops import traits
 from loopc.passes._util import constant
-
-ELEMENTWISE = frozenset({
-    "Abs", "Acos", "Asin", "Atan", "Cast", "Ceil", "Celu", "Cos", "Cosh", "Elu", "Erf", "Exp", "Floor", "Gelu",
-    "HardSigmoid", "HardSwish", "Identity", "IsInf", "IsNaN", "LeakyRelu", "Log", "Mish", "Neg", "Not",
-    "Reciprocal", "Relu", "Round", "Selu", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign", "Sqrt",
-    "Tan", "Tanh", "ThresholdedRelu",
-    "Add", "And", "Div", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Max", "Mean", "Min", "Mod",
-    "Mul", "Or", "Pow", "PRelu", "Sub", "Sum", "Where", "Xor",
-})
-#: ops with one ``axis`` attribute (default 0 unless listed) on their first input
-_AXIS_ATTR = {"Concat": 0, "Split": 0, "Softmax": -1, "LogSoftmax": -1, "Gather": 0, "ArgMax": 0, "ArgMin": 0}
-_REDUCE = frozenset({"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
-                     "ReduceLogSumExp", "ReduceSumSquare"})
-#: operands that must stay per-loop (not stacked): shapes, axes, bounds and split sizes
-_FIXED_OPERANDS = {"Clip": (1, 2), "Reshape": (1,), "Expand": (1,), "Unsqueeze": (1,), "Squeeze": (1,), "Split": (1,),
-                   "Slice": (1, 2, 3, 4), "Gather": (1,), **{op: (1,) for op in _REDUCE}}
-#: ops whose results are heavy enough to be worth moving a loop's work for
-MATRIX_OPS = frozenset({"MatMul", "Gemm", "Einsum", "Conv", "ConvTranspose"})
-
 
 def batchable(node: Node) -> bool:
     """Whether ``node``'s op has a rule here (its operands may still refuse)."""
-    return node.op in ELEMENTWISE or node.op in _AXIS_ATTR or node.op in _REDUCE or node.op in (
-        "MatMul", "Gemm", "Transpose", "Unsqueeze", "Squeeze", "Reshape", "Expand", "Slice", "Clip")
+    return traits(node.op).lift is not None
+
+
+def _fixed_stacked(node: Node, stacked: list[bool]) -> bool:
+    """Whether an operand that must stay per-loop (a shape, axes, bounds, indices) is stacked."""
+    lift = traits(node.op).lift
+    return lift is not None and any(stacked[k] for k in lift.fixed if k < len(stacked))
 
 
 def batch_node(node: Node, inputs: list[Value | None], stacked: list[bool], trips: Dim) -> tuple[list[Node], list[Value]] | None:
@@ -60,31 +47,32 @@ def batch_node(node: Node, inputs: list[Value | None], stacked: list[bool], trip
     out_ranks = [_rank(v) for v in node.outputs]
     if not any(stacked) or any(r is None for r, s in zip(ranks, stacked) if s) or None in out_ranks:
         return None
-    if any(stacked[k] for k in _FIXED_OPERANDS.get(node.op, ()) if k < len(stacked)):
+    lift = traits(node.op).lift
+    if lift is None or _fixed_stacked(node, stacked):
         return None
     nodes: list[Node] = []
     outputs = [Value(f"{v.name}_all", v.dtype, None if v.shape is None else (trips, *v.shape)) for v in node.outputs]
     attrs = dict(node.attrs)
     operands = list(inputs)
-    op = node.op
-    if op in ELEMENTWISE or op == "Clip":
+    op, rule = node.op, lift.rule
+    if rule == "elementwise":
         rank = out_ranks[0]
         assert rank is not None
         operands = [_pad(nodes, v, ranks[k], rank) if stacked[k] and v is not None else v
                     for k, v in enumerate(operands)]
-    elif op == "MatMul":
+    elif rule == "matmul":
         matmul = _matmul(nodes, operands, stacked, ranks, out_ranks[0])
         if matmul is None:
             return None
         operands = matmul
-    elif op == "Gemm":
+    elif rule == "gemm":
         return _gemm(node, nodes, operands, stacked, outputs[0])
-    elif op == "Transpose":
+    elif rule == "transpose":
         rank = ranks[0]
         assert rank is not None
         perm = attrs.get("perm", list(range(rank))[::-1])
         attrs["perm"] = [0] + [int(p) % rank + 1 for p in perm]
-    elif op in ("Unsqueeze", "Squeeze") or op in _REDUCE:
+    elif rule == "axes":
         axes_at = 1 if len(node.inputs) > 1 else None
         axes = constant_value(node.inputs[1]) if axes_at else attrs.get("axes")
         if axes is None:  # all axes (Squeeze of every 1, a full reduction): the trip axis would go too
@@ -94,18 +82,19 @@ def batch_node(node: Node, inputs: list[Value | None], stacked: list[bool], trip
             operands[1] = constant(nodes, f"{node.outputs[0].name}_axes_all", np.array(shifted, np.int64))
         else:
             attrs["axes"] = shifted
-    elif op in _AXIS_ATTR:
-        if op == "Gather" and stacked[0] is False:
+    elif rule == "axis":
+        axis = _axis(node)
+        if axis is None or op == "Gather" and stacked[0] is False:
             return None
-        attrs["axis"] = _shift(int(attrs.get("axis", _AXIS_ATTR[op])))
-    elif op == "Slice":
+        attrs["axis"] = _shift(axis)
+    elif rule == "slice":
         if not _slice(node, nodes, operands):
             return None
-    elif op == "Reshape":
+    elif rule == "reshape":
         if int(attrs.get("allowzero", 0)) or operands[1] is None:
             return None
         operands[1] = _lead(nodes, operands[1], 0, f"{node.outputs[0].name}_shape_all")
-    elif op == "Expand":
+    elif rule == "expand":
         rank = out_ranks[0]
         if operands[1] is None or stacked[1] or rank is None:
             return None
@@ -115,6 +104,14 @@ def batch_node(node: Node, inputs: list[Value | None], stacked: list[bool], trip
         return None
     nodes.append(Node(op, operands, outputs, attrs, name=f"{node.name}_all", origin=node.origin))
     return nodes, outputs
+
+
+def _axis(node: Node) -> int | None:
+    """The node's ``axis`` attribute, or the op's default; None when it has neither."""
+    param = traits(node.op).axis
+    default = param.default if param is not None and isinstance(param.default, int) else None
+    given = node.attrs.get("axis", default)
+    return None if given is None else int(given)
 
 
 def _lead(nodes: list[Node], shape: Value, dim: int, name: str) -> Value:
@@ -223,39 +220,41 @@ def row_wise(node: Node, stacked: list[bool]) -> bool:
     out_rank = _rank(node.outputs[0]) if node.outputs else None
     if not any(stacked) or out_rank is None or any(r is None for r, s in zip(ranks, stacked) if s):
         return False
-    if any(stacked[k] for k in _FIXED_OPERANDS.get(node.op, ()) if k < len(stacked)):
+    lift = traits(node.op).lift
+    if lift is None or _fixed_stacked(node, stacked):
         return False
-    op, attrs = node.op, node.attrs
-    if op in ELEMENTWISE or op == "Clip":  # the others broadcast along the rows, never across them
+    op, attrs, rule = node.op, node.attrs, lift.rule
+    if rule == "elementwise":  # the others broadcast along the rows, never across them
         return all(r == out_rank if s else v is None or (r is not None and (r < out_rank or _one_row(v)))
                    for v, r, s in zip(node.inputs, ranks, stacked))
-    if op == "MatMul":
+    if rule == "matmul":
         rb = ranks[1]
         return stacked == [True, False] and ranks[0] is not None and ranks[0] >= 2 and rb is not None \
             and (rb == 2 or rb < ranks[0])
-    if op == "Gemm":
+    if rule == "gemm":
         c = node.inputs[2] if len(node.inputs) > 2 else None
         return stacked[:2] == [True, False] and not int(attrs.get("transA", 0)) \
             and (c is None or (not stacked[2] and ((_rank(c) or 0) <= 1 or _one_row(c))))
-    if op == "Transpose":
+    if rule == "transpose":
         return "perm" in attrs and int(attrs["perm"][0]) == 0
-    if op == "Reshape":
+    if rule == "reshape":
         shape = constant_value(node.inputs[1])
         return not int(attrs.get("allowzero", 0)) and shape is not None and np.asarray(shape).size > 0 \
             and int(np.asarray(shape).reshape(-1)[0]) == 0
     if op == "Concat":
         return all(stacked) and int(attrs.get("axis", 0)) % out_rank != 0
-    if op in ("Unsqueeze", "Squeeze", "Slice") or op in _REDUCE:
-        at = {"Unsqueeze": 1, "Squeeze": 1, "Slice": 3}.get(op, 1)
+    if rule in ("axes", "slice"):
+        param = traits(op).axes_operand
+        at = param.operand if param is not None and param.operand is not None else 1
         given = node.inputs[at] if len(node.inputs) > at else None
         axes = constant_value(given) if given is not None else attrs.get("axes")
-        rank = out_rank if op == "Unsqueeze" else ranks[0]
+        rank = out_rank if param is not None and param.of_result else ranks[0]
         assert rank is not None
         return axes is not None and np.asarray(axes).size > 0 \
             and all(int(a) % rank != 0 for a in np.asarray(axes).reshape(-1))
-    if op in _AXIS_ATTR and op != "Gather":
-        rank = ranks[0]
-        return stacked[0] and rank is not None and int(attrs.get("axis", _AXIS_ATTR[op])) % rank != 0
+    if rule == "axis" and op != "Gather":
+        rank, axis = ranks[0], _axis(node)
+        return stacked[0] and rank is not None and axis is not None and axis % rank != 0
     return False
 
 

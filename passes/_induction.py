@@ -24,9 +24,7 @@ import numpy as np
 
 from loopc.ir import Loop, Recurrence, Value
 from loopc.ir import constant_value
-
-#: Ops that pass a one-element value through unchanged.
-SAME_VALUE = {"Identity", "Squeeze", "Unsqueeze", "Reshape", "Flatten"}
+from loopc.ir.ops import traits
 
 
 @dataclass(frozen=True)
@@ -94,7 +92,7 @@ class Induction:
         if node is None or len(node.outputs) != 1:
             return None
         args = node.inputs
-        if node.op in SAME_VALUE or node.op == "Cast":
+        if traits(node.op).reshapes or node.op == "Cast":
             return self.affine(args[0]) if _one_element(value) else None
         if node.op == "Add" and len(args) == 2:
             a, b = self.affine(args[0]), self.affine(args[1])

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value, constant_int, constant_value
-from loopc.ir.bounds import SAME_SHAPE
+from loopc.ir.ops import traits
 
 I64 = np.dtype(np.int64)
 
@@ -111,7 +111,7 @@ def computed_from(value: Value) -> Iterator[Value]:
         seen.add(id(current))
         yield current
         node = current.producer
-        if node is not None and node.op not in ("Shape", "Size"):
+        if node is not None and not traits(node.op).shape_only:
             stack.extend(v for v in node.inputs if v is not None)
 
 
@@ -147,7 +147,7 @@ def _dim_before(value: Value, axis: int) -> tuple[Value, int] | None:
     data = node.inputs[0] if node.inputs else None
     if data is None or data.shape is None:
         return None
-    if node.op in SAME_SHAPE:
+    if traits(node.op).same_shape:
         return data, axis
     if node.op in ("Unsqueeze", "Squeeze"):
         axes = constant_value(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] is not None else None

@@ -27,16 +27,12 @@ from onnx.reference import ReferenceEvaluator
 
 from loopc.ir import Graph, Node, Value, constant_value
 from loopc.ir.onnx_node import node_proto, operand_names
+from loopc.ir.ops import traits
 from loopc.limits import check_constant
 from loopc.passes.manager import PassResult
 
 #: Folding never materializes more than this many elements.
 MAX_ELEMENTS = 1 << 20
-#: Ops whose result size follows their operands' values, not just their shapes.
-VALUE_SHAPED = {"ConstantOfShape", "Expand", "Tile", "Range", "Pad", "Resize", "Upsample", "OneHot", "EyeLike",
-                "CenterCropPad", "Col2Im", "NonZero", "Compress", "Unique", "StringSplit"}
-NEVER = {"Constant", "Loop", "If", "Scan", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
-         "Bernoulli", "Multinomial", "SequenceEmpty", "SequenceInsert", "SequenceConstruct", "ConcatFromSequence"}
 
 
 class ConstantFolding:
@@ -45,7 +41,7 @@ class ConstantFolding:
     def __call__(self, graph: Graph) -> PassResult:
         folded = 0
         for g, node in list(graph.walk()):
-            if node.op in NEVER or node.subgraphs() or node.graph is not g:
+            if not traits(node.op).foldable or node.subgraphs() or node.graph is not g:
                 continue
             values = fold(node)
             if values is None:
@@ -78,7 +74,7 @@ def fold(node: Node, known: Mapping[Value, np.ndarray] | None = None,
     if any(a is None and v is not None for a, v in zip(arrays, node.inputs)):
         return None
     sizes = _result_sizes(node, known)
-    if sizes is None and node.op in VALUE_SHAPED:
+    if sizes is None and traits(node.op).value_shaped:
         return None
     if sizes is not None and any(n > max_elements for n in sizes):
         return None

@@ -30,7 +30,8 @@ import numpy as np
 
 from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Value, constant_value
 from loopc.ir.core import Dim
-from loopc.passes._batching import MATRIX_OPS, batch_node, batchable
+from loopc.ir.ops import Trap, may_trap, traits
+from loopc.passes._batching import batch_node, batchable
 from loopc.passes.manager import PassResult
 
 #: Largest stack of one value the pass creates, when its size is known.
@@ -104,7 +105,7 @@ class _Distribution:
                 continue  # reads the core, or nothing stacked, or iterators that do not line up
             part.append(node)
             spaces.update((v, reads[0]) for v in node.outputs)  # type: ignore[misc]
-        if not any(n.op in MATRIX_OPS for n in part):
+        if not any(traits(n.op).matrix_product for n in part):
             return 0
         emitted: list[Node] = []
         stacked = {it.param: _trips_first(emitted, it) for it in loop.iterators}
@@ -153,7 +154,7 @@ class _Distribution:
                 part.append(node)
                 in_part.add(node)
         part.reverse()
-        if not any(n.op in MATRIX_OPS for n in part):
+        if not any(traits(n.op).matrix_product for n in part):
             return 0
         results = {v for n in part for v in n.outputs}
         kinds = {o.kind for o in loop.loop_outputs if o.value in results}
@@ -246,16 +247,22 @@ def _trips_to(nodes: list[Node], value: Value, axis: int, like: Value) -> Value:
     return moved
 
 
-#: ops that cannot fail on operands that already type-check (Gather is checked on its indices)
-_SAFE_EXTRA = frozenset({"Shape", "Size"})
-
-
 def _cannot_fail(node: Node) -> bool:
-    """Whether ``node`` may run for trips that never run (or in a loop that runs none)."""
-    if node.subgraphs() or not (batchable(node) or node.op in _SAFE_EXTRA):
+    """Whether ``node`` may run for trips that never run (or in a loop that runs none): a node with a
+    rule for stacked operands, or one that reads only shapes, that cannot trap on any values its
+    operands may hold. An integer Div or Mod may divide by zero on a trip the loop would not run; a
+    Gather is checked on its indices. A shape trap (a Reshape to a wrong size) is accepted: the
+    shapes and shape operands of what moves are the same on every trip, so such a node fails on the
+    trips that run too (only a loop running no trip would not have failed)."""
+    if node.subgraphs() or not (batchable(node) or traits(node.op).shape_only):
         return False
-    if node.op != "Gather":
+    trap = may_trap(node.op, [v.dtype if v is not None else None for v in node.inputs])
+    if Trap.ZERO_DIVISOR in trap:
+        return False
+    if Trap.INDEX not in trap:
         return True
+    if node.op != "Gather":
+        return False
     data, indices = node.inputs[0], constant_value(node.inputs[1])
     if data is None or data.shape is None or indices is None:
         return False

@@ -23,7 +23,8 @@ from onnx import helper, numpy_helper
 from loopc.ir import Graph, Node, Value
 from loopc.ir.core import Shape
 from loopc.ir.onnx_node import node_proto, operand_names, result_names
-from loopc.passes.constant_folding import NEVER, fold, operand
+from loopc.ir.ops import traits
+from loopc.passes.constant_folding import fold, operand
 from loopc.passes.manager import PassResult
 
 #: Constant operands up to this size are shown to the shape functions (axes, shapes, repeats).
@@ -37,7 +38,7 @@ class ShapeRefinement:
         refined = 0
         computed: dict[Value, np.ndarray] = {}
         for _, node in graph.walk():
-            if node.op in NEVER or node.subgraphs():
+            if not traits(node.op).foldable or node.subgraphs():
                 continue
             if not all(_known(v) for v in node.outputs):
                 refined += refine(node, computed)

@@ -15,6 +15,7 @@ import numpy as np
 
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, Node, Recurrence, Value, constant_value
+from loopc.ir.ops import traits
 from loopc.passes._util import constant, constant_trips
 from loopc.passes.manager import PassResult
 
@@ -104,22 +105,19 @@ def trip_copy(loop: Loop, index: int, states: list[Value], nodes: list[Node]) ->
     for node in loop.body.nodes:
         inputs = [None if v is None else mapping.get(id(v), v) for v in node.inputs]
         known = [constant_value(v) for v in inputs]
+        exact = traits(node.op).numpy  # folds the counter arithmetic of a trip's copy (the counter is a constant)
         if node.op == "Where" and known[0] is not None and np.asarray(known[0]).size == 1:
             chosen = inputs[1] if bool(np.asarray(known[0]).reshape(-1)[0]) else inputs[2]
             assert chosen is not None
             mapping[id(node.outputs[0])] = chosen
-        elif node.op in _FOLDED and inputs and all(k is not None for k in known):
-            folded = _FOLDED[node.op](*known)
+        elif exact is not None and inputs and all(k is not None for k in known):
+            folded = exact(*known)
             mapping[id(node.outputs[0])] = constant(nodes, f"{node.outputs[0].name}_{name}", folded)
         else:
             outputs = [Value(f"{v.name}_{name}", v.dtype, v.shape) for v in node.outputs]
             nodes.append(Node(node.op, inputs, outputs, dict(node.attrs), origin=node.origin))
             mapping.update((id(old), new) for old, new in zip(node.outputs, outputs))
     return lambda value: mapping.get(id(value), value)
-
-
-#: counter arithmetic a trip's copy folds (the counter, or a counter shifted by a peel, against constants)
-_FOLDED: dict[str, Callable[..., np.ndarray]] = {"Add": np.add, "Sub": np.subtract, "Greater": np.greater}
 
 
 def cannot_unroll(loop: Loop) -> str | None:

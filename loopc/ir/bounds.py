@@ -25,19 +25,12 @@ import numpy as np
 
 from loopc.ir.core import Graph, Node, Value, constant_value
 from loopc.ir.loop import Loop, Recurrence
+from loopc.ir.ops import traits
 from loopc.loop_rules import MAX_TRIPS
 
 Bounds = tuple[int | None, ...]
 #: A closed interval ``(lo, hi)``; an end may be infinite. Integer values keep int ends (exact past 2**53).
 Interval = tuple[float, float]
-
-#: Ops whose result has their first operand's shape.
-SAME_SHAPE = {"Abs", "Cast", "Ceil", "Clip", "Erf", "Exp", "Floor", "Identity", "IsInf", "IsNaN", "LeakyRelu",
-              "Log", "LogSoftmax", "Neg", "Not", "Reciprocal", "Relu", "Round", "Sigmoid", "Sign", "Softmax",
-              "Sqrt", "Tanh"}
-#: Ops whose result is their operands broadcast NumPy-style.
-BROADCAST = {"Add", "And", "Div", "Equal", "Greater", "GreaterOrEqual", "Less", "LessOrEqual", "Max", "Min", "Mod",
-             "Mul", "Or", "Pow", "Sub", "Where", "Xor"}
 
 
 def dim_bound(value: Value, axis: int) -> int | None:
@@ -65,10 +58,11 @@ class Bounder:
         known = tuple(d if isinstance(d, int) else None for d in value.shape)
         found: Bounds | None = None
         if None in known and value.producer is not None:
+            facts = traits(value.producer.op)
             rule = RULES.get(value.producer.op)
-            if value.producer.op in SAME_SHAPE:
+            if facts.same_shape:
                 rule = _same_shape
-            elif value.producer.op in BROADCAST:
+            elif facts.broadcast == "multi":
                 rule = _broadcast
             try:
                 found = rule(self, value.producer, value.producer.outputs.index(value)) if rule else None
@@ -111,7 +105,7 @@ class Bounder:
             dims = self.of(node.inputs[0])
             end = node.attrs.get("end")
             return None if dims is None else dims[int(node.attrs.get("start", 0)):None if end is None else int(end)]
-        if node.op in ("Cast", "Identity", "Squeeze", "Unsqueeze", "Reshape", "Flatten"):
+        if traits(node.op).reshapes or node.op == "Cast":
             return self.entries(node.inputs[0])  # the same entries in the same order
         if node.op == "ReduceMin" and not node.attrs.get("axes") and len(node.inputs) == 1:
             known = [e for e in self.entries(node.inputs[0]) or () if e is not None]
@@ -152,7 +146,7 @@ class Bounder:
                 found = _array_interval(np.asarray(array))
             elif node is None:
                 found = _parameter(self, value)
-            elif node.op in KEEPS_RANGE:
+            elif traits(node.op).copies:
                 found = self.interval(node.inputs[0])
             elif node.op in RANGE_RULES:
                 found = RANGE_RULES[node.op](self, node, node.outputs.index(value))
@@ -178,7 +172,8 @@ class Bounder:
 def _reshaped_numel(bounder: Bounder, value: Value | None) -> int | None:
     """A reshape keeps the element count: bound it by its input's."""
     node = value.producer if value is not None else None
-    if node is not None and node.op in {"Reshape", "Flatten", "Squeeze", "Unsqueeze", "Transpose"} | SAME_SHAPE:
+    facts = traits(node.op) if node is not None else None
+    if node is not None and facts is not None and (facts.reshapes or facts.permutes or facts.same_shape):
         return bounder.numel(node.inputs[0])
     return None
 
@@ -401,10 +396,6 @@ RULES: dict[str, Callable[[Bounder, Node, int], Bounds | None]] = {
 
 
 # --- value ranges ----------------------------------------------------------------------------------------------
-
-#: Ops whose result's elements are all elements of their first operand (moved, repeated or picked).
-KEEPS_RANGE = {"Expand", "Flatten", "Gather", "GatherElements", "GatherND", "Identity", "Reshape", "Slice", "Split",
-               "Squeeze", "Tile", "Transpose", "Unsqueeze"}
 
 #: How far a computed exp may be from the true one, relative, before its rounding to the result type: far more
 #: than any implementation's few ulps.

@@ -18,7 +18,7 @@ from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.registry import converter, node_error
 from loopc.errors import InternalError
 from loopc.ir import Graph, If, Node, Value
-from loopc.ir.bounds import BROADCAST
+from loopc.ir.ops import traits
 from loopc.ir.core import Use
 from loopc.trt import trt
 
@@ -77,11 +77,6 @@ def convert_if(ctx: ConversionContext, node: Node) -> None:
         ctx.set(value, ctx.out(layer.add_output(a, b), node, f"output{k}"))
 
 
-#: Ops whose result from a one-element operand is the same for any rank of it up to their other
-#: operands' ranks (NumPy broadcasting).
-_BROADCASTING = BROADCAST | {"Sum", "Mean"}
-
-
 def _rank_is_invisible(value: Value, a: Any, b: Any) -> bool:
     """Whether ``value`` (one element in both branches, of ranks ``a`` and ``b``) is read only by
     broadcasting ops whose other operands have at least the higher rank (or for its type): its rank
@@ -98,7 +93,7 @@ def _broadcasts(use: Use, value: Value, rank: int) -> bool:
     user = use.user
     if isinstance(user, Node) and user.op == "CastLike" and use.slot == 1:
         return True  # reads the type only
-    if not isinstance(user, Node) or user.op not in _BROADCASTING:
+    if not isinstance(user, Node) or traits(user.op).broadcast != "multi":
         return False  # a graph output, or an op that could see the rank
     others = [v for v in user.inputs if v is not None and v is not value]
     return bool(others) and all(v.shape is not None and len(v.shape) >= rank for v in others)

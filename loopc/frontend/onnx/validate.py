@@ -33,6 +33,7 @@ from onnx.defs import OpSchema
 
 from loopc.errors import FrontendError, LoopcError, UnsupportedOpError
 from loopc.frontend.onnx.tensors import check_tensor
+from loopc.ir.ops import traits
 
 log = logging.getLogger(__name__)
 
@@ -52,9 +53,6 @@ _DATA_TYPES = frozenset(v for v in TensorProto.DataType.values() if v != TensorP
 _ELEM_NAMES = {v: k.lower() for k, v in TensorProto.DataType.items() if v}
 _CONSTANT_VALUES = ("value", "value_float", "value_floats", "value_int", "value_ints", "value_string",
                     "value_strings", "sparse_value")
-#: Ops whose ``axis`` attribute names a dim of their first input, in [-r, r-1].
-_AXIS_OPS = frozenset({"Gather", "GatherElements", "ScatterElements", "Concat", "Split", "Softmax", "LogSoftmax",
-                       "Hardmax", "ArgMax", "ArgMin", "TopK", "Compress", "LpNormalization"})
 #: Deprecated ops read all the same: the frontend rewrites them into their replacement's form
 #: (GroupNormalization-18's per-group scale and bias become opset 21's per-channel ones).
 UPGRADED_DEPRECATED = frozenset({"GroupNormalization"})
@@ -530,7 +528,7 @@ class _Types:
                     raise node_error(node, self.opset, f"{_role(node, param)} {name!r} is {_display(actual)}, but "
                                      f"{_role(node, first_param)} {first_name!r} is {_display(first)}; "
                                      f"{node.op_type} takes one type for both")
-        if node.op_type in _AXIS_OPS:
+        if traits(node.op_type).axis is not None:
             self._axis(node)
         elif node.op_type == "Transpose":
             self._perm(node)

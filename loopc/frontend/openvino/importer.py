@@ -24,6 +24,7 @@ from loopc.frontend.openvino.reader import IR, Layer, Net, Port, read_ir
 from loopc.frontend.openvino.registry import check_version, resolve
 from loopc.frontend.openvino.weights import Weights, element_type, parse_shape
 from loopc.ir import Graph, Model, Node, Value, constant_value
+from loopc.ir.ops import traits
 
 log = logging.getLogger(__name__)
 
@@ -256,7 +257,7 @@ class Op:
 
 def static_value(value: Value | None, depth: int = FOLD_DEPTH) -> np.ndarray | None:
     """``value``'s array when a Constant produces it, or a short chain of foldable nodes from constants."""
-    from loopc.passes.constant_folding import NEVER, fold
+    from loopc.passes.constant_folding import fold
 
     if value is None or value.producer is None:
         return None
@@ -264,7 +265,7 @@ def static_value(value: Value | None, depth: int = FOLD_DEPTH) -> np.ndarray | N
     constant = constant_value(value)
     if constant is not None:
         return np.asarray(constant)
-    if depth == 0 or node.op in NEVER or node.subgraphs():
+    if depth == 0 or not traits(node.op).foldable or node.subgraphs():
         return None
     if node.op == "Shape":
         folded = fold(node)  # a Shape of a static shape needs no constant operand

@@ -12,6 +12,7 @@ from loopc.backend.trt.ops.quantize import odd_count, rounded_to, widened
 from loopc.backend.trt.ops.shape import broadcast_to
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node, Value
+from loopc.ir.ops import traits
 from loopc.trt import trt
 
 
@@ -104,10 +105,6 @@ def range_op(ctx: ConversionContext, node: Node) -> None:
     ctx.set(node.outputs[0], ctx.cast(y, dtype, node))
 
 
-#: Ops whose outputs depend on their inputs' shapes only, never on their values.
-_SHAPE_ONLY = frozenset({"Shape", "Size"})
-
-
 def _float_source(values: list[Value | None]) -> str | None:
     """The name of a floating-point value with no producer (a graph or loop-body input) whose values
     ``values`` are computed from, if any (a shape read from it does not count)."""
@@ -122,7 +119,7 @@ def _float_source(values: list[Value | None]) -> str | None:
             if value.dtype is not None and np.dtype(value.dtype).kind == "f":
                 return value.name
             continue
-        if value.producer.op not in _SHAPE_ONLY:
+        if not traits(value.producer.op).shape_only:
             stack.extend(v for v in value.producer.inputs if v is not None)
     return None
 
