@@ -64,7 +64,7 @@ def test_a_value_grown_only_by_concatenation_becomes_a_concatenated_output(grow:
     proto, ir = load(model(grow, init))
     assert run_alone(ir, GrowingConcat()) == {"growing-concat.concats": 1}
     (loop,) = loops(ir.graph)
-    assert loop.recurrences == [] and output_kinds(loop) == ["concat"]
+    assert not loop.recurrences and output_kinds(loop) == ["concat"]
     # the initial value goes in front after the loop, unless it is statically empty
     in_front = [node.inputs[0] for node in ir.graph.nodes if node.op == "Concat"]
     assert [v.name for v in in_front if v is not None] == ([] if init == "empty" else [init])

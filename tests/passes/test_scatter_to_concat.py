@@ -55,7 +55,7 @@ def test_a_buffer_written_at_the_counter_becomes_a_concatenated_output(update: s
     proto, ir = load(model(update=update))
     assert run_alone(ir, ScatterToConcat()) == {"scatter-to-concat.buffers": 1}
     (loop,) = loops(ir.graph)
-    assert loop.recurrences == []
+    assert not loop.recurrences
     assert [o.kind for o in loop.loop_outputs] == ["concat", "concat"]
     assert not any(node.op in ("ScatterND", "Gather") and node.inputs[0] is not None and node.inputs[0].name == "buf"
                    for node in loop.body.nodes)
