@@ -15,10 +15,9 @@ import itertools
 import numpy as np
 from onnx import helper
 
-from loopc.frontend.emit import Emitter
+from loopc.ir.builder import Builder
 from loopc.ir import Graph, Loop, Node, Value, text_attr
 from loopc.passes._util import changes_per_trip, concat_piece
-from loopc.passes.shape_refinement import refine
 
 F32 = np.dtype(np.float32)
 I64 = np.dtype(np.int64)
@@ -43,13 +42,10 @@ def resizes_changing_per_trip(graph: Graph) -> list[tuple[Graph, Node]]:
     return found
 
 
-def emitter(scratch: Graph, label: str, origin: str, counter: itertools.count[int]) -> Emitter:
-    """An emitter into ``scratch`` (nodes to move into place) naming results ``<label>_<op>__N`` from
-    ``counter``; ONNX's shape functions fill in their types."""
-    def infer(node: Node) -> None:
-        refine(node)
-
-    return Emitter(scratch, label, origin, lambda base: f"{base}__{next(counter)}", infer)
+def emitter(scratch: Graph, label: str, origin: str, counter: itertools.count[int]) -> Builder:
+    """A builder into ``scratch`` (nodes to move into place) naming results ``<label>_<op>__N`` from
+    ``counter``."""
+    return Builder(scratch, label=label, origin=origin, names=lambda base: f"{base}__{next(counter)}")
 
 
 def tensor_type(dtype: np.dtype) -> int:
@@ -74,7 +70,7 @@ def unsupported(node: Node) -> str | None:
     return None
 
 
-def axis_taps(em: Emitter, node: Node, position: Value, n_in: Value, n_out: Value) -> list[Tap]:
+def axis_taps(em: Builder, node: Node, position: Value, n_in: Value, n_out: Value) -> list[Tap]:
     """The (index, weight) taps of output ``position`` (int64 vector) of one axis resized by ``node``
     from ``n_in`` to ``n_out`` (int64 scalars); a weight of None is 1 (nearest)."""
     mode = text_attr(node, "mode", "nearest")
@@ -102,7 +98,7 @@ def axis_taps(em: Emitter, node: Node, position: Value, n_in: Value, n_out: Valu
     return taps
 
 
-def resample(em: Emitter, data: Value, axis: int, rank: int, taps: list[Tap]) -> Value:
+def resample(em: Builder, data: Value, axis: int, rank: int, taps: list[Tap]) -> Value:
     """``Σ_t w_t · Gather(data, k_t, axis)``, the weights broadcast along ``axis`` of ``data`` (rank ``rank``)."""
     assert data.dtype is not None
     total: Value | None = None
@@ -118,7 +114,7 @@ def resample(em: Emitter, data: Value, axis: int, rank: int, taps: list[Tap]) ->
     return total
 
 
-def size_entry(em: Emitter, vector: Value | None, index: int) -> Value:
+def size_entry(em: Builder, vector: Value | None, index: int) -> Value:
     """Entry ``index`` of a shape vector as an int64 scalar, read from the scalar the vector was built from
     where it was: a vector also lists Shapes of tensors a rewrite removes, which must not stay read."""
     assert vector is not None
@@ -135,7 +131,7 @@ def size_entry(em: Emitter, vector: Value | None, index: int) -> Value:
     return picked if vector.dtype == I64 else em.op("Cast", [picked], {"to": tensor_type(I64)}, dtype=I64, shape=())
 
 
-def _source(em: Emitter, transform: str, position: Value, n_in: Value, n_out: Value) -> Value:
+def _source(em: Builder, transform: str, position: Value, n_in: Value, n_out: Value) -> Value:
     """The input coordinate (float32) each output position maps to."""
     j = em.op("Cast", [position], {"to": tensor_type(F32)}, dtype=F32)
     length_in = em.op("Cast", [n_in], {"to": tensor_type(F32)}, dtype=F32, shape=())
@@ -156,7 +152,7 @@ def _source(em: Emitter, transform: str, position: Value, n_in: Value, n_out: Va
     return x
 
 
-def _index(em: Emitter, floor: Value, offset: int, last: Value) -> Value:
+def _index(em: Builder, floor: Value, offset: int, last: Value) -> Value:
     """``clamp(floor + offset, 0, last)`` as int64: the input position a tap reads (edges repeat)."""
     index = em.op("Cast", [floor], {"to": tensor_type(I64)}, dtype=I64)
     if offset:
@@ -164,7 +160,7 @@ def _index(em: Emitter, floor: Value, offset: int, last: Value) -> Value:
     return em.op("Min", [em.op("Max", [index, em.const(0, np.int64)], dtype=I64), last], dtype=I64)
 
 
-def _keys(em: Emitter, d: Value, a: float, kind: str) -> Value:
+def _keys(em: Builder, d: Value, a: float, kind: str) -> Value:
     """Keys' cubic kernel at distance ``d`` (in [0, 1] for "near", [1, 2] for "far"), coefficient ``a``."""
     def const(v: float) -> Value:
         return em.const(v, np.float32)

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from loopc.frontend.emit import Emitter
+from loopc.ir.builder import Builder
 from loopc.ir import Graph, Node, Value, constant_value
 from loopc.ir.bounds import Bounder
 from loopc.passes._resample import (I64, axis_taps, emitter, resample, resizes_changing_per_trip, size_entry,
@@ -42,7 +42,7 @@ BOOL = np.dtype(bool)
 #: Most positions a canvas may hold along its resized axes together (per slice of the others): 2048 x 2048.
 MAX_CANVAS = 1 << 22
 #: Makes an emitter whose nodes go just before the given node.
-EmitBefore = Callable[[Node], Emitter]
+EmitBefore = Callable[[Node], Builder]
 
 
 class BoundedResize:
@@ -83,7 +83,7 @@ def _rewrite(graph: Graph, resize: Node) -> int:
     plan: list[tuple[Node, Graph]] = []  # new nodes to put before each node
     exits: dict[Value, Value] = {}  # a result no longer a canvas: what replaces it
 
-    def emitter_before(anchor: Node) -> Emitter:
+    def emitter_before(anchor: Node) -> Builder:
         scratch = Graph(f"{resize.name}_canvas")
         plan.append((anchor, scratch))
         return emitter(scratch, f"{resize.name or 'resize'}_canvas", resize.origin, counter)
@@ -120,7 +120,7 @@ def _follow(value: Value, held: _Canvas, emitter: EmitBefore, exits: dict[Value,
         rule(reader, held, emitter(reader), emitter, exits)
 
 
-def _shape(node: Node, held: _Canvas, em: Emitter, emitter: EmitBefore, exits: dict[Value, Value]) -> None:
+def _shape(node: Node, held: _Canvas, em: Builder, emitter: EmitBefore, exits: dict[Value, Value]) -> None:
     if node.attrs.get("start") or node.attrs.get("end") is not None:
         raise _Unsupported
     rank = len(held.canvas.shape or ())
@@ -134,7 +134,7 @@ def _shape(node: Node, held: _Canvas, em: Emitter, emitter: EmitBefore, exits: d
     exits[node.outputs[0]] = em.op("Concat", parts, {"axis": 0}, dtype=I64, shape=(rank,))
 
 
-def _slice(node: Node, held: _Canvas, em: Emitter, emitter: EmitBefore, exits: dict[Value, Value]) -> None:
+def _slice(node: Node, held: _Canvas, em: Builder, emitter: EmitBefore, exits: dict[Value, Value]) -> None:
     operands = node.inputs[1:]
     axes = constant_value(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] is not None else None
     rank = len(held.canvas.shape or ())
@@ -145,7 +145,7 @@ def _slice(node: Node, held: _Canvas, em: Emitter, emitter: EmitBefore, exits: d
     _follow(node.outputs[0], _Canvas(cut, held.extents), emitter, exits)
 
 
-def _gather(node: Node, held: _Canvas, em: Emitter, emitter: EmitBefore, exits: dict[Value, Value]) -> None:
+def _gather(node: Node, held: _Canvas, em: Builder, emitter: EmitBefore, exits: dict[Value, Value]) -> None:
     index = node.inputs[1]
     rank = len(held.canvas.shape or ())
     if index is None or index.shape is None or index.dtype is None:
@@ -165,7 +165,7 @@ def _gather(node: Node, held: _Canvas, em: Emitter, emitter: EmitBefore, exits: 
         exits[node.outputs[0]] = picked
 
 
-def _reshape(node: Node, held: _Canvas, em: Emitter, emitter: EmitBefore, exits: dict[Value, Value]) -> None:
+def _reshape(node: Node, held: _Canvas, em: Builder, emitter: EmitBefore, exits: dict[Value, Value]) -> None:
     """A flattening Reshape read only by one ArgMax/ArgMin of the flattened axis (see the module's docstring)."""
     target, flat = node.inputs[1], node.outputs[0]
     readers = [u.user for u in flat.uses()]
@@ -197,7 +197,7 @@ def _reshape(node: Node, held: _Canvas, em: Emitter, emitter: EmitBefore, exits:
     exits[pick.outputs[0]] = position
 
 
-def _filled(em: Emitter, held: _Canvas, rank: int, fill: float) -> Value:
+def _filled(em: Builder, held: _Canvas, rank: int, fill: float) -> Value:
     """The canvas with ``fill`` outside the true size."""
     inside: Value | None = None
     for a, extent in held.extents.items():

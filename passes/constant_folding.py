@@ -26,7 +26,7 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from loopc.ir import Graph, Node, Value, constant_value
-from loopc.ir.onnx_node import node_proto, operand_names
+from loopc.ir.builder import infer, node_proto, operand_names
 from loopc.ir.ops import traits
 from loopc.limits import check_constant
 from loopc.passes.manager import PassResult
@@ -98,8 +98,6 @@ def operand(value: Value, known: Mapping[Value, np.ndarray] | None = None) -> An
 def _result_sizes(node: Node, known: Mapping[Value, np.ndarray] | None = None) -> list[int] | None:
     """Each result's element count from ONNX's shape functions, before computing anything; None when
     they cannot tell. A result above loopc's tensor limit raises :class:`LimitError` here."""
-    from loopc.passes.shape_refinement import infer
-
     sizes = []
     for k, (value, found) in enumerate(zip(node.outputs, infer(node, known))):
         if found is None or not found.HasField("tensor_type") or not found.tensor_type.HasField("shape"):

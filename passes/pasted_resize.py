@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from loopc.frontend.emit import Emitter
+from loopc.ir.builder import Builder
 from loopc.ir import Graph, Node, Value, constant_value
 from loopc.passes._resample import (I64, axis_taps, emitter, resample, resizes_changing_per_trip, size_entry,
                                     tensor_type, unsupported)
@@ -122,7 +122,7 @@ class _Axis:
 class _Paster:
     """Maps frame positions back through the chain; the chain's lengths come from its own arithmetic."""
 
-    def __init__(self, em: Emitter, chain: _Chain) -> None:
+    def __init__(self, em: Builder, chain: _Chain) -> None:
         self.em = em
         self.chain = chain
         self._extents: dict[tuple[Value, int], Value] = {}
@@ -262,7 +262,7 @@ def _paste(graph: Graph, chain: _Chain) -> None:
     frame.replace_all_uses_with(pasted)
 
 
-def _kept(em: Emitter, weight: Value | None, keep: list[Value]) -> Value:
+def _kept(em: Builder, weight: Value | None, keep: list[Value]) -> Value:
     """``weight`` zeroed where the chain pads (a None weight is 1)."""
     inside = keep[0]
     for more in keep[1:]:

@@ -9,14 +9,12 @@ outputs are the trips' values unsqueezed and concatenated in order (reversed for
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
 from loopc.errors import PassError
-from loopc.ir import Graph, Loop, Node, Recurrence, Value, constant_value
-from loopc.ir.ops import traits
-from loopc.passes._util import constant, constant_trips
+from loopc.ir import Graph, Loop, Node, Recurrence, Value
+from loopc.ir.builder import Builder
+from loopc.passes._util import constant_trips
 from loopc.passes.manager import PassResult
 
 #: Most trips a loop may run to be unrolled (one copy of its body per trip).
@@ -57,67 +55,31 @@ def unroll(outer: Graph, loop: Loop) -> None:
     trips = constant_trips(loop)
     assert trips is not None  # cannot_unroll(loop) is None
     emitted: list[Node] = []
+    b = Builder(outer, emitted)
     states = [r.init for r in loop.recurrences]
     collected: list[list[Value]] = [[] for _ in loop.loop_outputs]
     for i in range(trips):
-        value_on_trip = trip_copy(loop, i, states, emitted)
+        value_on_trip = b.trip(loop, i, states)
         for values, out in zip(collected, loop.loop_outputs):
             values.append(value_on_trip(out.value))
         states = [value_on_trip(r.next) for r in loop.recurrences]
-    finals = {id(r.state): s for r, s in zip(loop.recurrences, states)}
+    finals = dict(zip((r.state for r in loop.recurrences), states))
     results: list[tuple[Value, Value]] = []
     for values, out in zip(collected, loop.loop_outputs):
         if out.kind == "last":
-            results.append((out.result, finals[id(out.value)]))
+            results.append((out.result, finals[out.value]))
             continue
         ordered = values[::-1] if out.kind == "reverse" else values
-        axes = constant(emitted, f"{out.result.name}_axes", np.array([out.axis], np.int64))
-        pieces = []
-        for k, v in enumerate(ordered):
-            piece = Value(f"{out.result.name}_{k}", v.dtype, None)
-            emitted.append(Node("Unsqueeze", [v, axes], [piece]))
-            pieces.append(piece)
-        joined = Value(f"{out.result.name}_unrolled", out.result.dtype, out.result.shape)
-        emitted.append(Node("Concat", pieces, [joined], {"axis": out.axis}))
+        axes = b.const(np.array([out.axis], np.int64), name=f"{out.result.name}_axes")
+        pieces = [b.op("Unsqueeze", [v, axes], name=f"{out.result.name}_{k}", dtype=v.dtype)
+                  for k, v in enumerate(ordered)]
+        joined = b.op("Concat", pieces, {"axis": out.axis}, name=f"{out.result.name}_unrolled",
+                      dtype=out.result.dtype, shape=out.result.shape)
         results.append((out.result, joined))
     outer.insert_before(loop, emitted)
     for old, new in results:
         old.replace_all_uses_with(new)
     outer.remove(loop)
-
-
-def trip_copy(loop: Loop, index: int, states: list[Value], nodes: list[Node]) -> Callable[[Value], Value]:
-    """Append to ``nodes`` a copy of trip ``index`` of ``loop``'s body on ``states`` (one per recurrence);
-    returns what a body value is on that trip (an outer value is itself).
-
-    The counter is a constant there, so counter arithmetic folds and a Where on a folded test picks
-    its side: a peeled trip of a skewed loop (:mod:`loopc.passes.wavefront`) leaves its idle layer's
-    work unread, for dead code to remove."""
-    mapping: dict[int, Value] = {id(r.state): s for r, s in zip(loop.recurrences, states)}
-    name = f"{loop.name}_t{index}"
-    if loop.counter is not None:
-        mapping[id(loop.counter)] = constant(nodes, f"{name}_counter", np.array(index, np.int64))
-    for it in loop.iterators:
-        at = constant(nodes, f"{it.param.name}_{name}_at", np.array(-1 - index if it.reverse else index, np.int64))
-        element = Value(f"{it.param.name}_{name}", it.param.dtype, it.param.shape)
-        nodes.append(Node("Gather", [it.source, at], [element], {"axis": it.axis}))
-        mapping[id(it.param)] = element
-    for node in loop.body.nodes:
-        inputs = [None if v is None else mapping.get(id(v), v) for v in node.inputs]
-        known = [constant_value(v) for v in inputs]
-        exact = traits(node.op).numpy  # folds the counter arithmetic of a trip's copy (the counter is a constant)
-        if node.op == "Where" and known[0] is not None and np.asarray(known[0]).size == 1:
-            chosen = inputs[1] if bool(np.asarray(known[0]).reshape(-1)[0]) else inputs[2]
-            assert chosen is not None
-            mapping[id(node.outputs[0])] = chosen
-        elif exact is not None and inputs and all(k is not None for k in known):
-            folded = exact(*known)
-            mapping[id(node.outputs[0])] = constant(nodes, f"{node.outputs[0].name}_{name}", folded)
-        else:
-            outputs = [Value(f"{v.name}_{name}", v.dtype, v.shape) for v in node.outputs]
-            nodes.append(Node(node.op, inputs, outputs, dict(node.attrs), origin=node.origin))
-            mapping.update((id(old), new) for old, new in zip(node.outputs, outputs))
-    return lambda value: mapping.get(id(value), value)
 
 
 def cannot_unroll(loop: Loop) -> str | None:

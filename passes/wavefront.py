@@ -35,10 +35,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from loopc.ir.builder import Builder
 from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value, constant_value
 from loopc.passes._batching import row_wise
 from loopc.passes._util import I64, constant, constant_trips
-from loopc.passes.unroll import trip_copy
 from loopc.passes.manager import PassResult
 
 _END = np.iinfo(np.int64).max
@@ -243,7 +243,7 @@ def _peel_first(outer: Graph, loop: Loop) -> None:
     trips = constant_trips(loop)
     assert trips is not None and loop.trip_count is not None
     before: list[Node] = []
-    row = trip_copy(loop, 0, [r.init for r in loop.recurrences], before)
+    row = Builder(outer, before).trip(loop, 0, [r.init for r in loop.recurrences])
     for it in loop.iterators:
         loop.update(it, source=_rows(before, it.source, it.axis, (0, -1) if it.reverse else (1, _END)))
     for rec in loop.recurrences:
@@ -275,7 +275,7 @@ def _peel_last(outer: Graph, loop: Loop) -> None:
         loop.add_output(LoopOutput("last", rec.state, final))
         finals.append(final)
     after: list[Node] = []
-    row = trip_copy(loop, trips - 1, finals, after)
+    row = Builder(outer, after).trip(loop, trips - 1, finals)
     before: list[Node] = []
     for it in loop.iterators:
         loop.update(it, source=_rows(before, it.source, it.axis, (1, _END) if it.reverse else (0, -1)))

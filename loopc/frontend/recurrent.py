@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import onnx
 
-from loopc.frontend.emit import I64, Emitter
+from loopc.ir.builder import I64, Builder
 from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Recurrence, Value
 from loopc.ir.core import Dim
 from loopc.limits import check_constant
@@ -96,7 +96,7 @@ class Spec:
         return self.x.dtype or np.dtype(np.float32)
 
 
-def lower(em: Emitter, spec: Spec, want_y: bool = True, stack_directions: bool = True) -> list[list[Value | None]]:
+def lower(em: Builder, spec: Spec, want_y: bool = True, stack_directions: bool = True) -> list[list[Value | None]]:
     """The loop(s) of ``spec``; per direction ``[Y, H_last, C_last]`` without the directions axis (Y is
     None unless ``want_y``; C_last None but for LSTM). Both directions share one loop if
     ``stack_directions`` and their activations agree."""
@@ -106,7 +106,7 @@ def lower(em: Emitter, spec: Spec, want_y: bool = True, stack_directions: bool =
     return [_loop(ops, spec, [d], want_y)[0] for d in range(len(spec.directions))]
 
 
-def stack_directions(em: Emitter, parts: list[Value | None], axis: int, out: Value | None = None) -> Value:
+def stack_directions(em: Builder, parts: list[Value | None], axis: int, out: Value | None = None) -> Value:
     """The directions' values joined on a new directions axis at ``axis`` (into ``out`` if given)."""
     values = [p for p in parts if p is not None]
     assert len(values) == len(parts) and values
@@ -118,7 +118,7 @@ def stack_directions(em: Emitter, parts: list[Value | None], axis: int, out: Val
     return em.op("Concat", unsqueezed, {"axis": axis}, dtype=dtype, out=out)
 
 
-def step(em: Emitter, spec: Spec, h: Value, c: Value | None = None) -> tuple[Value, Value | None]:
+def step(em: Builder, spec: Spec, h: Value, c: Value | None = None) -> tuple[Value, Value | None]:
     """One step without a loop (a ``*Cell`` op): ``spec.x`` is this step's input [batch, input] and
     W/R/B/P keep a directions axis of size 1; ``h``/``c`` are the states [batch, H]. Returns (H, C)."""
     ops = _Ops(em, spec.dtype)
@@ -130,7 +130,7 @@ class _Ops:
     """An emitter whose results take the recurrent op's dtype, which all but a few of the lowering's values
     have (lengths, shapes and masks go through ``em`` itself). ``ops("Add", a, b, axis=0)`` is one node."""
 
-    def __init__(self, em: Emitter, dtype: np.dtype[Any]) -> None:
+    def __init__(self, em: Builder, dtype: np.dtype[Any]) -> None:
         self.em = em
         self.dtype = dtype
 
@@ -293,7 +293,7 @@ def _weights(ops: _Ops, spec: Spec, d: int | None) -> Weights:
     return weights
 
 
-def _t(em: Emitter, value: Value, rank: int = 2) -> Value:
+def _t(em: Builder, value: Value, rank: int = 2) -> Value:
     """The last two axes swapped (a matrix, or a stack of them)."""
     perm = [*range(rank - 2), rank - 1, rank - 2]
     return em.op("Transpose", [value], {"perm": perm}, dtype=value.dtype)

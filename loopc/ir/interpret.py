@@ -39,7 +39,7 @@ from onnx.reference import ReferenceEvaluator
 from loopc.errors import LoopcError
 from loopc.ir.core import Graph, Model, Node, Value, type_text
 from loopc.ir.loop import If, Loop, LoopIterator, LoopOutput
-from loopc.ir.onnx_node import node_proto, operand_names
+from loopc.ir.builder import node_proto, operand_names
 from loopc.limits import check_constant
 from loopc.loop_rules import DEFAULT_MAX_ITERATIONS, MAX_TRIPS, endless, no_trips, padded, saturate_trips
 

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import loopc.frontend.recurrent as recurrent
-from loopc.frontend.emit import Emitter
+from loopc.ir.builder import Builder
 from loopc.frontend.recurrent import GRU, LSTM, RNN, Activation, Cell, Spec, lower, stack_directions, step
 from loopc.ir import Graph, Value
 from loopc.ir.interpret import interpret
@@ -73,9 +73,9 @@ def _activations(cell: Cell) -> list[Activation]:
     return [Activation(name.lower(), 0.0, 0.0) for name in cell.activations]
 
 
-def _emitter(graph: Graph) -> Emitter:
+def _emitter(graph: Graph) -> Builder:
     counter = itertools.count()
-    return Emitter(graph, "rnn", "test recurrent op", lambda base: f"{base}_{next(counter)}")
+    return Builder(graph, label="rnn", origin="test recurrent op", names=lambda base: f"{base}_{next(counter)}")
 
 
 CASES = {

@@ -83,8 +83,6 @@ def test_a_loop_that_is_not_exactly_one_plain_trip_stays(count: int, go: str, ex
     assert_matches_onnxruntime(proto, model, FEEDS)
 
 
-@pytest.mark.xfail(strict=True, reason="trip_copy (shared with unrolling) replaces a Where on a folded condition "
-                                       "by the branch it picks, without broadcasting that branch to the Where's shape")
 def test_a_where_on_the_counter_whose_branches_broadcast_keeps_its_shape() -> None:
     """On the one trip ``where(1 > i, a, b)`` is a [1, 3] broadcast to b's [2, 3], not a itself."""
     proto, model = load("""

@@ -115,8 +115,6 @@ def test_a_reversed_iterator_and_a_reversed_output_are_read_and_written_from_the
     np.testing.assert_array_equal(sums, [110, 100, 0])
 
 
-@pytest.mark.xfail(strict=True, reason="trip_copy replaces a Where on a folded condition by the branch it picks, "
-                                       "without broadcasting that branch to the Where's shape")
 def test_a_where_on_the_counter_whose_branches_broadcast_keeps_its_shape() -> None:
     """``where(i > 0, a, b)`` with a [1, 3] and b [2, 3] is [2, 3] on every trip: trip 1 appends a broadcast
     to two rows, not a's one row."""

@@ -16,7 +16,7 @@ import numpy as np
 import onnx
 
 from loopc.errors import FrontendError, UnsupportedOpError, located
-from loopc.frontend.emit import I64, Emitter
+from loopc.ir.builder import I64, Builder
 from loopc.frontend.onnx.importer import Context, Scope, lookup, translate_graph
 from loopc.frontend.onnx.registry import translates
 from loopc.frontend.onnx.validate import iteration_rank
@@ -30,10 +30,10 @@ BOOL = np.dtype(np.bool_)
 UNBOUNDED = "unbounded: the loop has neither a trip count M nor a condition"
 
 
-def emitter(ctx: Context, node: onnx.NodeProto, graph: Graph) -> Emitter:
+def emitter(ctx: Context, node: onnx.NodeProto, graph: Graph) -> Builder:
     """The emitter for the nodes ``node`` lowers to (named after its name or first output)."""
     label = node.name or next((o for o in node.output if o), node.op_type.lower())
-    return Emitter(graph, label, ctx.describe(node), ctx.fresh)
+    return Builder(graph, label=label, origin=ctx.describe(node), names=ctx.fresh)
 
 
 def graph_attr(ctx: Context, node: onnx.NodeProto, name: str) -> onnx.GraphProto:
@@ -192,7 +192,7 @@ def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
         scope.bind(out.result.name, out.result)
 
 
-def _counter_as_1d(em: Emitter, counter: Value, name: str) -> Callable[[Graph, Scope], None]:
+def _counter_as_1d(em: Builder, counter: Value, name: str) -> Callable[[Graph, Scope], None]:
     """Binds ``name`` in the body to the scalar counter as a [1] tensor: a body that declares its
     iteration number [1] (paddle2onnx does) gets one, as onnxruntime feeds it."""
     def prologue(ir: Graph, inner: Scope) -> None:
@@ -248,7 +248,7 @@ def _scan_loop(
     ctx: Context,
     node: onnx.NodeProto,
     scope: Scope,
-    em: Emitter,
+    em: Builder,
     inits: list[Value],
     sources: list[Value],
     results: list[Value | None],
@@ -292,7 +292,7 @@ def _scan_loop(
     outputs: list[LoopOutput] = []
     final: list[Value] = []
     for state, init, result in zip(states, inits, results[:n]):
-        out = result or em.fresh("state")
+        out = result or em.value("state")
         out.dtype, out.shape = out.dtype or init.dtype, out.shape if out.shape is not None else init.shape
         outputs.append(LoopOutput("last", state, out))
         final.append(out)
@@ -301,7 +301,7 @@ def _scan_loop(
         axis = _axis(what, axis, rank, "scan output")
         if rank is not None and axis >= rank:
             raise ctx.error(node, f"scan output axis {axis} is out of range for {vi.name!r} stacked to rank {rank}")
-        out = result or em.fresh("scan")
+        out = result or em.value("scan")
         out.dtype = out.dtype or value.dtype
         if out.shape is None:
             out.shape = stacked(value.shape, axis, constant_int(trip))

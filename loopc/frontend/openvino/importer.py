@@ -19,7 +19,7 @@ import numpy as np
 
 from loopc.errors import FrontendError, LoopcError, UnsupportedOpError, located
 from loopc.fileio import check_readable
-from loopc.frontend.emit import Emitter
+from loopc.ir.builder import Builder
 from loopc.frontend.openvino.reader import IR, Layer, Net, Port, read_ir
 from loopc.frontend.openvino.registry import check_version, resolve
 from loopc.frontend.openvino.weights import Weights, element_type, parse_shape
@@ -143,7 +143,7 @@ class Op:
     net: Net
     layer: Layer
     inputs: list[Value]
-    em: Emitter
+    em: Builder
     #: The opset that introduced the op version this layer reads as.
     version: int
 
@@ -286,14 +286,6 @@ def _constant(array: np.ndarray, like: Value) -> Value:
     return twin
 
 
-def _infer(node: Node) -> None:
-    """Type a node's outputs as it is added (Constants, loops and conditionals are typed by their makers)."""
-    from loopc.passes.shape_refinement import refine
-
-    if node.op != "Constant" and not node.subgraphs():
-        _check_types(node)
-        refine(node)
-
 
 def _check_types(node: Node) -> None:
     """Operands must have a type the op's ONNX schema allows (And takes bool), and those it binds to one type
@@ -337,7 +329,7 @@ def _type_str(dtype: np.dtype[Any]) -> str | None:
 
 def _translate_layer(ctx: Context, net: Net, layer: Layer, inputs: list[Value], graph: Graph) -> list[Value]:
     label = layer.name or f"layer{layer.id}"
-    em = Emitter(graph, label, where(net, layer), ctx.fresh, _infer)
+    em = Builder(graph, label=label, origin=where(net, layer), names=ctx.fresh, check=_check_types)
     before = len(graph.nodes)
     if layer.type == "Const":
         array = ctx.weights.array(layer.data, where(net, layer))

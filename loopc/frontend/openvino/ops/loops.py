@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from loopc.frontend.emit import Emitter
+from loopc.ir.builder import Builder
 from loopc.frontend.onnx.loops import stacked
 from loopc.frontend.openvino.importer import Op, translate_net
 from loopc.frontend.openvino.reader import Layer, Net, PortMapEntry
@@ -84,7 +84,7 @@ class _LoopBuilder:
         if body is None:
             raise op.error(f"a {self.kind} needs a <body>")
         self.body: Net = body
-        self.em: Emitter = op.em
+        self.em: Builder = op.em
 
     # ------------------------------------------------------------------ port map
 
@@ -365,7 +365,7 @@ class _LoopBuilder:
         _one_element(op, value, "body execution_condition")
         return value if value.shape == () else self.em.into(body).op("Reshape", [value, self.em.const([], np.int64)])
 
-    def iteration_value(self, inner: Emitter, counter: Value, param: Layer) -> Value:
+    def iteration_value(self, inner: Builder, counter: Value, param: Layer) -> Value:
         """The IR counter (int64 scalar) as the current_iteration Parameter declares it (i32/i64, scalar/[1])."""
         what = f"current_iteration Parameter {param.id} {param.name!r}"
         dtype = element_type(param.data.get("element_type", "i64"), f"{self.op.what}: {what}")
