@@ -3,9 +3,10 @@
     python benchmarks/compile_scaling.py [--sizes 1000,4000,8000,16000,64000] [--real K]
         [--skip-trt-above N] [--timeout SECONDS] [--clock wall|cpu] [--repeat R] [--json] [--strict]
 
-The models: one ONNX Loop whose body is a chain of N nodes (a repeating Add of an outer
-invariant, Mul by a body constant, Tanh, MatMul by an outer weight and Add of the carried state;
-3 trips), for each N in ``--sizes``; then the ``--real`` largest real models by node count
+The models, for each N in ``--sizes``, two ONNX Loops of 3 trips whose bodies hold N nodes: a *chain* (a
+repeating Add of an outer invariant, Mul by a body constant, Tanh, MatMul by an outer weight and Add of the
+carried state: nothing for the passes to rewrite) and an *indexed* body (reads of an outer sequence by the trip
+counter, which become iterators, shape arithmetic that folds, and identities: see :func:`indexed_model`); then the ``--real`` largest real models by node count
 (``samples/``, ``tests/models/``, ``samples/openvino/``; the largest OpenVINO IR is always among them).
 
 Per model, each in a subprocess of its own so that timings and memory do not mix, and after an
@@ -17,7 +18,7 @@ untimed compile and build of a 5-node chain (see ``_warm_up``):
   TensorRT loaded), then TensorRT's build of loopc's network (``build``), reported apart;
 * TensorRT-RTX's own ONNX parser and builder on the same file (none for OpenVINO IR).
 
-Then the exponent of compile time against N (least squares on log-log over the chain sizes) and
+Then, for each of the two bodies, the exponent of compile time against N (least squares on log-log) and
 loopc's targets: compile time near-linear in N (exponent ≤ 1.15), and compile ≤ 0.1 × TensorRT's build of
 the same network at 8k nodes and above. ``--skip-trt-above N`` skips both TensorRT builds for chains longer than N
 (the largest take long); ``--strict`` exits 1 when a target is missed. Every stage is timed in
@@ -149,6 +150,10 @@ def indexed_model(n: int, width: int = WIDTH, trips: int = TRIPS) -> onnx.ModelP
     return model
 
 
+#: The synthetic loop bodies, each made at every size N.
+FAMILIES = {"chain": chain_model, "indexed": indexed_model}
+
+
 def node_count(path: pathlib.Path) -> int:
     """Nodes at every depth: ONNX nodes with their subgraphs', or OpenVINO IR layers with their bodies'."""
     if path.suffix == ".xml":
@@ -166,9 +171,10 @@ class Case:
     name: str
     path: pathlib.Path
     nodes: int
-    chain: int | None = None  #: N, for the chain models
+    chain: int | None = None  #: N, for the synthetic models
     inputs: pathlib.Path | None = None
     max_trips: int | None = None
+    family: str = ""  #: which synthetic body (a key of FAMILIES)
 
 
 def real_cases(k: int) -> list[Case]:
@@ -366,6 +372,7 @@ class Row:
     name: str
     nodes: int
     chain: int | None
+    family: str = ""
     loopc: dict[str, Any] = field(default_factory=dict)
     trt_onnx: dict[str, Any] = field(default_factory=dict)
     clock: str = "wall"  #: which seconds the row reports: "wall" or "cpu"
@@ -392,9 +399,9 @@ class Row:
         return sum(t for t in ours if t is not None) / sum(t for t in theirs if t is not None)
 
 
-def fit_exponent(rows: list[Row], stage: str) -> float | None:
-    """The slope of log(seconds) against log(N) by least squares over the chains that measured ``stage``."""
-    points = [(float(r.chain), seconds) for r in rows if r.chain and (seconds := r.ours(stage))]
+def fit_exponent(rows: list[Row], stage: str, family: str) -> float | None:
+    """The slope of log(seconds) against log(N) by least squares over ``family``'s sizes that measured ``stage``."""
+    points = [(float(r.chain), seconds) for r in rows if r.chain and r.family == family and (seconds := r.ours(stage))]
     if len(points) < 2:
         return None
     return float(np.polyfit(np.log([n for n, _ in points]), np.log([t for _, t in points]), 1)[0])
@@ -403,15 +410,16 @@ def fit_exponent(rows: list[Row], stage: str) -> float | None:
 def verdict(rows: list[Row]) -> tuple[bool, list[str]]:
     """loopc's compile-time targets (see the module docstring) on these rows, with one line per criterion."""
     lines, ok = [], True
-    exponent = fit_exponent(rows, "compile")
-    sizes = [r.chain for r in rows if r.chain and r.ours("compile")]
-    if exponent is None:
-        ok = False
-        lines.append("FAIL exponent: fewer than two chain sizes compiled")
-    else:
+    for family in FAMILIES:
+        exponent = fit_exponent(rows, "compile", family)
+        sizes = [r.chain for r in rows if r.chain and r.family == family and r.ours("compile")]
+        if exponent is None:
+            ok = False
+            lines.append(f"FAIL {family} exponent: fewer than two sizes compiled")
+            continue
         passed = exponent <= MAX_EXPONENT
         ok &= passed
-        lines.append(f"{'PASS' if passed else 'FAIL'} exponent {exponent:.2f} (≤ {MAX_EXPONENT}) "
+        lines.append(f"{'PASS' if passed else 'FAIL'} {family} exponent {exponent:.2f} (≤ {MAX_EXPONENT}) "
                      f"over N = {', '.join(f'{n:,}' for n in sizes)}")
     large = [r for r in rows if r.chain and r.chain >= RATIO_FROM]
     for r in large:
@@ -426,7 +434,7 @@ def verdict(rows: list[Row]) -> tuple[bool, list[str]]:
                          f"(≤ {MAX_RATIO})")
     if not large:
         ok = False
-        lines.append(f"FAIL ratio: no chain of {RATIO_FROM:,} nodes or more was measured")
+        lines.append(f"FAIL ratio: no body of {RATIO_FROM:,} nodes or more was measured")
     return ok, lines
 
 
@@ -465,7 +473,8 @@ def markdown(rows: list[Row]) -> str:
 def summary(rows: list[Row]) -> dict[str, Any]:
     ok, lines = verdict(rows)
     return {"clock": rows[0].clock if rows else "wall",
-            "exponents": {stage: fit_exponent(rows, stage) for stage in (*STAGES, "compile")},
+            "exponents": {f"{family} {stage}": fit_exponent(rows, stage, family)
+                          for family in FAMILIES for stage in (*STAGES, "compile")},
             "pass": ok, "criteria": lines}
 
 
@@ -495,14 +504,15 @@ def main() -> int:
     rows: list[Row] = []
     with tempfile.TemporaryDirectory() as tmp:
         cases = []
-        for n in sizes:
-            path = pathlib.Path(tmp) / f"chain_{n}.onnx"
-            onnx.save(chain_model(n), str(path))
-            cases.append(Case(f"chain {n:,}", path, node_count(path), n))
+        for family, make in FAMILIES.items():
+            for n in sizes:
+                path = pathlib.Path(tmp) / f"{family}_{n}.onnx"
+                onnx.save(make(n), str(path))
+                cases.append(Case(f"{family} {n:,}", path, node_count(path), n, family=family))
         cases += real_cases(args.real)
         for case in cases:
             build = case.chain is None or args.skip_trt_above is None or case.chain <= args.skip_trt_above
-            row = Row(case.name, case.nodes, case.chain, clock=args.clock)
+            row = Row(case.name, case.nodes, case.chain, case.family, clock=args.clock)
             ours: list[dict[str, Any]] = []
             theirs: list[dict[str, Any]] = []
             for _ in range(max(1, args.repeat)):
