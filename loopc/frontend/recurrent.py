@@ -188,7 +188,7 @@ def _loop(ops: _Ops, spec: Spec, dirs: list[int], want_y: bool) -> list[list[Val
         xw = ops("Gather", weights.xw, ops.ints(k), axis=0) if stacked else weights.xw
         if reverse[k] and lens is not None:  # each item's own first len[b] steps, backwards; then forwards
             xw = _reverse_sequence(ops, spec, xw, lens)
-        params.append(Value(em.name(f"x{d}_t"), dtype, (batch, gates)))
+        params.append(em.value(f"x{d}_t", dtype, (batch, gates)))
         iterators.append(LoopIterator(params[-1], xw, spec.time_axis, backwards[k]))
 
     body = Graph(em.name("_".join(f"dir{d}" for d in dirs) + "_body"))
@@ -198,9 +198,9 @@ def _loop(ops: _Ops, spec: Spec, dirs: list[int], want_y: bool) -> list[list[Val
         else params[0]
     h0 = _initial(ops, spec, spec.h0, dirs)
     c0 = _initial(ops, spec, spec.c0, dirs) if spec.cell is LSTM else None
-    h = Value(em.name("h"), dtype, state_shape)
-    c = Value(em.name("c"), dtype, state_shape) if c0 is not None else None
-    counter = Value(em.name("t"), I64, ()) if lens is not None else None
+    h = em.value("h", dtype, state_shape)
+    c = em.value("c", dtype, state_shape) if c0 is not None else None
+    counter = em.value("t", I64, ()) if lens is not None else None
     h_new, c_new = _cell(inner, spec, weights, spec.activations[dirs[0]], x_t, h, c)
     y_t = h_new
     if lens is not None and counter is not None:
@@ -215,18 +215,18 @@ def _loop(ops: _Ops, spec: Spec, dirs: list[int], want_y: bool) -> list[list[Val
             c_new = inner("Where", live, c_new, c)
 
     recurrences = [Recurrence(h, h0, h_new)]
-    h_last = Value(em.name("h_last"), dtype, state_shape)
+    h_last = em.value("h_last", dtype, state_shape)
     outputs = [LoopOutput("last", h, h_last)]
     c_last = None
     if c is not None and c0 is not None and c_new is not None:
         recurrences.append(Recurrence(c, c0, c_new))
-        c_last = Value(em.name("c_last"), dtype, state_shape)
+        c_last = em.value("c_last", dtype, state_shape)
         outputs.append(LoopOutput("last", c, c_last))
     ys: list[Value | None] = [None] * len(dirs)
     if want_y:
         for k, d in enumerate(dirs):
             y_k = inner("Gather", y_t, inner.ints(k), axis=0) if stacked else y_t
-            stacked_y = Value(em.name(f"y{d}"), dtype, (seq, batch, hidden) if spec.layout == 0 else (batch, seq, hidden))
+            stacked_y = em.value(f"y{d}", dtype, (seq, batch, hidden) if spec.layout == 0 else (batch, seq, hidden))
             # Iterating backwards and emitting with kREVERSE puts step t's state at position t, as
             # ONNX's reverse direction does.
             outputs.append(LoopOutput("reverse" if backwards[k] else "concat", y_k, stacked_y, spec.time_axis))
@@ -234,7 +234,7 @@ def _loop(ops: _Ops, spec: Spec, dirs: list[int], want_y: bool) -> list[list[Val
     loop = Loop(body, trip_count=em.dim(spec.x, spec.time_axis), counter=counter, iterators=iterators,
                 recurrences=recurrences, loop_outputs=outputs,
                 name=em.name("_".join(f"dir{d}" for d in dirs)), origin=em.origin)
-    em.graph.add(loop)
+    em.place(loop)
     results: list[list[Value | None]] = []
     for k, y in enumerate(ys):
         if y is not None and reverse[k] and lens is not None:

@@ -25,7 +25,8 @@ from loopc.frontend.onnx.registry import TRANSLATORS
 from loopc.frontend.onnx.tensors import load_external_data, to_array
 from loopc.frontend.onnx.upgrade import upgrade_node
 from loopc.frontend.onnx.value_types import infer_types, type_of
-from loopc.ir import Graph, Model, Node, Value
+from loopc.ir import Graph, Model, Value
+from loopc.ir.builder import Builder
 
 #: Largest model file loopc reads; protobuf itself refuses more than 2 GiB.
 MAX_MODEL_BYTES = 2**31 - 1
@@ -195,7 +196,9 @@ def _translate_one(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
         constant(ctx, scope, graph, node.output[0], _constant_value(ctx, node, attrs))
         return
     outputs = [ctx.value(name) if name else Value(ctx.fresh("unused")) for name in node.output]
-    graph.add(Node(node.op_type, inputs, outputs, attrs, name=node.name or outputs[0].name, origin=ctx.describe(node)))
+    # typed by ONNX's inference of the whole model (Context.value)
+    Builder(graph, origin=ctx.describe(node), infer=False).node(node.op_type, inputs, outputs, attrs,
+                                                                 name=node.name or outputs[0].name)
     for name, value in zip(node.output, outputs):
         if name:
             scope.bind(name, value)
@@ -210,8 +213,7 @@ def lookup(ctx: Context, node: onnx.NodeProto, scope: Scope, name: str) -> Value
 
 def constant(ctx: Context, scope: Scope, graph: Graph, name: str, array: np.ndarray) -> Value:
     """Bind ``name`` to a Constant node holding ``array``."""
-    value = Value(name, array.dtype, tuple(array.shape))
-    graph.add(Node("Constant", [], [value], {"value": array}, name=name))
+    value = Builder(graph).const(array, name=name)
     scope.bind(name, value)
     ctx.constants[name] = array
     return value

@@ -313,7 +313,7 @@ def _scan_loop(
     loop = Loop(body, trip_count=trip, iterators=iterators,
                 recurrences=[Recurrence(s, i, x) for s, i, x in zip(states, inits, nexts)],
                 loop_outputs=outputs, name=ctx.fresh(label), origin=what)
-    em.graph.add(loop)
+    em.place(loop)
     return final
 
 

@@ -29,8 +29,8 @@ def if_op(op: Op) -> list[Value]:
         if t.dtype is not None and e.dtype is not None and t.dtype != e.dtype:
             raise op.error(f"its branches give different types for one output ({t.dtype} and {e.dtype})")
         shape = t.shape if t.shape == e.shape else _common_shape(t.shape, e.shape)
-        outputs.append(Value(op.em.name("out"), t.dtype or e.dtype, shape))
-    op.em.graph.add(If(cond, branches[0], branches[1], outputs, name=op.em.name("if"), origin=op.em.origin))
+        outputs.append(op.em.value("out", t.dtype or e.dtype, shape))
+    op.em.place(If(cond, branches[0], branches[1], outputs, name=op.em.name("if")))
     return outputs
 
 

@@ -223,19 +223,19 @@ class _LoopBuilder:
             if entry.axis is None:
                 carrier = by_result.get(entry.internal_layer_id)
                 state = states[carrier] if carrier is not None else self.zero_start(body, value, recurrences)
-                result = Value(em.name("last"), state.dtype, state.shape)
+                result = em.value("last", state.dtype, state.shape)
                 loop_outputs.append(LoopOutput("last", state, result))
             else:
                 axis = self.output_axis(entry, value)
                 kind: OutputKind = "reverse" if entry.stride < 0 else "concat"
-                result = Value(em.name("stacked"), value.dtype, stacked(value.shape, axis, length))
+                result = em.value("stacked", value.dtype, stacked(value.shape, axis, length))
                 loop_outputs.append(LoopOutput(kind, value, result, axis))
             finals.append((entry, result, value))
         counter_used = counter is not None
         loop_node = Loop(body, trip_count=trip, condition=condition, counter=counter if counter_used else None,
                          iterators=iterators, recurrences=recurrences, loop_outputs=loop_outputs,
                          name=em.name("loop"), origin=em.origin)
-        em.graph.add(loop_node)
+        em.place(loop_node)
         return [self.merge(entry, result, value) if entry.axis is not None else result
                 for entry, result, value in finals]
 
@@ -247,18 +247,18 @@ class _LoopBuilder:
         inner = em.into(body)
         bound: dict[int, Value] = dict(ports.invariant)
         for k, ((entry, _), it) in enumerate(zip(ports.sliced, iterators)):
-            param = Value(em.name("slice"), it.param.dtype, it.param.shape)
+            param = em.value("slice", it.param.dtype, it.param.shape)
             iterators[k] = replace(it, param=param)
             bound[entry.internal_layer_id] = param
         states: dict[int, Value] = {}
         for pid, (_, init) in ports.carried.items():
-            states[pid] = Value(em.name(self.body.layers[pid].name or "state"), init.dtype, shapes.get(pid))
+            states[pid] = em.value(self.body.layers[pid].name or "state", init.dtype, shapes.get(pid))
             bound[pid] = states[pid]
         counter = None
         if ports.iteration is not None:
-            counter = Value(em.name("iteration"), I64, ())
+            counter = em.value("iteration", I64, ())
             bound[ports.iteration.id] = self.iteration_value(inner, counter, ports.iteration)
-        cond_param = Value(em.name("condition"), BOOL, ()) if cond_init is not None else None
+        cond_param = em.value("condition", BOOL, ()) if cond_init is not None else None
         results = {layer.id: value for layer, value in translate_net(self.op.ctx, self.body, body, bound)}
         return body, states, counter, cond_param, results
 
@@ -390,7 +390,7 @@ class _LoopBuilder:
                 f"{value.shape} is not static; loopc needs that shape for the zero-trip value")
         check_constant(value.shape, value.dtype, f"{self.op.what}: the zero-trip value of output {value.name!r}")
         zeros = self.em.const(np.zeros(value.shape, dtype=value.dtype))
-        state = Value(self.em.name("last"), value.dtype, value.shape)
+        state = self.em.value("last", value.dtype, value.shape)
         recurrences.append(Recurrence(state, zeros, value))
         return state
 
