@@ -270,20 +270,15 @@ def static_value(value: Value | None, depth: int = FOLD_DEPTH) -> np.ndarray | N
     if node.op == "Shape":
         folded = fold(node)  # a Shape of a static shape needs no constant operand
     else:
-        arrays = [None if v is None else static_value(v, depth - 1) for v in node.inputs]
-        if any(a is None and v is not None for a, v in zip(arrays, node.inputs)):
-            return None
-        folded = fold(Node(node.op, [None if a is None or v is None else _constant(a, v)
-                                    for a, v in zip(arrays, node.inputs)],
-                           [Value(v.name) for v in node.outputs], node.attrs))
+        known: dict[Value, np.ndarray] = {}
+        for v in node.inputs:
+            array = None if v is None else static_value(v, depth - 1)
+            if v is not None and array is None:
+                return None
+            if v is not None and array is not None:
+                known[v] = array
+        folded = fold(node, known)
     return None if folded is None else folded[node.outputs.index(value)]
-
-
-def _constant(array: np.ndarray, like: Value) -> Value:
-    """A stand-in for ``like`` that a Constant holding ``array`` produces (what ``fold`` reads)."""
-    twin = Value(like.name, like.dtype, like.shape)
-    Node("Constant", [], [twin], {"value": array})
-    return twin
 
 
 
