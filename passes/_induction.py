@@ -56,19 +56,19 @@ class Induction:
 
     def __init__(self, loop: Loop) -> None:
         self.loop = loop
-        self.inner = {id(v) for v in loop.body.inputs} | {id(v) for _, n in loop.body.walk() for v in n.outputs}
-        self.states = {id(r.state): r for r in loop.recurrences}
-        self._memo: dict[int, Affine | None] = {}
-        self._busy: set[int] = set()
+        self.inner = {v for v in loop.body.inputs} | {v for _, n in loop.body.walk() for v in n.outputs}
+        self.states = {r.state: r for r in loop.recurrences}
+        self._memo: dict[Value, Affine | None] = {}
+        self._busy: set[Value] = set()
 
     def invariant(self, value: Value) -> bool:
-        return id(value) not in self.inner
+        return value not in self.inner
 
     def affine(self, value: Value | None) -> Affine | None:
         """``value`` as an affine function of the trip, or None when it is not one (or not an integer)."""
         if value is None or not _integer(value):
             return None
-        key = id(value)
+        key = value
         if key not in self._memo:
             if key in self._busy:
                 return None  # a cycle that is not a simple step
@@ -86,8 +86,8 @@ class Induction:
             return Affine(None, 0, 1)
         if self.invariant(value):
             return Affine(value, 0, 0) if _one_element(value) else None
-        if id(value) in self.states:
-            return self._carried(self.states[id(value)])
+        if value in self.states:
+            return self._carried(self.states[value])
         node = value.producer
         if node is None or len(node.outputs) != 1:
             return None

@@ -101,9 +101,9 @@ def _grows(rec: Recurrence) -> bool:
     stack, seen = [rec.next], set()
     while stack:
         producer = stack.pop().producer
-        if producer is None or producer.op != "Concat" or len(producer.inputs) < 2 or id(producer) in seen:
+        if producer is None or producer.op != "Concat" or len(producer.inputs) < 2 or producer in seen:
             continue
-        seen.add(id(producer))
+        seen.add(producer)
         axis = int(producer.attrs.get("axis", 0))
         if any(v is rec.state or _reordered(v, rec.state, axis) for v in producer.inputs):
             return True

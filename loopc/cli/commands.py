@@ -185,8 +185,8 @@ def _ir_loops(graph: Graph, name: str) -> str:
     from loopc.ir import Loop, format_loop
 
     loops = [node for _, node in graph.walk() if isinstance(node, Loop)]
-    nested = {id(inner) for loop in loops for _, inner in loop.body.walk() if isinstance(inner, Loop)}
-    return "\n".join([f"{name}: {len(loops)} loop(s)"] + [format_loop(lp) for lp in loops if id(lp) not in nested])
+    nested = {inner for loop in loops for _, inner in loop.body.walk() if isinstance(inner, Loop)}
+    return "\n".join([f"{name}: {len(loops)} loop(s)"] + [format_loop(lp) for lp in loops if lp not in nested])
 
 
 @cli.command()

@@ -351,7 +351,7 @@ class _Printer:
         self.inline_limit = inline_limit
         self.node_names = node_names
         self.lines: list[str] = []
-        self._tokens: dict[int, str] = {}
+        self._tokens: dict[Value, str] = {}
         self._seen: Counter[str] = Counter()
         self._stored: dict[int, str] = {}
         self._next_key = 0
@@ -359,12 +359,12 @@ class _Printer:
     def ref(self, value: Value | None) -> str:
         if value is None:
             return "_"
-        token = self._tokens.get(id(value))
+        token = self._tokens.get(value)
         if token is None:
             self._seen[value.name] += 1
             count = self._seen[value.name]
             token = "%" + word(value.name) + (f"#{count}" if count > 1 else "")
-            self._tokens[id(value)] = token
+            self._tokens[value] = token
         return token
 
     def define(self, value: Value) -> str:

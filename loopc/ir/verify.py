@@ -87,7 +87,7 @@ class _Verifier:
     def __init__(self) -> None:
         #: The graph each value defined so far is defined in (by id): to find a second definition, and
         #: how the condition rule tells body values from outer ones.
-        self.home: dict[int, Graph] = {}
+        self.home: dict[Value, Graph] = {}
         #: For the uses rule: the reads made, the uses the values defined record, and the first read
         #: its value does not record (reported once every other rule has held).
         self.reads = 0
@@ -100,18 +100,18 @@ class _Verifier:
 
     # ------------------------------------------------------------------------------------ SSA
 
-    def define(self, value: Value, graph: Graph, where: Node | Graph, scope: set[int], added: list[int]) -> None:
-        if id(value) in self.home:
+    def define(self, value: Value, graph: Graph, where: Node | Graph, scope: set[Value], added: list[Value]) -> None:
+        if value in self.home:
             raise _fail("single-definition", where, f"value {value.name!r} is defined twice")
-        self.home[id(value)] = graph
+        self.home[value] = graph
         self.recorded += len(value._uses)
-        scope.add(id(value))
-        added.append(id(value))
+        scope.add(value)
+        added.append(value)
 
-    def graph(self, graph: Graph, scope: set[int], at_end: Callable[[], None] | None = None) -> None:
+    def graph(self, graph: Graph, scope: set[Value], at_end: Callable[[], None] | None = None) -> None:
         """Check ``graph`` with ``scope`` (ids of the values visible from it), which is extended while
         the graph is checked and restored after; ``at_end`` runs while the graph's values are visible."""
-        added: list[int] = []
+        added: list[Value] = []
         try:
             for value in graph.inputs:
                 if value.producer is not None:
@@ -128,18 +128,18 @@ class _Verifier:
             if at_end is not None:
                 at_end()
             for value in graph.outputs:
-                if id(value) not in scope:
+                if value not in scope:
                     raise _fail("graph-outputs", graph, f"outputs {value.name!r}, which it does not define or see")
             self.count_reads(graph, graph.outputs)
         finally:
             scope.difference_update(added)
 
-    def node(self, node: Node, scope: set[int]) -> None:
+    def node(self, node: Node, scope: set[Value]) -> None:
         if isinstance(node, Loop):
             self.loop(node, scope)  # checks the roles, which the loop's inputs must equal
         else:
             for value in node.inputs:
-                if value is not None and id(value) not in scope:
+                if value is not None and value not in scope:
                     raise _fail("scope", node, _unseen(value))
         self.count_reads(node, node.inputs)
         if isinstance(node, If):
@@ -147,7 +147,7 @@ class _Verifier:
 
     # ---------------------------------------------------------------------------------- loops
 
-    def loop(self, loop: Loop, scope: set[int]) -> None:
+    def loop(self, loop: Loop, scope: set[Value]) -> None:
         self.signature(loop)
         if loop.trip_count is None and loop.condition is None:
             raise _fail("loop-bound", loop, "has neither a trip count nor a condition")
@@ -163,7 +163,7 @@ class _Verifier:
         for rec in loop.recurrences:
             self.outside(loop, f"recurrence {rec.state.name!r}: init", rec.init, scope)
             _check_carried(loop, rec.state, rec.init, "init")
-        states = {id(r.state) for r in loop.recurrences}
+        states = {r.state for r in loop.recurrences}
         for out in loop.loop_outputs:
             _check_output(loop, out.kind, out.value, out.result, out.axis, states)
         if loop.padded and loop.trip_count is None and loop.max_trips is None:
@@ -177,20 +177,20 @@ class _Verifier:
 
         self.graph(loop.body, scope, at_end)
 
-    def outside(self, loop: Loop, role: str, value: Value, scope: set[int]) -> None:
-        if id(value) in scope:
+    def outside(self, loop: Loop, role: str, value: Value, scope: set[Value]) -> None:
+        if value in scope:
             return
         inside = value.producer is not None and any(n is value.producer for n in loop.body.nodes)
         inside = inside or any(v is value for v in loop.body.inputs)
         where = "is defined in the loop's body" if inside else "is not defined before the loop"
         raise _fail("role-scope", loop, f"{role} {value.name!r} {where}; it must be an outer value")
 
-    def loop_body_end(self, loop: Loop, scope: set[int]) -> None:
+    def loop_body_end(self, loop: Loop, scope: set[Value]) -> None:
         """The roles read at the body's end: condition, next values, stacked outputs' values."""
         cond = loop.condition
         if cond is not None:
-            outer = id(cond) in scope and self.home.get(id(cond)) is not loop.body
-            if self.home.get(id(cond)) is not loop.body:
+            outer = cond in scope and self.home.get(cond) is not loop.body
+            if self.home.get(cond) is not loop.body:
                 where = "an outer value" if outer else "not a value the body defines"
                 raise _fail("condition", loop, f"condition {cond.name!r} is {where}; it must be computed in the "
                                                "body (a parameter or a body node's result)")
@@ -198,11 +198,11 @@ class _Verifier:
             if problem:
                 raise _fail("condition", loop, f"condition {cond.name!r} {problem}")
         for rec in loop.recurrences:
-            if id(rec.next) not in scope:
+            if rec.next not in scope:
                 raise _fail("role-scope", loop, f"recurrence {rec.state.name!r}: next {rec.next.name!r} {_NOT_SEEN}")
             _check_carried(loop, rec.state, rec.next, "next")
         for out in loop.loop_outputs:
-            if id(out.value) not in scope:
+            if out.value not in scope:
                 raise _fail("role-scope", loop, f"{out.kind} output {out.result.name!r}: value {out.value.name!r} "
                                                 f"{_NOT_SEEN}")
 
@@ -224,7 +224,7 @@ class _Verifier:
 
     # --------------------------------------------------------------------------- conditionals
 
-    def conditional(self, node: If, scope: set[int]) -> None:
+    def conditional(self, node: If, scope: set[Value]) -> None:
         cond = node.inputs[0] if node.inputs else None
         if cond is None:
             raise _fail("if-condition", node, "has no condition")
@@ -271,11 +271,11 @@ def _extra_use(graph: Graph) -> None:
     """Raise naming a use recorded by a value of ``graph`` that is no read, if there is one."""
     nodes = [node for _, node in graph.walk()]
     graphs = [graph, *(sub for node in nodes for sub in node.subgraphs())]
-    members = {id(user) for user in [*nodes, *graphs]}
+    members = {user for user in [*nodes, *graphs]}
     values = [v for g in graphs for v in g.inputs] + [v for node in nodes for v in node.outputs]
     for value in values:
         for user, slot in value._uses:
-            if id(user) not in members:  # only nodes and graphs of the model are members
+            if user not in members:  # only nodes and graphs of the model are members
                 name = user.describe() if isinstance(user, Node) else f"graph {getattr(user, 'name', user)!r}"
                 raise VerificationError(f"value {value.name!r} records a use by {name}, which is not in the "
                                         "model (a dangling use)", rule="uses", node=name)
@@ -305,11 +305,11 @@ def _unseen(value: Value) -> str:
 
 def _differ(held: Sequence[Value | None], named: Sequence[Value | None]) -> str:
     """How ``held`` differs from ``named`` as multisets of values ('' when they agree)."""
-    have = Counter(id(v) for v in held if v is not None)
-    want = Counter(id(v) for v in named if v is not None)
+    have = Counter(v for v in held if v is not None)
+    want = Counter(v for v in named if v is not None)
     if have == want:
         return ""
-    names = {id(v): v.name for v in [*held, *named] if v is not None}
+    names = {v: v.name for v in [*held, *named] if v is not None}
     extra = sorted(names[k] for k in (have - want).elements())
     missing = sorted(names[k] for k in (want - have).elements())
     return ", ".join(([f"{extra} too many"] if extra else []) + ([f"{missing} missing"] if missing else []))
@@ -355,8 +355,8 @@ def _check_iterator(loop: Loop, param: Value, source: Value, axis: int) -> None:
                                            f"{source.name!r} ({type_text(source)}) on axis {axis} is not")
 
 
-def _check_output(loop: Loop, kind: str, value: Value, result: Value, axis: int, states: set[int]) -> None:
-    if kind == "last" and id(value) not in states:
+def _check_output(loop: Loop, kind: str, value: Value, result: Value, axis: int, states: set[Value]) -> None:
+    if kind == "last" and value not in states:
         raise _fail("last-output", loop, f"'last' output {result.name!r} must read a recurrence state, "
                                          f"not {value.name!r}")
     if kind != "last" and result.shape is not None:

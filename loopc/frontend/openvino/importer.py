@@ -336,10 +336,10 @@ def _translate_layer(ctx: Context, net: Net, layer: Layer, inputs: list[Value], 
         if len(outs) != len(layer.outputs):
             raise located(FrontendError, where(net, layer), f"has {len(layer.outputs)} output port(s); "
                           f"the op gives {len(outs)}")
-    added = set(map(id, graph.nodes[before:]))
+    added = set(graph.nodes[before:])
     for k, (port, value) in enumerate(zip(layer.outputs, outs)):
         _compare_declared(where(net, layer), port, value)
-        if value.producer is not None and id(value.producer) in added:
+        if value.producer is not None and value.producer in added:
             value.name = ctx.unique(port.names[0] if port.names else (label if k == 0 else f"{label}.{k}"))
     return outs
 
