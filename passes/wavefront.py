@@ -96,6 +96,11 @@ class _Plan:
     fed: list[LoopIterator]  #: the consumer's iterators over the producer's rows
     before: list[Node] = field(default_factory=list)  #: nodes to run before the fused loop
     after: list[Node] = field(default_factory=list)  #: nodes to run after it
+    ahead: Builder = field(init=False)  #: makes ``before``
+    behind: Builder = field(init=False)  #: makes ``after``
+
+    def __post_init__(self) -> None:
+        self.ahead, self.behind = Builder(self.graph, self.before), Builder(self.graph, self.after)
 
     def fuse(self) -> None:
         producer, consumer = self.producer, self.consumer
@@ -113,15 +118,14 @@ class _Plan:
         loop = self.producer
         count = loop.trip_count
         assert count is not None and count.dtype is not None
-        b = Builder(self.graph, self.before)
-        loop.set_trip_count(b.const(np.array(self.trips + 1, count.dtype), name=f"{loop.name}_trips_wave"))
+        loop.set_trip_count(self.ahead.const(np.array(self.trips + 1, count.dtype), name=f"{loop.name}_trips_wave"))
         for it in loop.iterators:
-            loop.update(it, source=_edge_row_added(b, it.source, it.axis, at_end=not it.reverse))
+            loop.update(it, source=_edge_row_added(self.ahead, it.source, it.axis, at_end=not it.reverse))
         for out in list(loop.loop_outputs):
             if out.kind == "last":
                 rec = next((r for r in loop.recurrences if r.state is out.value), None)
                 if rec is not None:  # the state carried into the extra trip is the one after the last real one
-                    delayed = b.value(f"{rec.state.name}_delayed", rec.state.dtype, rec.state.shape)
+                    delayed = self.ahead.value(f"{rec.state.name}_delayed", rec.state.dtype, rec.state.shape)
                     loop.add_recurrence(Recurrence(delayed, rec.init, rec.state))
                     loop.update(out, value=delayed)
             else:
@@ -131,10 +135,10 @@ class _Plan:
     def _cut(self, out: LoopOutput, start: int, stop: int) -> None:
         """``out``'s stacked result becomes rows ``[start, stop)`` of the fused loop's (along its axis)."""
         kept = out.result
-        b = Builder(self.graph, self.after)
-        self.producer.update(out, result=b.value(f"{kept.name}_wave", kept.dtype, None if kept.shape is None else tuple(
-            self.trips + 1 if k == out.axis else d for k, d in enumerate(kept.shape))))
-        _rows(b, out.result, out.axis, (start, stop), into=kept)
+        shape = None if kept.shape is None else tuple(
+            self.trips + 1 if k == out.axis else d for k, d in enumerate(kept.shape))
+        self.producer.update(out, result=self.behind.value(f"{kept.name}_wave", kept.dtype, shape))
+        _rows(self.behind, out.result, out.axis, (start, stop), into=kept)
 
     # -- the consumer: its steps one trip behind, in the producer's body ------------------------------
 
@@ -170,9 +174,8 @@ class _Plan:
             if rec.next is value or _held(loop, rec, value, self.first_row):
                 return rec.state
         assert value.shape is not None and value.dtype is not None  # checked by the plan
-        b = Builder(self.graph, self.before)
-        init = b.const(np.zeros(value.shape, value.dtype), name=f"{value.name}_before")
-        state = b.value(f"{value.name}_previous", value.dtype, value.shape)
+        init = self.ahead.const(np.zeros(value.shape, value.dtype), name=f"{value.name}_before")
+        state = self.ahead.value(f"{value.name}_previous", value.dtype, value.shape)
         loop.add_recurrence(Recurrence(state, init, value))
         return state
 
@@ -191,13 +194,13 @@ class _Plan:
         b = Builder(body, inside)
         if own_counter is not None and own_counter.is_used():
             b.op("Sub", [counter, b.const(np.array(delay, np.int64), name=f"{consumer.name}_delay")], out=own_counter)
-        first_row = b.const(np.array(self.first_row, np.int64), name=f"{consumer.name}_first_row")
-        active = b.op("Greater", [counter, first_row], name=f"{consumer.name}_started", dtype=np.dtype(bool), shape=())
+        last_idle = b.const(np.array(self.first_row, np.int64), name=f"{consumer.name}_first_row")
+        active = b.op("Greater", [counter, last_idle], name=f"{consumer.name}_started")
         holds: list[Node] = []
-        b = b.into(holds)
+        hold = b.into(holds)
         for k, rec in enumerate(recurrences):
-            held = b.op("Where", [active, rec.next, rec.state], name=f"{rec.next.name}_held", dtype=rec.next.dtype,
-                        shape=rec.next.shape)
+            held = hold.op("Where", [active, rec.next, rec.state], name=f"{rec.next.name}_held",
+                           dtype=rec.next.dtype, shape=rec.next.shape)
             recurrences[k] = replace(rec, next=held)
         body.insert_after(list(body.nodes)[-1], [*inside, *consumer.body.nodes, *holds])
         for rec in recurrences:
@@ -205,8 +208,8 @@ class _Plan:
         fed = {it for it in self.fed}
         for it in iterators:
             if it not in fed:
-                producer.add_iterator(replace(it, source=_edge_row_added(
-                    Builder(self.graph, self.before), it.source, it.axis, at_end=False, count=delay)))
+                producer.add_iterator(replace(
+                    it, source=_edge_row_added(self.ahead, it.source, it.axis, at_end=False, count=delay)))
         for out in outputs:
             producer.add_output(out)
             if out.kind != "last":  # the trips it ran: from its delay on (reversed: the first rows)
@@ -253,8 +256,8 @@ def _peel_first(outer: Graph, loop: Loop) -> None:
         readers = loop.counter.uses()
         step: list[Node] = []
         inc = Builder(loop.body, step)
-        shifted = inc.op("Add", [loop.counter, inc.const(np.array(1, np.int64), name=f"{loop.name}_one")],
-                         name=f"{loop.counter.name}_from_1", dtype=I64, shape=())
+        one = inc.const(np.array(1, np.int64), name=f"{loop.name}_one")
+        shifted = inc.op("Add", [loop.counter, one], name=f"{loop.counter.name}_from_1")
         loop.body.insert_before(list(loop.body.nodes)[0], step)
         for user, slot in readers:
             user.set_input(slot, shifted) if isinstance(user, Node) else user.set_output(slot, shifted)
