@@ -24,9 +24,9 @@ from typing import Any
 import numpy as np
 
 from loopc.ir import Node, Value, constant_value
+from loopc.ir.builder import Builder
 from loopc.ir.core import Dim
 from loopc.ir.ops import traits
-from loopc.passes._util import constant
 
 def batchable(node: Node) -> bool:
     """Whether ``node``'s op has a rule here (its operands may still refuse)."""
@@ -39,10 +39,11 @@ def _fixed_stacked(node: Node, stacked: list[bool]) -> bool:
     return lift is not None and any(stacked[k] for k in lift.fixed if k < len(stacked))
 
 
-def batch_node(node: Node, inputs: list[Value | None], stacked: list[bool], trips: Dim) -> tuple[list[Node], list[Value]] | None:
-    """Nodes computing ``node``'s results for all trips from ``inputs`` (``stacked[k]``: input k has the
-    trip axis in front; the others are read as they were), and those results, or None when ``node``
-    cannot be stacked. ``trips`` is the trip axis's length as far as known (for the results' types)."""
+def batch_node(b: Builder, node: Node, inputs: list[Value | None], stacked: list[bool], trips: Dim) -> list[Value] | None:
+    """Make with ``b`` the nodes computing ``node``'s results for all trips from ``inputs`` (``stacked[k]``:
+    input k has the trip axis in front; the others are read as they were) and return those results, or
+    None, having made nothing, when ``node`` cannot be stacked. ``trips`` is the trip axis's length as far
+    as known (for the results' types)."""
     ranks = [_rank(v) for v in node.inputs]
     out_ranks = [_rank(v) for v in node.outputs]
     if not any(stacked) or any(r is None for r, s in zip(ranks, stacked) if s) or None in out_ranks:
@@ -50,23 +51,22 @@ def batch_node(node: Node, inputs: list[Value | None], stacked: list[bool], trip
     lift = traits(node.op).lift
     if lift is None or _fixed_stacked(node, stacked):
         return None
-    nodes: list[Node] = []
-    outputs = [Value(f"{v.name}_all", v.dtype, None if v.shape is None else (trips, *v.shape)) for v in node.outputs]
+    outputs = [b.value(f"{v.name}_all", v.dtype, None if v.shape is None else (trips, *v.shape)) for v in node.outputs]
     attrs = dict(node.attrs)
     operands = list(inputs)
     op, rule = node.op, lift.rule
     if rule == "elementwise":
         rank = out_ranks[0]
         assert rank is not None
-        operands = [_pad(nodes, v, ranks[k], rank) if stacked[k] and v is not None else v
+        operands = [_pad(b, v, ranks[k], rank) if stacked[k] and v is not None else v
                     for k, v in enumerate(operands)]
     elif rule == "matmul":
-        matmul = _matmul(nodes, operands, stacked, ranks, out_ranks[0])
+        matmul = _matmul(b, operands, stacked, ranks, out_ranks[0])
         if matmul is None:
             return None
         operands = matmul
     elif rule == "gemm":
-        return _gemm(node, nodes, operands, stacked, outputs[0])
+        return _gemm(b, node, operands, stacked, outputs[0])
     elif rule == "transpose":
         rank = ranks[0]
         assert rank is not None
@@ -79,7 +79,7 @@ def batch_node(node: Node, inputs: list[Value | None], stacked: list[bool], trip
             return None
         shifted = [_shift(int(a)) for a in np.asarray(axes).reshape(-1)]
         if axes_at:
-            operands[1] = constant(nodes, f"{node.outputs[0].name}_axes_all", np.array(shifted, np.int64))
+            operands[1] = b.const(np.array(shifted, np.int64), name=f"{node.outputs[0].name}_axes_all")
         else:
             attrs["axes"] = shifted
     elif rule == "axis":
@@ -88,22 +88,27 @@ def batch_node(node: Node, inputs: list[Value | None], stacked: list[bool], trip
             return None
         attrs["axis"] = _shift(axis)
     elif rule == "slice":
-        if not _slice(node, nodes, operands):
+        if not _slice(b, node, operands):
             return None
     elif rule == "reshape":
         if int(attrs.get("allowzero", 0)) or operands[1] is None:
             return None
-        operands[1] = _lead(nodes, operands[1], 0, f"{node.outputs[0].name}_shape_all")
+        operands[1] = _lead(b, operands[1], 0, f"{node.outputs[0].name}_shape_all")
     elif rule == "expand":
         rank = out_ranks[0]
         if operands[1] is None or stacked[1] or rank is None:
             return None
-        operands[0] = _pad(nodes, operands[0], ranks[0], rank) if operands[0] is not None else None
-        operands[1] = _lead(nodes, operands[1], 1, f"{node.outputs[0].name}_shape_all")
+        operands[0] = _pad(b, operands[0], ranks[0], rank) if operands[0] is not None else None
+        operands[1] = _lead(b, operands[1], 1, f"{node.outputs[0].name}_shape_all")
     else:
         return None
-    nodes.append(Node(op, operands, outputs, attrs, name=f"{node.name}_all", origin=node.origin))
-    return nodes, outputs
+    _standing_for(b, node).node(op, operands, outputs, attrs, name=f"{node.name}_all")
+    return outputs
+
+
+def _standing_for(b: Builder, node: Node) -> Builder:
+    """``b`` making nodes with ``node``'s origin: the batched node is ``node``, run on all trips."""
+    return Builder(b.graph, b.nodes, origin=node.origin)
 
 
 def _axis(node: Node) -> int | None:
@@ -114,14 +119,13 @@ def _axis(node: Node) -> int | None:
     return None if given is None else int(given)
 
 
-def _lead(nodes: list[Node], shape: Value, dim: int, name: str) -> Value:
+def _lead(b: Builder, shape: Value, dim: int, name: str) -> Value:
     """A shape operand with ``dim`` in front (Reshape's 0 copies the trip dim, Expand's 1 keeps it)."""
     known = constant_value(shape)
     if known is not None:
-        return constant(nodes, name, np.concatenate([[dim], np.asarray(known, np.int64).reshape(-1)]).astype(np.int64))
-    led = Value(name, shape.dtype, None)
-    nodes.append(Node("Concat", [constant(nodes, f"{name}_lead", np.array([dim], np.int64)), shape], [led], {"axis": 0}))
-    return led
+        return b.const(np.concatenate([[dim], np.asarray(known, np.int64).reshape(-1)]).astype(np.int64), name=name)
+    lead = b.const(np.array([dim], np.int64), name=f"{name}_lead")
+    return b.op("Concat", [lead, shape], {"axis": 0}, name=name, dtype=shape.dtype)
 
 
 def _rank(value: Value | None) -> int | None:
@@ -133,71 +137,65 @@ def _shift(axis: int) -> int:
     return axis + 1 if axis >= 0 else axis
 
 
-def _pad(nodes: list[Node], value: Value, rank: int | None, to: int | None) -> Value:
+def _pad(b: Builder, value: Value, rank: int | None, to: int | None) -> Value:
     """A stacked ``value`` of per-trip ``rank`` with 1s after the trip axis up to per-trip rank ``to``, so
     that it broadcasts against the others as it did on one trip."""
     assert rank is not None and to is not None
     if rank >= to:
         return value
-    axes = constant(nodes, f"{value.name}_pad_axes", np.arange(1, to - rank + 1, dtype=np.int64))
-    padded = Value(f"{value.name}_padded", value.dtype,
-                   None if value.shape is None else (value.shape[0], *([1] * (to - rank)), *value.shape[1:]))
-    nodes.append(Node("Unsqueeze", [value, axes], [padded]))
-    return padded
+    axes = b.const(np.arange(1, to - rank + 1, dtype=np.int64), name=f"{value.name}_pad_axes")
+    return b.op("Unsqueeze", [value, axes], name=f"{value.name}_padded", dtype=value.dtype,
+                shape=None if value.shape is None else (value.shape[0], *([1] * (to - rank)), *value.shape[1:]))
 
 
-def _matmul(nodes: list[Node], operands: list[Value | None], stacked: list[bool], ranks: list[int | None],
+def _matmul(b: Builder, operands: list[Value | None], stacked: list[bool], ranks: list[int | None],
             out_rank: int | None) -> list[Value | None] | None:
     """MatMul's operands stacked so their matrix axes stay last. A stacked vector (per-trip rank 1) is a
     matrix of trips only against a plain matrix: [trips, K]·[K, N] is each trip's [K]·[K, N]."""
-    a, b = operands
+    left, right = operands
     ra, rb = ranks
-    if a is None or b is None or ra is None or rb is None or out_rank is None:
+    if left is None or right is None or ra is None or rb is None or out_rank is None:
         return None
     if stacked[0] and ra == 1:
-        return [a, b] if not stacked[1] and rb == 2 else None
+        return [left, right] if not stacked[1] and rb == 2 else None
     if stacked[1] and rb == 1:
         return None
     to = max(out_rank, 2)
-    return [_pad(nodes, a, ra, to) if stacked[0] else a, _pad(nodes, b, rb, to) if stacked[1] else b]
+    return [_pad(b, left, ra, to) if stacked[0] else left, _pad(b, right, rb, to) if stacked[1] else right]
 
 
-def _gemm(node: Node, nodes: list[Node], operands: list[Value | None], stacked: list[bool],
-          result: Value) -> tuple[list[Node], list[Value]] | None:
+def _gemm(b: Builder, node: Node, operands: list[Value | None], stacked: list[bool], result: Value) -> list[Value] | None:
     """``alpha·A'·B' + beta·C`` as MatMul, Mul and Add: a Gemm takes matrices, not stacks of them."""
-    a, b = operands[0], operands[1]
+    left, right = operands[0], operands[1]
     c = operands[2] if len(operands) > 2 else None
-    if a is None or b is None or (c is not None and stacked[2]):
+    if left is None or right is None or (c is not None and stacked[2]):
         return None
     name = node.outputs[0].name
     dtype = node.outputs[0].dtype
 
     def transposed(value: Value, is_stacked: bool, tag: str) -> Value:
-        out = Value(f"{name}_{tag}_t", value.dtype, None)
-        nodes.append(Node("Transpose", [value], [out], {"perm": [0, 2, 1] if is_stacked else [1, 0]}))
-        return out
+        return b.op("Transpose", [value], {"perm": [0, 2, 1] if is_stacked else [1, 0]}, name=f"{name}_{tag}_t",
+                    dtype=value.dtype)
 
     if int(node.attrs.get("transA", 0)):
-        a = transposed(a, stacked[0], "a")
+        left = transposed(left, stacked[0], "a")
     if int(node.attrs.get("transB", 0)):
-        b = transposed(b, stacked[1], "b")
+        right = transposed(right, stacked[1], "b")
     alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
-    product = result if c is None and alpha == 1.0 else Value(f"{name}_product", dtype, None)
-    nodes.append(Node("MatMul", [a, b], [product], name=f"{node.name}_all", origin=node.origin))
+    product = result if c is None and alpha == 1.0 else b.value(f"{name}_product", dtype)
+    _standing_for(b, node).node("MatMul", [left, right], [product], name=f"{node.name}_all")
     if alpha != 1.0:
-        scaled = result if c is None else Value(f"{name}_scaled", dtype, None)
-        nodes.append(Node("Mul", [product, constant(nodes, f"{name}_alpha", np.array(alpha, dtype))], [scaled]))
-        product = scaled
+        scale = b.const(np.array(alpha, dtype), name=f"{name}_alpha")
+        product = b.op("Mul", [product, scale], out=result if c is None else None, name=f"{name}_scaled", dtype=dtype)
     if c is not None:
         if beta != 1.0:
-            c_scaled = Value(f"{name}_c_scaled", dtype, None)
-            nodes.append(Node("Mul", [c, constant(nodes, f"{name}_beta", np.array(beta, dtype))], [c_scaled]))
-            c = c_scaled
-        nodes.append(Node("Add", [product, c], [result]))
-    return nodes, [result]
+            c = b.op("Mul", [c, b.const(np.array(beta, dtype), name=f"{name}_beta")], name=f"{name}_c_scaled",
+                     dtype=dtype)
+        b.op("Add", [product, c], out=result)
+    return [result]
 
 
-def _slice(node: Node, nodes: list[Node], operands: list[Value | None]) -> bool:
+def _slice(b: Builder, node: Node, operands: list[Value | None]) -> bool:
     """Slice's axes (explicit, or 0.. for as many as starts) moved past the trip axis."""
     starts = constant_value(node.inputs[1])
     axes: Any = constant_value(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] is not None else None
@@ -208,7 +206,7 @@ def _slice(node: Node, nodes: list[Node], operands: list[Value | None]) -> bool:
     shifted = np.array([_shift(int(a)) for a in np.asarray(axes).reshape(-1)], np.int64)
     while len(operands) < 4:
         operands.append(None)
-    operands[3] = constant(nodes, f"{node.outputs[0].name}_axes_all", shifted)
+    operands[3] = b.const(shifted, name=f"{node.outputs[0].name}_axes_all")
     return True
 
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Value, constant_value
+from loopc.ir.builder import Builder
 from loopc.ir.core import Dim
 from loopc.ir.ops import Trap, may_trap, traits
 from loopc.passes._batching import batch_node, batchable
@@ -108,13 +109,13 @@ class _Distribution:
         if not any(traits(n.op).matrix_product for n in part):
             return 0
         emitted: list[Node] = []
-        stacked = {it.param: _trips_first(emitted, it) for it in loop.iterators}
+        b = Builder(self.outer, emitted)
+        stacked = {it.param: _trips_first(b, it) for it in loop.iterators}
         for node in part:
-            made = self._batched(node, stacked, spaces[node.outputs[0]].length)
+            made = _batched(b, node, stacked, spaces[node.outputs[0]].length)
             if made is None:
                 return 0  # a rule refused: leave the loop as it is (nothing was inserted yet)
-            emitted.extend(made[0])
-            stacked.update((old, new) for old, new in zip(node.outputs, made[1]))
+            stacked.update(zip(node.outputs, made))
         if not all(_fits(stacked[v]) for n in part for v in n.outputs):
             return 0
         self.outer.insert_before(loop, emitted)
@@ -123,22 +124,13 @@ class _Distribution:
             for value in node.outputs:
                 if all(u.user in in_part for u in value.uses()):
                     continue
-                param = Value(f"{value.name}_iter", value.dtype, value.shape)
+                param = b.value(f"{value.name}_iter", value.dtype, value.shape)
                 self.inner.add(param)
                 value.replace_all_uses_with(param)
                 loop.add_iterator(LoopIterator(param, stacked[value], 0, spaces[value].reverse))
         for node in reversed(part):
             loop.body.remove(node)
         return len(part)
-
-    def _batched(self, node: Node, stacked: dict[Value, Value], trips: object) -> tuple[list[Node], list[Value]] | None:
-        """``node`` on stacked operands (a body Constant it reads is copied out with it)."""
-        copies: list[Node] = []
-        inputs = [stacked.get(v, v) if v is not None else None for v in node.inputs]
-        inputs = [_outside(copies, v) if v is not None and _constant(v) else v for v in inputs]
-        flags = [v is not None and v in stacked for v in node.inputs]
-        made = batch_node(node, inputs, flags, trips if isinstance(trips, (int, str)) else None)
-        return None if made is None else (copies + made[0], made[1])
 
     # ---------------------------------------------------------------------------------- after
 
@@ -162,27 +154,27 @@ class _Distribution:
             return 0
         kind = kinds.pop()
         # each per-trip operand the part reads from the loop: emitted stacked by the loop
+        emitted: list[Node] = []
+        b = Builder(self.outer, emitted)
         stacked: dict[Value, Value] = {}
         new_outputs: list[LoopOutput] = []
         for node in part:
             for v in node.inputs:
                 if v is not None and v in self.inner and v not in results and v not in stacked:
-                    rows = Value(f"{v.name}_rows", v.dtype, None if v.shape is None else (None, *v.shape))
+                    rows = b.value(f"{v.name}_rows", v.dtype, None if v.shape is None else (None, *v.shape))
                     new_outputs.append(LoopOutput(kind, v, rows, 0))
                     stacked[v] = rows
-        emitted: list[Node] = []
         for node in part:
-            made = self._batched(node, stacked, None)
+            made = _batched(b, node, stacked, None)
             if made is None:
                 return 0
-            emitted.extend(made[0])
-            stacked.update((old, new) for old, new in zip(node.outputs, made[1]))
+            stacked.update(zip(node.outputs, made))
         replaced: list[tuple[LoopOutput, Value]] = []
         for out in loop.loop_outputs:
             if out.value in results:
                 whole = stacked[out.value]
                 if out.axis != 0:
-                    whole = _trips_to(emitted, whole, out.axis, out.result)
+                    whole = _trips_to(b, whole, out.axis, out.result)
                 replaced.append((out, whole))
         for out in new_outputs:
             loop.add_output(out)
@@ -207,12 +199,17 @@ def _constant(value: Value) -> bool:
     return value.producer is not None and value.producer.op == "Constant"
 
 
-def _outside(nodes: list[Node], value: Value) -> Value:
-    """A copy of a body Constant, appended to ``nodes``, for the batched nodes outside the loop."""
-    assert value.producer is not None
-    copy = Value(f"{value.name}_out", value.dtype, value.shape)
-    nodes.append(Node("Constant", [], [copy], dict(value.producer.attrs)))
-    return copy
+def _batched(b: Builder, node: Node, stacked: dict[Value, Value], trips: object) -> list[Value] | None:
+    """``node`` on stacked operands (a body Constant it reads is copied out with it)."""
+    inputs = [stacked.get(v, v) if v is not None else None for v in node.inputs]
+    inputs = [_outside(b, v) if v is not None and _constant(v) else v for v in inputs]
+    flags = [v is not None and v in stacked for v in node.inputs]
+    return batch_node(b, node, inputs, flags, trips if isinstance(trips, (int, str)) else None)
+
+
+def _outside(b: Builder, value: Value) -> Value:
+    """A copy of a body Constant, for the batched nodes outside the loop."""
+    return b.const(constant_value(value), name=f"{value.name}_out")
 
 
 def _length(it: LoopIterator) -> object:
@@ -223,28 +220,25 @@ def _length(it: LoopIterator) -> object:
     return dim if dim is not None else (it.source, it.axis)
 
 
-def _trips_first(nodes: list[Node], it: LoopIterator) -> Value:
-    """The iterator's source with its iterated axis first (a Transpose appended to ``nodes`` when it is not)."""
+def _trips_first(b: Builder, it: LoopIterator) -> Value:
+    """The iterator's source with its iterated axis first (a Transpose made with ``b`` when it is not)."""
     if it.axis == 0:
         return it.source
     shape = it.source.shape
     assert shape is not None  # the part's nodes needed the param's rank
     rank = len(shape)
     perm = [it.axis] + [a for a in range(rank) if a != it.axis]
-    moved = Value(f"{it.source.name}_trips_first", it.source.dtype, tuple(shape[a] for a in perm))
-    nodes.append(Node("Transpose", [it.source], [moved], {"perm": perm}))
-    return moved
+    return b.op("Transpose", [it.source], {"perm": perm}, name=f"{it.source.name}_trips_first", dtype=it.source.dtype,
+                shape=tuple(shape[a] for a in perm))
 
 
-def _trips_to(nodes: list[Node], value: Value, axis: int, like: Value) -> Value:
+def _trips_to(b: Builder, value: Value, axis: int, like: Value) -> Value:
     """A stacked value with its trip axis moved from the front to ``axis`` (a concat output's axis)."""
     rank = len(value.shape) if value.shape is not None else (len(like.shape) if like.shape is not None else None)
     assert rank is not None
     perm = list(range(1, rank))
     perm.insert(axis, 0)
-    moved = Value(f"{like.name}_placed", value.dtype, like.shape)
-    nodes.append(Node("Transpose", [value], [moved], {"perm": perm}))
-    return moved
+    return b.op("Transpose", [value], {"perm": perm}, name=f"{like.name}_placed", dtype=value.dtype, shape=like.shape)
 
 
 def _cannot_fail(node: Node) -> bool:

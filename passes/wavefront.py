@@ -35,10 +35,10 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from loopc.ir.builder import Builder
 from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value, constant_value
+from loopc.ir.builder import Builder
 from loopc.passes._batching import row_wise
-from loopc.passes._util import I64, constant, constant_trips
+from loopc.passes._util import I64, constant_trips
 from loopc.passes.manager import PassResult
 
 _END = np.iinfo(np.int64).max
@@ -96,11 +96,16 @@ class _Plan:
     fed: list[LoopIterator]  #: the consumer's iterators over the producer's rows
     before: list[Node] = field(default_factory=list)  #: nodes to run before the fused loop
     after: list[Node] = field(default_factory=list)  #: nodes to run after it
+    ahead: Builder = field(init=False)  #: makes ``before``
+    behind: Builder = field(init=False)  #: makes ``after``
+
+    def __post_init__(self) -> None:
+        self.ahead, self.behind = Builder(self.graph, self.before), Builder(self.graph, self.after)
 
     def fuse(self) -> None:
         producer, consumer = self.producer, self.consumer
         if producer.counter is None:
-            producer.set_counter(Value(f"{producer.name}_trip", I64, ()))
+            producer.set_counter(Builder(producer.body).value(f"{producer.name}_trip", I64, ()))
         inside = self._rows_in_loop()
         self._extend_producer()
         self._take_consumer(inside)
@@ -113,14 +118,14 @@ class _Plan:
         loop = self.producer
         count = loop.trip_count
         assert count is not None and count.dtype is not None
-        loop.set_trip_count(constant(self.before, f"{loop.name}_trips_wave", np.array(self.trips + 1, count.dtype)))
+        loop.set_trip_count(self.ahead.const(np.array(self.trips + 1, count.dtype), name=f"{loop.name}_trips_wave"))
         for it in loop.iterators:
-            loop.update(it, source=_edge_row_added(self.before, it.source, it.axis, at_end=not it.reverse))
+            loop.update(it, source=_edge_row_added(self.ahead, it.source, it.axis, at_end=not it.reverse))
         for out in list(loop.loop_outputs):
             if out.kind == "last":
                 rec = next((r for r in loop.recurrences if r.state is out.value), None)
                 if rec is not None:  # the state carried into the extra trip is the one after the last real one
-                    delayed = Value(f"{rec.state.name}_delayed", rec.state.dtype, rec.state.shape)
+                    delayed = self.ahead.value(f"{rec.state.name}_delayed", rec.state.dtype, rec.state.shape)
                     loop.add_recurrence(Recurrence(delayed, rec.init, rec.state))
                     loop.update(out, value=delayed)
             else:
@@ -130,9 +135,10 @@ class _Plan:
     def _cut(self, out: LoopOutput, start: int, stop: int) -> None:
         """``out``'s stacked result becomes rows ``[start, stop)`` of the fused loop's (along its axis)."""
         kept = out.result
-        self.producer.update(out, result=Value(f"{kept.name}_wave", kept.dtype, None if kept.shape is None else tuple(
-            self.trips + 1 if k == out.axis else d for k, d in enumerate(kept.shape))))
-        _rows(self.after, out.result, out.axis, (start, stop), into=kept)
+        shape = None if kept.shape is None else tuple(
+            self.trips + 1 if k == out.axis else d for k, d in enumerate(kept.shape))
+        self.producer.update(out, result=self.behind.value(f"{kept.name}_wave", kept.dtype, shape))
+        _rows(self.behind, out.result, out.axis, (start, stop), into=kept)
 
     # -- the consumer: its steps one trip behind, in the producer's body ------------------------------
 
@@ -140,26 +146,25 @@ class _Plan:
         """The chain's nodes cloned to run on one trip's row (axis 0 of length 1), the fed iterators'
         params made from their results; returns the new body nodes."""
         inside: list[Node] = []
+        body = Builder(self.producer.body, inside)
         row: dict[Value, Value] = {}
-        axis0 = constant(inside, f"{self.consumer.name}_row_axis", np.array([0], np.int64))
+        axis0 = body.const(np.array([0], np.int64), name=f"{self.consumer.name}_row_axis")
         for result, value in self.rows.items():
-            carried = self._carried(value)
-            one = Value(f"{value.name}_row", value.dtype, None if value.shape is None else (1, *value.shape))
-            inside.append(Node("Unsqueeze", [carried, axis0], [one]))
-            row[result] = one
+            row[result] = body.op("Unsqueeze", [self._carried(value), axis0], name=f"{value.name}_row",
+                                  dtype=value.dtype, shape=None if value.shape is None else (1, *value.shape))
         for node in self.chain:
             if node in self.shifts:
                 source = node.inputs[0]
                 assert source is not None
                 row[node.outputs[0]] = row[source]
                 continue
-            outputs = [Value(f"{v.name}_row", v.dtype, None if v.shape is None else (1, *v.shape[1:]))
+            outputs = [body.value(f"{v.name}_row", v.dtype, None if v.shape is None else (1, *v.shape[1:]))
                        for v in node.outputs]
             inputs = [row.get(v, v) if v is not None else None for v in node.inputs]
-            inside.append(Node(node.op, inputs, outputs, dict(node.attrs), origin=node.origin))
-            row.update((old, new) for old, new in zip(node.outputs, outputs))
+            Builder(self.producer.body, inside, origin=node.origin).node(node.op, inputs, outputs, dict(node.attrs))
+            row.update(zip(node.outputs, outputs))
         for it in self.fed:
-            inside.append(Node("Squeeze", [row[it.source], axis0], [it.param]))
+            body.op("Squeeze", [row[it.source], axis0], out=it.param)
         return inside
 
     def _carried(self, value: Value) -> Value:
@@ -169,8 +174,8 @@ class _Plan:
             if rec.next is value or _held(loop, rec, value, self.first_row):
                 return rec.state
         assert value.shape is not None and value.dtype is not None  # checked by the plan
-        init = constant(self.before, f"{value.name}_before", np.zeros(value.shape, value.dtype))
-        state = Value(f"{value.name}_previous", value.dtype, value.shape)
+        init = self.ahead.const(np.zeros(value.shape, value.dtype), name=f"{value.name}_before")
+        state = self.ahead.value(f"{value.name}_previous", value.dtype, value.shape)
         loop.add_recurrence(Recurrence(state, init, value))
         return state
 
@@ -185,18 +190,18 @@ class _Plan:
         own_counter = consumer.counter
         consumer.remove_roles([*iterators, *recurrences, *outputs])
         consumer.set_counter(None)
-        if own_counter is not None and own_counter.is_used():
-            inside.append(Node("Sub", [counter, constant(inside, f"{consumer.name}_delay", np.array(delay, np.int64))],
-                               [own_counter]))
-        active = Value(f"{consumer.name}_started", np.dtype(bool), ())
-        inside.append(Node("Greater", [counter, constant(inside, f"{consumer.name}_first_row",
-                                                          np.array(self.first_row, np.int64))], [active]))
-        holds = []
-        for k, rec in enumerate(recurrences):
-            held = Value(f"{rec.next.name}_held", rec.next.dtype, rec.next.shape)
-            holds.append(Node("Where", [active, rec.next, rec.state], [held]))
-            recurrences[k] = replace(rec, next=held)
         body = producer.body
+        b = Builder(body, inside)
+        if own_counter is not None and own_counter.is_used():
+            b.op("Sub", [counter, b.const(np.array(delay, np.int64), name=f"{consumer.name}_delay")], out=own_counter)
+        last_idle = b.const(np.array(self.first_row, np.int64), name=f"{consumer.name}_first_row")
+        active = b.op("Greater", [counter, last_idle], name=f"{consumer.name}_started")
+        holds: list[Node] = []
+        hold = b.into(holds)
+        for k, rec in enumerate(recurrences):
+            held = hold.op("Where", [active, rec.next, rec.state], name=f"{rec.next.name}_held",
+                           dtype=rec.next.dtype, shape=rec.next.shape)
+            recurrences[k] = replace(rec, next=held)
         body.insert_after(list(body.nodes)[-1], [*inside, *consumer.body.nodes, *holds])
         for rec in recurrences:
             producer.add_recurrence(rec)
@@ -204,7 +209,7 @@ class _Plan:
         for it in iterators:
             if it not in fed:
                 producer.add_iterator(replace(
-                    it, source=_edge_row_added(self.before, it.source, it.axis, at_end=False, count=delay)))
+                    it, source=_edge_row_added(self.ahead, it.source, it.axis, at_end=False, count=delay)))
         for out in outputs:
             producer.add_output(out)
             if out.kind != "last":  # the trips it ran: from its delay on (reversed: the first rows)
@@ -225,15 +230,13 @@ def _held(loop: Loop, rec: Recurrence, value: Value, first_row: int) -> bool:
     return bound is not None and int(bound) < first_row
 
 
-def _edge_row_added(nodes: list[Node], source: Value, axis: int, at_end: bool, count: int = 1) -> Value:
+def _edge_row_added(b: Builder, source: Value, axis: int, at_end: bool, count: int = 1) -> Value:
     """``source`` with ``count`` copies of its last (``at_end``) or first row added on that side along ``axis``."""
-    edge = _rows(nodes, source, axis, (-1, _END) if at_end else (0, 1))
+    edge = _rows(b, source, axis, (-1, _END) if at_end else (0, 1))
     shape = source.shape
-    grown = Value(f"{source.name}_grown", source.dtype, None if shape is None else tuple(
-        d + count if k == axis and isinstance(d, int) else d for k, d in enumerate(shape)))
-    nodes.append(Node("Concat", [source, *[edge] * count] if at_end else [*[edge] * count, source], [grown],
-                      {"axis": axis}))
-    return grown
+    return b.op("Concat", [source, *[edge] * count] if at_end else [*[edge] * count, source], {"axis": axis},
+                name=f"{source.name}_grown", dtype=source.dtype, shape=None if shape is None else tuple(
+                    d + count if k == axis and isinstance(d, int) else d for k, d in enumerate(shape)))
 
 
 # -- the edges: trips where a layer idles run outside the loop, without the idle layer's work ---------
@@ -243,25 +246,27 @@ def _peel_first(outer: Graph, loop: Loop) -> None:
     trips = constant_trips(loop)
     assert trips is not None and loop.trip_count is not None
     before: list[Node] = []
-    row = Builder(outer, before).trip(loop, 0, [r.init for r in loop.recurrences])
+    b = Builder(outer, before)
+    row = b.trip(loop, 0, [r.init for r in loop.recurrences])
     for it in loop.iterators:
-        loop.update(it, source=_rows(before, it.source, it.axis, (0, -1) if it.reverse else (1, _END)))
+        loop.update(it, source=_rows(b, it.source, it.axis, (0, -1) if it.reverse else (1, _END)))
     for rec in loop.recurrences:
         loop.update(rec, init=row(rec.next))
     if loop.counter is not None and loop.counter.is_used():
         readers = loop.counter.uses()
-        shifted = Value(f"{loop.counter.name}_from_1", I64, ())
         step: list[Node] = []
-        step.append(Node("Add", [loop.counter, constant(step, f"{loop.name}_one", np.array(1, np.int64))], [shifted]))
+        inc = Builder(loop.body, step)
+        one = inc.const(np.array(1, np.int64), name=f"{loop.name}_one")
+        shifted = inc.op("Add", [loop.counter, one], name=f"{loop.counter.name}_from_1")
         loop.body.insert_before(list(loop.body.nodes)[0], step)
         for user, slot in readers:
             user.set_input(slot, shifted) if isinstance(user, Node) else user.set_output(slot, shifted)
-    loop.set_trip_count(constant(before, f"{loop.name}_trips_peeled", np.array(trips - 1, loop.trip_count.dtype)))
+    loop.set_trip_count(b.const(np.array(trips - 1, loop.trip_count.dtype), name=f"{loop.name}_trips_peeled"))
     outer.insert_before(loop, before)
     after: list[Node] = []
     for out in list(loop.loop_outputs):
         if out.kind == "concat":
-            _add_row(loop, out, row(out.value), after, first=True)
+            _add_row(loop, out, row(out.value), b.into(after), first=True)
     outer.insert_after(loop, after)
 
 
@@ -269,17 +274,19 @@ def _peel_last(outer: Graph, loop: Loop) -> None:
     """Run ``loop``'s last trip after it; the loop stops one trip earlier."""
     trips = constant_trips(loop)
     assert trips is not None and loop.trip_count is not None
+    after: list[Node] = []
+    b = Builder(outer, after)
     finals = []
     for rec in loop.recurrences:
-        final = Value(f"{rec.state.name}_before_last", rec.state.dtype, rec.state.shape)
+        final = b.value(f"{rec.state.name}_before_last", rec.state.dtype, rec.state.shape)
         loop.add_output(LoopOutput("last", rec.state, final))
         finals.append(final)
-    after: list[Node] = []
-    row = Builder(outer, after).trip(loop, trips - 1, finals)
+    row = b.trip(loop, trips - 1, finals)
     before: list[Node] = []
+    ahead = b.into(before)
     for it in loop.iterators:
-        loop.update(it, source=_rows(before, it.source, it.axis, (1, _END) if it.reverse else (0, -1)))
-    loop.set_trip_count(constant(before, f"{loop.name}_trips_peeled", np.array(trips - 1, loop.trip_count.dtype)))
+        loop.update(it, source=_rows(ahead, it.source, it.axis, (1, _END) if it.reverse else (0, -1)))
+    loop.set_trip_count(ahead.const(np.array(trips - 1, loop.trip_count.dtype), name=f"{loop.name}_trips_peeled"))
     outer.insert_before(loop, before)
     nexts = {r.state: row(r.next) for r in loop.recurrences}
     for out in list(loop.loop_outputs):
@@ -287,28 +294,27 @@ def _peel_last(outer: Graph, loop: Loop) -> None:
             out.result.replace_all_uses_with(nexts[out.value])
             loop.remove_output(out)
         elif out.kind == "concat":
-            _add_row(loop, out, row(out.value), after, first=False)
+            _add_row(loop, out, row(out.value), b, first=False)
     outer.insert_after(loop, after)
 
 
-def _rows(nodes: list[Node], source: Value, axis: int, bounds: tuple[int, int], into: Value | None = None) -> Value:
+def _rows(b: Builder, source: Value, axis: int, bounds: tuple[int, int], into: Value | None = None) -> Value:
     """Rows ``[start, stop)`` of ``source`` along ``axis`` (a negative bound counts from the end), as
     ``into`` when given."""
     shape = source.shape
     length = shape[axis] if shape is not None else None
     kept = None
     if isinstance(length, int):
-        start, stop = (b + length if b < 0 else min(b, length) for b in bounds)
+        start, stop = (at + length if at < 0 else min(at, length) for at in bounds)
         kept = stop - start
-    result = into or Value(f"{source.name}_rows", source.dtype, None if shape is None else
-                           tuple(kept if k == axis else d for k, d in enumerate(shape)))
-    ends = [constant(nodes, f"{result.name}_{t}", np.array([b], np.int64)) for t, b in zip(("start", "stop"), bounds)]
-    nodes.append(Node("Slice", [source, *ends, constant(nodes, f"{result.name}_axis", np.array([axis], np.int64))],
-                      [result]))
-    return result
+    result = into or b.value(f"{source.name}_rows", source.dtype, None if shape is None else
+                             tuple(kept if k == axis else d for k, d in enumerate(shape)))
+    ends = [b.const(np.array([at], np.int64), name=f"{result.name}_{t}") for t, at in zip(("start", "stop"), bounds)]
+    axes = b.const(np.array([axis], np.int64), name=f"{result.name}_axis")
+    return b.op("Slice", [source, *ends, axes], out=result)
 
 
-def _add_row(loop: Loop, out: LoopOutput, value: Value, nodes: list[Node], first: bool) -> None:
+def _add_row(loop: Loop, out: LoopOutput, value: Value, b: Builder, first: bool) -> None:
     """Put a peeled trip's ``value`` back as the first (or last) row of ``out``'s stack, unless every
     reader is a Slice that drops that row anyway (an idle layer's row): then only the Slices shift."""
     stacked = out.result
@@ -317,20 +323,19 @@ def _add_row(loop: Loop, out: LoopOutput, value: Value, nodes: list[Node], first
               for u in stacked.uses()]
     shape = None if stacked.shape is None or not isinstance(rows, int) else tuple(
         rows - 1 if k == out.axis else d for k, d in enumerate(stacked.shape))
-    inner = Value(f"{stacked.name}_loop", stacked.dtype, shape)
+    inner = b.value(f"{stacked.name}_loop", stacked.dtype, shape)
     loop.update(out, result=inner)
     if isinstance(rows, int) and all(b is not None and (b[0] >= 1 if first else b[1] <= rows - 1) for b in bounds):
         for use, bound in zip(stacked.uses(), bounds):
             assert isinstance(use.user, Node) and bound is not None
             if first:
-                use.user.set_input(1, constant(nodes, f"{stacked.name}_start", np.array([bound[0] - 1], np.int64)))
-                use.user.set_input(2, constant(nodes, f"{stacked.name}_stop", np.array([bound[1] - 1], np.int64)))
+                use.user.set_input(1, b.const(np.array([bound[0] - 1], np.int64), name=f"{stacked.name}_start"))
+                use.user.set_input(2, b.const(np.array([bound[1] - 1], np.int64), name=f"{stacked.name}_stop"))
         stacked.replace_all_uses_with(inner)
         return
-    axes = constant(nodes, f"{stacked.name}_row_axis", np.array([out.axis], np.int64))
-    piece = Value(f"{stacked.name}_peeled_row", value.dtype, None)
-    nodes.append(Node("Unsqueeze", [value, axes], [piece]))
-    nodes.append(Node("Concat", [piece, inner] if first else [inner, piece], [stacked], {"axis": out.axis}))
+    axes = b.const(np.array([out.axis], np.int64), name=f"{stacked.name}_row_axis")
+    piece = b.op("Unsqueeze", [value, axes], name=f"{stacked.name}_peeled_row", dtype=value.dtype)
+    b.op("Concat", [piece, inner] if first else [inner, piece], {"axis": out.axis}, out=stacked)
 
 
 def _row_bounds(node: Node, axis: int) -> tuple[int, int] | None:
