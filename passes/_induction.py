@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from loopc.ir import Loop, Recurrence, Value
-from loopc.ir import constant_value
+from loopc.ir import constant_int, constant_value
 from loopc.ir.ops import traits
 
 
@@ -78,10 +78,9 @@ class Induction:
         return self._memo[key]
 
     def _compute(self, value: Value) -> Affine | None:
-        array = constant_value(value)
-        if array is not None:
-            array = np.asarray(array)
-            return Affine(None, int(array.reshape(-1)[0]), 0) if array.size == 1 else None
+        if constant_value(value) is not None:
+            known = constant_int(value)
+            return None if known is None else Affine(None, known, 0)
         if value is self.loop.counter:
             return Affine(None, 0, 1)
         if self.invariant(value):
@@ -128,10 +127,9 @@ def _constant_step(rec: Recurrence) -> int | None:
         a, b = b, a
     if a is not rec.state:
         return None
-    found = constant_value(b)
-    if found is None or np.asarray(found).size != 1 or np.asarray(found).dtype.kind not in "iu":
+    step = constant_int(b)
+    if step is None:
         return None
-    step = int(np.asarray(found).reshape(-1)[0])
     return -step if node.op == "Sub" else step
 
 

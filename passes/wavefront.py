@@ -35,7 +35,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value, constant_value
+from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value, constant_int, constant_value
 from loopc.ir.builder import Builder
 from loopc.passes._batching import row_wise
 from loopc.passes._util import I64, constant_trips
@@ -342,10 +342,9 @@ def _row_bounds(node: Node, axis: int) -> tuple[int, int] | None:
     """``(start, stop)`` of a Slice with non-negative constant bounds along ``axis`` alone, else None."""
     if node.op != "Slice" or len(node.inputs) != 4:
         return None
-    known = [constant_value(v) for v in node.inputs[1:]]
-    if any(k is None or np.asarray(k).size != 1 for k in known):
+    start, stop, at = (constant_int(v) for v in node.inputs[1:])
+    if start is None or stop is None or at is None:
         return None
-    start, stop, at = (int(np.asarray(k).reshape(-1)[0]) for k in known)
     return (start, stop) if at == axis and 0 <= start <= stop else None
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.errors import PassError
-from loopc.ir import Graph, Loop, LoopOutput, Node, constant_value
+from loopc.ir import Graph, Loop, LoopOutput, Node, constant_int
 from loopc.passes._util import constant, first_rows, trips_run
 from loopc.passes.manager import PassResult, broken
 
@@ -43,11 +43,11 @@ class WhileOutputs:
             if node.trip_count is None and node.max_trips is None:
                 self._bound(g, node, stacked[0])
             trips = trips_run(g, node)
-            length = constant_value(node.max_trips if node.max_trips is not None else node.trip_count)
+            length = constant_int(node.max_trips if node.max_trips is not None else node.trip_count)
             for out in reversed(stacked):
                 if out.result.shape is not None:  # now as long as the length input, not the trips run
                     dims = list(out.result.shape)
-                    dims[out.axis] = None if length is None else int(np.asarray(length).reshape(-1)[0])
+                    dims[out.axis] = length
                     out.result.shape = tuple(dims)
                 nodes: list[Node] = []
                 exact = first_rows(nodes, out.result, trips, out.axis)
