@@ -26,7 +26,7 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from loopc.ir import Graph, Node, Value, constant_value
-from loopc.ir.builder import infer, node_proto, operand_names
+from loopc.ir.builder import Builder, infer, node_proto, operand_names
 from loopc.ir.ops import traits
 from loopc.limits import check_constant
 from loopc.passes.manager import PassResult
@@ -46,10 +46,11 @@ class ConstantFolding:
             values = fold(node)
             if values is None:
                 continue
-            for k, (old, array) in enumerate(zip(node.outputs, values)):
-                new = Value(old.name, array.dtype, tuple(array.shape))
-                g.insert_before(node, [Node("Constant", [], [new], {"value": array})])
-                old.replace_all_uses_with(new)
+            made: list[Node] = []
+            b = Builder(g, made)
+            for old, array in zip(node.outputs, values):
+                old.replace_all_uses_with(b.const(array, name=old.name))
+            g.insert_before(node, made)
             g.remove(node)
             folded += 1
         return PassResult(graph, folded > 0, {"nodes": folded} if folded else {})

@@ -13,11 +13,12 @@ import numpy as np
 
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, Node, Recurrence, Value
-from loopc.passes._util import computed_from, constant
+from loopc.ir.builder import I64, Builder
+from loopc.passes._util import computed_from
 from loopc.passes.manager import PassResult, broken
 from loopc.sim.dtypes import is_float
 
-BOOL, I64 = np.dtype(np.bool_), np.dtype(np.int64)
+BOOL = np.dtype(np.bool_)
 
 
 class FloatTripCount:
@@ -47,18 +48,17 @@ class FloatTripCount:
         count = loop.trip_count
         assert count is not None
         before: list[Node] = []
-        zero = constant(before, f"{loop.name}_i0", np.array(0, np.int64))
-        bound = constant(before, f"{loop.name}_max_trips", np.array(self.max_trips, np.int64))
+        b = Builder(outer, before)
+        zero = b.const(np.array(0, np.int64), name=f"{loop.name}_i0")
+        bound = b.const(np.array(self.max_trips, np.int64), name=f"{loop.name}_max_trips")
         outer.insert_before(loop, before)
-        i, i_next = Value(f"{loop.name}_i", I64, ()), Value(f"{loop.name}_i_next", I64, ())
-        one = constant(loop.body, f"{loop.name}_i_step", np.array(1, np.int64))
-        below = Value(f"{loop.name}_below_count", BOOL, ())
-        loop.body.add(Node("Add", [i, one], [i_next]))
-        loop.body.add(Node("Less", [i, count], [below]))
-        condition = below
+        body = Builder(loop.body)
+        i = body.value(f"{loop.name}_i", I64, ())
+        i_next = body.op("Add", [i, body.const(np.array(1, np.int64), name=f"{loop.name}_i_step")],
+                         name=f"{loop.name}_i_next")
+        condition = below = body.op("Less", [i, count], name=f"{loop.name}_below_count", dtype=BOOL, shape=())
         if loop.condition is not None:
-            condition = Value(f"{loop.name}_keep_going", BOOL, ())
-            loop.body.add(Node("And", [loop.condition, below], [condition]))
+            condition = body.op("And", [loop.condition, below], name=f"{loop.name}_keep_going", dtype=BOOL, shape=())
         loop.add_recurrence(Recurrence(i, zero, i_next))
         loop.set_trip_count(None)
         loop.set_condition(condition)

@@ -14,8 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.ir import Graph, Loop, LoopIterator, Node, Value, constant_value
+from loopc.ir.builder import I64, Builder
 from loopc.passes._induction import Affine, Induction
-from loopc.passes._util import constant
 from loopc.passes.manager import PassResult
 
 
@@ -50,16 +50,15 @@ class GatherToIterator:
                 # TensorRT's builder fails on such an iterator input (makeScopeNodesContiguous)
                 continue
             out = node.outputs[0]
-            element = Value(f"{out.name}_iter", out.dtype, None if data.shape is None else
-                            data.shape[:axis] + data.shape[axis + 1:])
+            restored: list[Node] = []
+            b = Builder(loop.body, restored)
+            element = b.value(f"{out.name}_iter", out.dtype,
+                              None if data.shape is None else data.shape[:axis] + data.shape[axis + 1:])
             loop.add_iterator(LoopIterator(element, _first_trips(outer, loop, data, axis), axis))
             if node.op == "Slice":  # x[i:i+1] keeps the axis x[i] drops
-                restored: list[Node] = []
-                axes = constant(restored, f"{out.name}_axis", np.array([axis], np.int64))
-                kept = Value(f"{out.name}_kept", out.dtype, out.shape)
-                restored.append(Node("Unsqueeze", [element, axes], [kept]))
+                axes = b.const(np.array([axis], np.int64), name=f"{out.name}_axis")
+                element = b.op("Unsqueeze", [element, axes], name=f"{out.name}_kept", dtype=out.dtype, shape=out.shape)
                 loop.body.insert_before(node, restored)
-                element = kept
             out.replace_all_uses_with(element)
             loop.body.remove(node)
             rewritten += 1
@@ -76,18 +75,16 @@ def _first_trips(outer: Graph, loop: Loop, data: Value, axis: int) -> Value:
     if _length_of(data, axis, count):
         return data
     nodes: list[Node] = []
-    end = Value(f"{data.name}_trips_end", np.dtype(np.int64), (1,))
+    b = Builder(outer, nodes)
     trips = count
-    if count.dtype != np.dtype(np.int64):
-        trips = Value(f"{data.name}_trips_i64", np.dtype(np.int64), count.shape)
-        nodes.append(Node("Cast", [count], [trips], {"to": 7}))
-    dims = constant(nodes, f"{data.name}_trips_dims", np.array([1], np.int64))
-    nodes.append(Node("Reshape", [trips, dims], [end]))
-    start = constant(nodes, f"{data.name}_trips_start", np.array([0], np.int64))
-    axes = constant(nodes, f"{data.name}_trips_axis", np.array([axis], np.int64))
+    if count.dtype != I64:
+        trips = b.op("Cast", [count], {"to": 7}, name=f"{data.name}_trips_i64", dtype=I64, shape=count.shape)
+    end = b.op("Reshape", [trips, b.const(np.array([1], np.int64), name=f"{data.name}_trips_dims")],
+               name=f"{data.name}_trips_end")
+    start = b.const(np.array([0], np.int64), name=f"{data.name}_trips_start")
+    axes = b.const(np.array([axis], np.int64), name=f"{data.name}_trips_axis")
     shape = None if data.shape is None else data.shape[:axis] + (None,) + data.shape[axis + 1:]
-    cut = Value(f"{data.name}_trips", data.dtype, shape)
-    nodes.append(Node("Slice", [data, start, end, axes], [cut]))
+    cut = b.op("Slice", [data, start, end, axes], name=f"{data.name}_trips", dtype=data.dtype, shape=shape)
     outer.insert_before(loop, nodes)
     return cut
 

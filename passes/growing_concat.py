@@ -14,8 +14,8 @@ piece ``cat([a, b], axis)`` each trip, as long as the inner results are read by 
 
 from __future__ import annotations
 
-
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
+from loopc.ir.builder import Builder
 from loopc.ir.core import Dim
 from loopc.passes._util import merge_stacked_axis, recurrences
 from loopc.passes.manager import PassResult
@@ -40,23 +40,26 @@ class GrowingConcat:
             return 0
         piece = pieces[0]
         if len(pieces) > 1:
-            piece = Value(rec.state.name + "_piece", pieces[0].dtype, _joined_shape(pieces, axis))
-            loop.body.insert_before(chain[0], [Node("Concat", pieces, [piece], {"axis": axis})])
+            joined: list[Node] = []
+            piece = Builder(loop.body, joined).op("Concat", pieces, {"axis": axis}, name=rec.state.name + "_piece",
+                                                  dtype=pieces[0].dtype, shape=_joined_shape(pieces, axis))
+            loop.body.insert_before(chain[0], joined)
         assert piece.shape is not None
         piece.shape = _off_axis_from(piece.shape, rec.init.shape, axis)
-        stacked = Value(rec.state.name + "_pieces", piece.dtype, piece.shape[:axis] + (None,) + piece.shape[axis:])
+        after: list[Node] = []
+        b = Builder(outer, after)
+        stacked = b.value(rec.state.name + "_pieces", piece.dtype, piece.shape[:axis] + (None,) + piece.shape[axis:])
         loop.add_output(LoopOutput("concat", piece, stacked, axis))
         for out in finals:
             loop.remove_output(out)
         loop.remove_recurrence(rec)
         for node in chain:  # outermost first: each is unread once the one before is gone
             loop.body.remove(node)
-        new_nodes: list[Node] = []
-        result = merged = merge_stacked_axis(new_nodes, stacked, piece, axis, rec.state.name + "_grown")
+        result = merged = merge_stacked_axis(after, stacked, piece, axis, rec.state.name + "_grown")
         if not _statically_empty(rec.init, axis):
-            result = Value(rec.state.name + "_final", piece.dtype, None)
-            new_nodes.append(Node("Concat", [rec.init, merged], [result], {"axis": axis}))
-        outer.insert_after(loop, new_nodes)
+            result = b.op("Concat", [rec.init, merged], {"axis": axis}, name=rec.state.name + "_final",
+                          dtype=piece.dtype)
+        outer.insert_after(loop, after)
         for out in finals:
             out.result.replace_all_uses_with(result)
         return 1

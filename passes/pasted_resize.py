@@ -257,7 +257,7 @@ def _paste(graph: Graph, chain: _Chain) -> None:
         if node.op == "Cast":
             result = em.op("Cast", [result], dict(node.attrs), dtype=node.outputs[0].dtype)
     pasted = em.op("Reshape", [result, em.const(list(frame.shape), np.int64)], dtype=frame.dtype,
-                   shape=frame.shape, out=Value(f"{frame.name}_pasted"))
+                   shape=frame.shape, name=f"{frame.name}_pasted")
     graph.insert_before(chain.steps[-1], list(scratch.nodes))
     frame.replace_all_uses_with(pasted)
 

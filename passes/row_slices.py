@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.ir import Graph, Node, Value, constant_value
+from loopc.ir.builder import Builder
 from loopc.passes.manager import PassResult
 
 
@@ -27,9 +28,11 @@ class RowSlices:
             if axis is None:
                 continue
             old = node.outputs[0]
-            row = Value(f"{old.name}_row", old.dtype, old.shape)
-            g.insert_before(node, [Node("Gather", [node.inputs[0], node.inputs[1]], [row], {"axis": axis},
-                                        name=f"{node.name}_row", origin=node.origin)])
+            made: list[Node] = []
+            b = Builder(g, made)
+            row = b.value(f"{old.name}_row", old.dtype, old.shape)
+            b.node("Gather", node.inputs[:2], [row], {"axis": axis}, name=f"{node.name}_row")
+            g.insert_before(node, made)
             old.replace_all_uses_with(row)
             g.remove(node)
             rewritten += 1

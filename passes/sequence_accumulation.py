@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
+from loopc.ir.builder import Builder
 from loopc.passes._util import merge_stacked_axis, recurrences
 from loopc.passes.manager import PassResult
 
@@ -60,22 +61,24 @@ class SequenceAccumulation:
     def _stacked(self, loop: Loop, outer: Graph, stack: Node, element: Value) -> Value | None:
         rank = len(element.shape) if element.shape is not None else None
         axis = int(stack.attrs.get("axis", 0))
+        nodes: list[Node] = []
+        b = Builder(outer, nodes)
         if int(stack.attrs.get("new_axis", 0)) == 1:
             if axis < 0:
                 if rank is None:
                     return None
                 axis += rank + 1
             shape = None if element.shape is None else element.shape[:axis] + (None,) + element.shape[axis:]
-            result = Value(stack.outputs[0].name + "_stacked", element.dtype, shape)
+            result = b.value(stack.outputs[0].name + "_stacked", element.dtype, shape)
             loop.add_output(LoopOutput("concat", element, result, axis))
             return result
         # new_axis=0: concatenate along an existing axis = stack on it, then merge it with the next
         if not element.shape:  # an unknown rank, or a scalar
             return None
         axis = axis + len(element.shape) if axis < 0 else axis
-        stacked = Value(stack.outputs[0].name + "_stacked", element.dtype, element.shape[:axis] + (None,) + element.shape[axis:])
+        stacked = b.value(stack.outputs[0].name + "_stacked", element.dtype,
+                          element.shape[:axis] + (None,) + element.shape[axis:])
         loop.add_output(LoopOutput("concat", element, stacked, axis))
-        nodes: list[Node] = []
         merged = merge_stacked_axis(nodes, stacked, element, axis, stack.outputs[0].name)
         outer.insert_before(stack, nodes)
         return merged

@@ -22,7 +22,7 @@ import numpy as np
 
 from loopc.ir import Graph, If, Node, Value
 from loopc.ir import constant_value
-from loopc.passes._util import constant
+from loopc.ir.builder import Builder
 from loopc.passes.manager import PassResult
 
 
@@ -45,16 +45,18 @@ class StaticConditionals:
                 _inline(graph, outer, node, taken, list(taken.outputs))
                 return True
             if _short_circuit_and(node):
-                both = Value(f"{node.outputs[0].name}_and", node.outputs[0].dtype, node.outputs[0].shape)
-                node.then_branch.add(Node("And", [node.inputs[0], node.then_branch.outputs[0]], [both],
-                                          origin=node.origin))
+                result = node.outputs[0]
+                both = Builder(node.then_branch, origin=node.origin).op(
+                    "And", [node.inputs[0], node.then_branch.outputs[0]], name=f"{result.name}_and",
+                    dtype=result.dtype, shape=result.shape)
                 _inline(graph, outer, node, node.then_branch, [both])
                 return True
             guarded = _empty_guard(node)
             if guarded is not None:
                 branch, axes = guarded
                 cuts: list[Node] = []
-                results = [_cut(cuts, node, value, axis, empty_when=branch is node.else_branch)
+                b = Builder(outer, cuts, origin=node.origin)
+                results = [_cut(b, node, value, axis, empty_when=branch is node.else_branch)
                            for value, axis in zip(branch.outputs, axes)]
                 outer.insert_before(node, list(branch.nodes) + cuts)
                 for result, value in zip(node.outputs, results):
@@ -99,27 +101,22 @@ def _empty_axis(empty: np.ndarray | None, result: Value) -> int | None:
     return axis
 
 
-def _cut(nodes: list[Node], node: If, value: Value, axis: int, empty_when: bool) -> Value:
+def _cut(b: Builder, node: If, value: Value, axis: int, empty_when: bool) -> Value:
     """``value`` cut to length 0 along ``axis`` when ``node``'s condition is ``empty_when``, else whole."""
     name = f"{node.name}_{value.name}"
     cond = node.inputs[0]
     assert cond is not None
-    flag = Value(f"{name}_flag", np.dtype(np.bool_), (1,))
-    nodes.append(Node("Reshape", [cond, constant(nodes, f"{name}_one", np.array([1], np.int64))], [flag],
-                      origin=node.origin))
-    shape = Value(f"{name}_shape", np.dtype(np.int64), (len(value.shape or ()),))
-    nodes.append(Node("Shape", [value], [shape], origin=node.origin))
-    length = Value(f"{name}_length", np.dtype(np.int64), (1,))
-    at = constant(nodes, f"{name}_at", np.array([axis], np.int64))
-    nodes.append(Node("Gather", [shape, at], [length], {"axis": 0}, origin=node.origin))
-    none = constant(nodes, f"{name}_none", np.array([0], np.int64))
-    end = Value(f"{name}_end", np.dtype(np.int64), (1,))
-    nodes.append(Node("Where", [flag, none, length] if empty_when else [flag, length, none], [end], origin=node.origin))
-    cut = Value(f"{name}_cut", value.dtype, tuple(None if k == axis else d for k, d in enumerate(value.shape or ())))
-    nodes.append(Node("Slice", [value, constant(nodes, f"{name}_start", np.array([0], np.int64)), end,
-                                constant(nodes, f"{name}_axis", np.array([axis], np.int64))], [cut],
-                      origin=node.origin))
-    return cut
+    flag = b.op("Reshape", [cond, b.const(np.array([1], np.int64), name=f"{name}_one")], name=f"{name}_flag",
+                dtype=np.dtype(np.bool_), shape=(1,))  # typed even where the condition is not
+    shape = b.op("Shape", [value], name=f"{name}_shape")
+    length = b.op("Gather", [shape, b.const(np.array([axis], np.int64), name=f"{name}_at")], {"axis": 0},
+                  name=f"{name}_length")
+    none = b.const(np.array([0], np.int64), name=f"{name}_none")
+    end = b.op("Where", [flag, none, length] if empty_when else [flag, length, none], name=f"{name}_end")
+    start = b.const(np.array([0], np.int64), name=f"{name}_start")
+    return b.op("Slice", [value, start, end, b.const(np.array([axis], np.int64), name=f"{name}_axis")],
+                name=f"{name}_cut", dtype=value.dtype,
+                shape=tuple(None if k == axis else d for k, d in enumerate(value.shape or ())))
 
 
 def _short_circuit_and(node: If) -> bool:

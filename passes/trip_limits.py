@@ -17,9 +17,10 @@ import numpy as np
 
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, Node, Value
+from loopc.ir.builder import Builder
 from loopc.loop_rules import MAX_TRIPS
 from loopc.ir import constant_value
-from loopc.passes._util import computed_from, constant, constant_trips
+from loopc.passes._util import computed_from, constant_trips
 from loopc.passes.counted_loops import SHAPE_OPS
 from loopc.passes.manager import PassResult, broken
 
@@ -63,9 +64,10 @@ class TripLimits:
             return
         count = loop.trip_count
         nodes: list[Node] = []
-        zero = constant(nodes, f"{loop.name}_no_trips", np.zeros((), count.dtype))
-        trips = Value(f"{loop.name}_trips_if_first", count.dtype, rec.init.shape if count.shape == () else count.shape)
-        nodes.append(Node("Where", [rec.init, count, zero], [trips]))
+        b = Builder(graph, nodes)
+        zero = b.const(np.zeros((), count.dtype), name=f"{loop.name}_no_trips")
+        trips = b.op("Where", [rec.init, count, zero], name=f"{loop.name}_trips_if_first", dtype=count.dtype,
+                     shape=rec.init.shape if count.shape == () else count.shape)
         graph.insert_before(loop, nodes)
         loop.set_trip_count(trips)
         loop.set_condition(None)
@@ -78,8 +80,9 @@ class TripLimits:
         if count > MAX_TRIPS:
             raise PassError(f"{loop.describe()}: trip count {count} exceeds TensorRT's INT32 limit")
         if count < 0 and loop.trip_count is not None:
-            zero = Value(f"{loop.trip_count.name}_clamped", np.dtype(np.int64), ())
-            graph.insert_before(loop, [Node("Constant", [], [zero], {"value": np.array(0, np.int64)})])
+            made: list[Node] = []
+            zero = Builder(graph, made).const(np.array(0, np.int64), name=f"{loop.trip_count.name}_clamped")
+            graph.insert_before(loop, made)
             loop.set_trip_count(zero)
             stats["counts_clamped"] += 1
 
