@@ -102,13 +102,8 @@ def batch_node(b: Builder, node: Node, inputs: list[Value | None], stacked: list
         operands[1] = _lead(b, operands[1], 1, f"{node.outputs[0].name}_shape_all")
     else:
         return None
-    _standing_for(b, node).node(op, operands, outputs, attrs, name=f"{node.name}_all")
+    b.standing_for(node).node(op, operands, outputs, attrs, name=f"{node.name}_all")
     return outputs
-
-
-def _standing_for(b: Builder, node: Node) -> Builder:
-    """``b`` making nodes with ``node``'s origin: the batched node is ``node``, run on all trips."""
-    return Builder(b.graph, b.nodes, origin=node.origin)
 
 
 def _axis(node: Node) -> int | None:
@@ -183,7 +178,7 @@ def _gemm(b: Builder, node: Node, operands: list[Value | None], stacked: list[bo
         right = transposed(right, stacked[1], "b")
     alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
     product = result if c is None and alpha == 1.0 else b.value(f"{name}_product", dtype)
-    _standing_for(b, node).node("MatMul", [left, right], [product], name=f"{node.name}_all")
+    b.standing_for(node).node("MatMul", [left, right], [product], name=f"{node.name}_all")
     if alpha != 1.0:
         scale = b.const(np.array(alpha, dtype), name=f"{name}_alpha")
         product = b.op("Mul", [product, scale], out=result if c is None else None, name=f"{name}_scaled", dtype=dtype)

@@ -161,7 +161,7 @@ class _Plan:
             outputs = [body.value(f"{v.name}_row", v.dtype, None if v.shape is None else (1, *v.shape[1:]))
                        for v in node.outputs]
             inputs = [row.get(v, v) if v is not None else None for v in node.inputs]
-            Builder(self.producer.body, inside, origin=node.origin).node(node.op, inputs, outputs, dict(node.attrs))
+            Builder(self.producer.body, inside).standing_for(node).node(node.op, inputs, outputs, dict(node.attrs))
             row.update(zip(node.outputs, outputs))
         for it in self.fed:
             body.op("Squeeze", [row[it.source], axis0], out=it.param)

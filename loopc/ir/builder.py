@@ -151,6 +151,11 @@ class Builder:
         return Builder(graph, nodes, label=self.label, origin=self.origin, names=self._names, infer=self._infer,
                        check=self._check)
 
+    def standing_for(self, node: Node) -> Builder:
+        """The same builder, its nodes traced to ``node``'s origin: a copy or rewrite of ``node`` itself."""
+        return Builder(self.graph, self.nodes, label=self.label, origin=node.origin, names=self._names,
+                       infer=self._infer, check=self._check)
+
     def name(self, base: str) -> str:
         """A name derived from ``base`` (and the label), unique if the naming function makes it so."""
         return self._names(f"{self.label}_{base}" if self.label else base)
