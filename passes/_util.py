@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value, constant_int, constant_value
+from loopc.ir.builder import Builder
 from loopc.ir.ops import traits
 
 I64 = np.dtype(np.int64)
@@ -37,66 +38,66 @@ def constant_trips(loop: Loop) -> int | None:
     return None if value is None else int(np.asarray(value).reshape(-1)[0])
 
 
+def builder_into(target: Builder | Graph | list[Node]) -> Builder:
+    """``target`` itself, or a builder appending to the graph ``target``, or to the list ``target`` that its
+    caller inserts where it chooses (the form the helpers below also take)."""
+    if isinstance(target, Builder):
+        return target
+    return Builder(target) if isinstance(target, Graph) else Builder(Graph("pending"), target)
+
+
 def constant(nodes: list[Node] | Graph, name: str, array: Any) -> Value:
     """Append a Constant node holding ``array`` to ``nodes`` (a list being built, or a graph); return its value."""
-    value = np.asarray(array)
-    result = Value(name, value.dtype, tuple(value.shape))
-    nodes.append(Node("Constant", [], [result], {"value": value}))
-    return result
+    return builder_into(nodes).const(array, name=name)
 
 
 def trips_run(outer: Graph, loop: Loop) -> Value:
     """The number of trips ``loop`` ran, as a value after it: a carried counter's last value."""
     before: list[Node] = []
-    zero = constant(before, f"{loop.name}_trips0", np.array(0, np.int64))
+    b = Builder(outer, before)
+    zero = b.const(np.array(0, np.int64), name=f"{loop.name}_trips0")
     outer.insert_before(loop, before)
-    state = Value(f"{loop.name}_trips", I64, ())
-    one = constant(loop.body, f"{loop.name}_one", np.array(1, np.int64))
-    step = Value(f"{loop.name}_trips_next", I64, ())
-    loop.body.add(Node("Add", [state, one], [step]))
+    body = b.into(loop.body)
+    state = body.value(f"{loop.name}_trips", I64, ())
+    step = body.op("Add", [state, body.const(np.array(1, np.int64), name=f"{loop.name}_one")],
+                   name=f"{loop.name}_trips_next")
     loop.add_recurrence(Recurrence(state, zero, step))
-    final = Value(f"{loop.name}_trips_run", I64, ())
+    final = b.value(f"{loop.name}_trips_run", I64, ())
     loop.add_output(LoopOutput("last", state, final))
     return final
 
 
-def first_rows(nodes: list[Node], padded: Value, count: Value, axis: int) -> Value:
-    """Append ``padded[..., :count, ...]`` (along ``axis``) to ``nodes``: a while loop's concatenated
-    output cut from its padded length to the trips actually run."""
-    end = Value(f"{padded.name}_end", I64, (1,))
-    axes = constant(nodes, f"{padded.name}_axes", np.array([axis], np.int64))
-    nodes.append(Node("Unsqueeze", [count, constant(nodes, f"{padded.name}_dim0", np.array([0], np.int64))], [end]))
-    cut = Value(f"{padded.name}_cut", padded.dtype, None)
-    start = constant(nodes, f"{padded.name}_start", np.array([0], np.int64))
-    nodes.append(Node("Slice", [padded, start, end, axes], [cut]))
-    return cut
+def first_rows(b: Builder | list[Node], padded: Value, count: Value, axis: int) -> Value:
+    """``padded[..., :count, ...]`` (along ``axis``): a while loop's concatenated output cut from its padded
+    length to the trips actually run (``count``, an int64 scalar)."""
+    b = builder_into(b)
+    axes = b.const(np.array([axis], np.int64), name=f"{padded.name}_axes")
+    end = b.op("Unsqueeze", [count, b.const(np.array([0], np.int64), name=f"{padded.name}_dim0")],
+               name=f"{padded.name}_end")
+    start = b.const(np.array([0], np.int64), name=f"{padded.name}_start")
+    return b.op("Slice", [padded, start, end, axes], name=f"{padded.name}_cut")
 
 
-def merge_stacked_axis(nodes: list[Node], stacked: Value, piece: Value, axis: int, name: str) -> Value:
-    """Append nodes that merge axes ``axis`` and ``axis + 1`` of ``stacked`` (pieces of ``piece``'s shape
-    stacked on a new ``axis``): concatenating the pieces along ``axis``. ``piece`` needs a known rank."""
+def merge_stacked_axis(b: Builder | list[Node], stacked: Value, piece: Value, axis: int, name: str) -> Value:
+    """Merge axes ``axis`` and ``axis + 1`` of ``stacked`` (pieces of ``piece``'s shape stacked on a new
+    ``axis``): concatenating the pieces along ``axis``. ``piece`` needs a known rank."""
     assert piece.shape is not None
+    b = builder_into(b)
     rank = len(piece.shape)
-    merged = Value(f"{name}_merged", piece.dtype, None)
     sizes = [d for d in piece.shape if isinstance(d, int)]
     if len(sizes) == rank:
         sizes[axis] = -1
-        nodes.append(Node("Reshape", [stacked, constant(nodes, f"{name}_dims", np.array(sizes, np.int64))], [merged]))
-        return merged
-    shape = Value(f"{name}_shape", I64, (rank + 1,))
-    nodes.append(Node("Shape", [stacked], [shape]))
+        dims = b.const(np.array(sizes, np.int64), name=f"{name}_dims")
+        return b.op("Reshape", [stacked, dims], name=f"{name}_merged")
+    shape = b.op("Shape", [stacked], name=f"{name}_shape", dtype=I64, shape=(rank + 1,))
     parts = []
     for part, (start, end) in (("head", (0, axis)), ("tail", (axis + 2, rank + 1))):
-        dims = Value(f"{name}_{part}", I64, (end - start,))
-        starts = constant(nodes, f"{name}_{part}_start", np.array([start], np.int64))
-        ends = constant(nodes, f"{name}_{part}_end", np.array([end], np.int64))
-        nodes.append(Node("Slice", [shape, starts, ends], [dims]))
-        parts.append(dims)
-    target = Value(f"{name}_dims", I64, (rank,))
-    nodes.append(Node("Concat", [parts[0], constant(nodes, f"{name}_joined", np.array([-1], np.int64)), parts[1]],
-                      [target], {"axis": 0}))
-    nodes.append(Node("Reshape", [stacked, target], [merged]))
-    return merged
+        starts = b.const(np.array([start], np.int64), name=f"{name}_{part}_start")
+        ends = b.const(np.array([end], np.int64), name=f"{name}_{part}_end")
+        parts.append(b.op("Slice", [shape, starts, ends], name=f"{name}_{part}"))
+    joined = b.const(np.array([-1], np.int64), name=f"{name}_joined")
+    target = b.op("Concat", [parts[0], joined, parts[1]], {"axis": 0}, name=f"{name}_dims")
+    return b.op("Reshape", [stacked, target], name=f"{name}_merged")
 
 
 def computed_from(value: Value) -> Iterator[Value]:

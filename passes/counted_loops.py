@@ -27,9 +27,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from loopc.ir import Graph, Loop, Node, Value, constant_value
+from loopc.ir.builder import Builder
 from loopc.loop_rules import MAX_TRIPS
 from loopc.passes._induction import Affine, Induction
-from loopc.passes._util import computed_from, constant
+from loopc.passes._util import computed_from
 from loopc.passes.manager import PassResult
 
 BOOL, I64 = np.dtype(np.bool_), np.dtype(np.int64)
@@ -81,16 +82,17 @@ class CountedLoops:
         if not bounds:
             return 0
         before: list[Node] = []
+        b = Builder(outer, before)
         # a carried condition is what trip t computed for trip t + 1: one more trip than it allows
-        counts = [_trips(before, loop.name, b, extra=1 if carried is not None else 0) for b in bounds]
-        count = _smallest(before, loop.name, counts + ([loop.trip_count] if loop.trip_count is not None else []))
+        counts = [_trips(b, loop.name, bound, extra=1 if carried is not None else 0) for bound in bounds]
+        count = _smallest(b, loop.name, counts + ([loop.trip_count] if loop.trip_count is not None else []))
         folded = constant_value(count)
         if folded is not None and int(np.asarray(folded)) > MAX_TRIPS:
             return 0  # no count TensorRT can take; the while limit stays
         outer.insert_before(loop, before)
         loop.set_trip_count(count)
         loop.set_max_trips(None)  # concatenated outputs are now as long as the trip count
-        condition = _all_of(loop, rest)
+        condition = _all_of(b.into(loop.body), loop.name, rest)
         if carried is not None:
             loop.update(carried, next=condition)
         else:
@@ -187,59 +189,45 @@ def _shape_computable(value: Value) -> bool:
     return True
 
 
-def _trips(nodes: list[Node], name: str, bound: Bound, extra: int) -> Value:
+def _trips(b: Builder, name: str, bound: Bound, extra: int) -> Value:
     """``max(0, ceil((limit - a) / s)) + extra`` trips, as integer nodes (constants fold)."""
     a, s = bound.value.const, bound.value.step
     gap_const = bound.limit_const - a
     if bound.limit_base is None:
-        return constant(nodes, f"{name}_trips", np.array(max(0, -(-gap_const // s)) + extra, np.int64))
-    limit = _as_i64(nodes, f"{name}_limit", bound.limit_base)
-    gap = Value(f"{name}_gap", I64, ())
-    nodes.append(Node("Add", [limit, constant(nodes, f"{name}_gap_const", np.array(gap_const + s - 1, np.int64))], [gap]))
-    clamped = Value(f"{name}_gap_clamped", I64, ())
-    nodes.append(Node("Max", [gap, constant(nodes, f"{name}_floor", np.array(s - 1, np.int64))], [clamped]))
-    trips = Value(f"{name}_trips", I64, ())
+        return b.const(np.array(max(0, -(-gap_const // s)) + extra, np.int64), name=f"{name}_trips")
+    limit = _as_i64(b, f"{name}_limit", bound.limit_base)
+    gap = b.op("Add", [limit, b.const(np.array(gap_const + s - 1, np.int64), name=f"{name}_gap_const")],
+               name=f"{name}_gap")
+    clamped = b.op("Max", [gap, b.const(np.array(s - 1, np.int64), name=f"{name}_floor")], name=f"{name}_gap_clamped")
     if s != 1:  # ceil(gap / s) = (gap + s - 1) // s, and the numerator is never negative here
-        quotient = Value(f"{name}_quotient", I64, ())
-        nodes.append(Node("Div", [clamped, constant(nodes, f"{name}_step", np.array(s, np.int64))], [quotient]))
-        clamped = quotient
-    nodes.append(Node("Add", [clamped, constant(nodes, f"{name}_extra", np.array(extra, np.int64))], [trips]))
-    return trips
+        clamped = b.op("Div", [clamped, b.const(np.array(s, np.int64), name=f"{name}_step")], name=f"{name}_quotient")
+    return b.op("Add", [clamped, b.const(np.array(extra, np.int64), name=f"{name}_extra")], name=f"{name}_trips")
 
 
-def _as_i64(nodes: list[Node], name: str, value: Value) -> Value:
+def _as_i64(b: Builder, name: str, value: Value) -> Value:
     """``value`` as an int64 scalar."""
     if value.shape != ():
-        flat = Value(f"{name}_scalar", value.dtype, ())
-        nodes.append(Node("Reshape", [value, constant(nodes, f"{name}_dims", np.zeros(0, np.int64))], [flat]))
-        value = flat
-    if value.dtype == I64:
-        return value
-    cast = Value(f"{name}_i64", I64, ())
-    nodes.append(Node("Cast", [value], [cast], {"to": 7}))
-    return cast
+        value = b.op("Reshape", [value, b.const(np.zeros(0, np.int64), name=f"{name}_dims")], name=f"{name}_scalar",
+                     shape=())
+    return value if value.dtype == I64 else b.op("Cast", [value], {"to": 7}, name=f"{name}_i64", dtype=I64, shape=())
 
 
-def _smallest(nodes: list[Node], name: str, counts: list[Value]) -> Value:
+def _smallest(b: Builder, name: str, counts: list[Value]) -> Value:
     values = [constant_value(c) for c in counts]
     if all(v is not None for v in values):
-        return constant(nodes, f"{name}_count", np.array(min(int(np.asarray(v).reshape(-1)[0]) for v in values), np.int64))
+        return b.const(np.array(min(int(np.asarray(v).reshape(-1)[0]) for v in values), np.int64), name=f"{name}_count")
     if len(counts) == 1:
         return counts[0]
-    result = Value(f"{name}_count", I64, ())
-    nodes.append(Node("Min", [_as_i64(nodes, f"{name}_count{k}", c) for k, c in enumerate(counts)], [result]))
-    return result
+    return b.op("Min", [_as_i64(b, f"{name}_count{k}", c) for k, c in enumerate(counts)], name=f"{name}_count")
 
 
-def _all_of(loop: Loop, conjuncts: list[Value]) -> Value:
-    """The conjunction of ``conjuncts`` as a body value (a constant true when there are none)."""
+def _all_of(body: Builder, name: str, conjuncts: list[Value]) -> Value:
+    """The conjunction of ``conjuncts`` as a value made by ``body`` (a constant true when there are none)."""
     if not conjuncts:
-        return constant(loop.body, f"{loop.name}_always", np.array(True))
+        return body.const(np.array(True), name=f"{name}_always")
     result = conjuncts[0]
     for k, other in enumerate(conjuncts[1:]):
-        both = Value(f"{loop.name}_while{k}", BOOL, ())
-        loop.body.add(Node("And", [result, other], [both]))
-        result = both
+        result = body.op("And", [result, other], name=f"{name}_while{k}", dtype=BOOL, shape=())
     return result
 
 

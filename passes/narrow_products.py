@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.ir import Graph, Node, Value, constant_value
+from loopc.ir.builder import Builder
 from loopc.ir.core import Dim
-from loopc.passes._util import I64
 from loopc.passes.manager import PassResult
 
 
@@ -45,7 +45,7 @@ def _narrow(graph: Graph, matmul: Node) -> bool:
     first, last = read[0], read[-1] + 1
     start, end = sum(sizes[:first]), sum(sizes[:last])
     made: list[Node] = []
-    matmul.set_input(1, _columns(made, b, start, end, f"{product.name}_read"))
+    matmul.set_input(1, _columns(Builder(graph, made), b, start, end, f"{product.name}_read"))
     graph.insert_before(matmul, made)
     product.shape = (*product.shape[:-1], end - start)
     kept, home = split.outputs[first:last], split.graph  # the Split may sit in a loop body below
@@ -54,8 +54,9 @@ def _narrow(graph: Graph, matmul: Node) -> bool:
         kept[0].replace_all_uses_with(product)
         home.remove(split)
         return True
-    pieces = Value(f"{product.name}_pieces", I64, (len(kept),))
-    home.insert_before(split, [Node("Constant", [], [pieces], {"value": np.array(sizes[first:last], np.int64)})])
+    sized: list[Node] = []
+    pieces = Builder(home, sized).const(np.array(sizes[first:last], np.int64), name=f"{product.name}_pieces")
+    home.insert_before(split, sized)
     split.set_outputs(kept)
     split.set_inputs([product, pieces])
     split.attrs.pop("num_outputs", None)
@@ -76,17 +77,12 @@ def _piece_sizes(split: Node, columns: Dim) -> list[int] | None:
     return [columns // count] * count
 
 
-def _columns(made: list[Node], b: Value, start: int, end: int, name: str) -> Value:
+def _columns(builder: Builder, b: Value, start: int, end: int, name: str) -> Value:
     """B's columns [start, end): a narrower constant when B is one, else a Slice of it."""
-    shape = (*b.shape[:-1], end - start) if b.shape is not None else None
     array = constant_value(b)
-    narrowed = Value(name, b.dtype, shape)
     if array is not None:
-        made.append(Node("Constant", [], [narrowed], {"value": np.ascontiguousarray(np.asarray(array)[..., start:end])}))
-        return narrowed
-    bounds = []
-    for k, number in enumerate((start, end, -1)):
-        bounds.append(Value(f"{name}_{('start', 'end', 'axis')[k]}", I64, (1,)))
-        made.append(Node("Constant", [], [bounds[-1]], {"value": np.array([number], np.int64)}))
-    made.append(Node("Slice", [b, *bounds], [narrowed]))
-    return narrowed
+        return builder.const(np.ascontiguousarray(np.asarray(array)[..., start:end]), name=name)
+    bounds = [builder.const(np.array([number], np.int64), name=f"{name}_{part}")
+              for part, number in (("start", start), ("end", end), ("axis", -1))]
+    shape = (*b.shape[:-1], end - start) if b.shape is not None else None
+    return builder.op("Slice", [b, *bounds], name=name, shape=shape)

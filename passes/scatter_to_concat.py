@@ -17,7 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
-from loopc.passes._util import I64, constant
+from loopc.ir.builder import Builder
+from loopc.passes._util import I64
 from loopc.passes.manager import PassResult
 
 _END = np.iinfo(np.int64).max
@@ -89,11 +90,10 @@ def _is_counter(index: Value | None, counter: Value | None) -> bool:
 def _rewrite(outer: Graph, loop: Loop, rec: Recurrence, scatter: Node, shapes: list[Node], rows: list[Node]) -> None:
     name = rec.state.name
     before: list[Node] = []
-    whole_shape = Value(f"{name}_shape", I64, (len(rec.init.shape or ()),))
-    before.append(Node("Shape", [rec.init], [whole_shape]))
-    row_shape = Value(f"{name}_row_shape", I64, None)
-    before.append(Node("Slice", [whole_shape, constant(before, f"{name}_one", np.array([1], np.int64)),
-                                 constant(before, f"{name}_end", np.array([_END], np.int64))], [row_shape]))
+    b = Builder(outer, before)
+    whole_shape = b.op("Shape", [rec.init], name=f"{name}_shape", dtype=I64, shape=(len(rec.init.shape or ()),))
+    row_shape = b.op("Slice", [whole_shape, b.const(np.array([1], np.int64), name=f"{name}_one"),
+                               b.const(np.array([_END], np.int64), name=f"{name}_end")], name=f"{name}_row_shape")
     outer.insert_before(loop, before)
     for node in shapes:
         node.outputs[0].replace_all_uses_with(whole_shape)
@@ -104,11 +104,12 @@ def _rewrite(outer: Graph, loop: Loop, rec: Recurrence, scatter: Node, shapes: l
     # the row each trip writes: the update without its leading 1
     update = scatter.inputs[2]
     assert update is not None and update.shape is not None
-    row = Value(f"{name}_row", update.dtype, update.shape[1:])
     squeeze: list[Node] = []
-    squeeze.append(Node("Squeeze", [update, constant(squeeze, f"{name}_axis0", np.array([0], np.int64))], [row]))
+    inside = b.into(squeeze)
+    row = inside.op("Squeeze", [update, inside.const(np.array([0], np.int64), name=f"{name}_axis0")],
+                    name=f"{name}_row", shape=update.shape[1:])
     loop.body.insert_before(scatter, squeeze)
-    stacked = Value(f"{name}_rows", update.dtype, None)
+    stacked = b.value(f"{name}_rows", update.dtype)
     finals = [o for o in loop.loop_outputs if o.value is rec.state and o.kind == "last"]
     for out in finals:
         loop.remove_output(out)
@@ -122,16 +123,14 @@ def _rewrite(outer: Graph, loop: Loop, rec: Recurrence, scatter: Node, shapes: l
     loop.body.remove(scatter)
     # after n trips: rows 0..n-1 written, the rest as initialized
     after: list[Node] = []
-    count = Value(f"{name}_count", I64, (1,))
-    stacked_shape = Value(f"{name}_rows_shape", I64, None)
-    after.append(Node("Shape", [stacked], [stacked_shape]))
-    after.append(Node("Slice", [stacked_shape, constant(after, f"{name}_zero", np.array([0], np.int64)),
-                                constant(after, f"{name}_first", np.array([1], np.int64))], [count]))
-    rest = Value(f"{name}_rest", init.dtype, None)
-    after.append(Node("Slice", [init, count, constant(after, f"{name}_rest_end", np.array([_END], np.int64)),
-                                constant(after, f"{name}_rest_axis", np.array([0], np.int64))], [rest]))
-    result = Value(f"{name}_written", init.dtype, init.shape)
-    after.append(Node("Concat", [stacked, rest], [result], {"axis": 0}))
+    b = Builder(outer, after)
+    stacked_shape = b.op("Shape", [stacked], name=f"{name}_rows_shape", dtype=I64)
+    count = b.op("Slice", [stacked_shape, b.const(np.array([0], np.int64), name=f"{name}_zero"),
+                           b.const(np.array([1], np.int64), name=f"{name}_first")], name=f"{name}_count", shape=(1,))
+    rest = b.op("Slice", [init, count, b.const(np.array([_END], np.int64), name=f"{name}_rest_end"),
+                          b.const(np.array([0], np.int64), name=f"{name}_rest_axis")], name=f"{name}_rest")
+    result = b.op("Concat", [stacked, rest], {"axis": 0}, name=f"{name}_written", dtype=init.dtype,
+                  shape=init.shape)
     outer.insert_after(loop, after)
     for out in finals:
         out.result.replace_all_uses_with(result)

@@ -278,3 +278,34 @@ def test_a_strided_slice_that_cuts_another_axis_is_no_iterator() -> None:
     optimize(model)
     loops = [node for _, node in model.graph.structured() if isinstance(node, Loop)]
     assert [len(loop.iterators) for loop in loops] == [0]
+
+
+
+def test_a_strided_counter_under_a_vector_bound_and_a_trip_input_counts_by_both() -> None:
+    """``i += 2`` while ``i < n`` (n a one-element vector) under an input trip count ``m``: the count is
+    ``min(m, ceil((n - 2) / 2) + 1)``, computed in the graph; the data condition stays a kWHILE limit."""
+    text = torch_range_with_break().replace("int64 n)", "int64[1] n, int64 m)").replace(
+        "one = Constant <value = int64 {1}> ()", "one = Constant <value = int64 {2}> ()").replace(
+        "Loop (max,", "Loop (m,").replace("bool c_in", "bool[1] c_in").replace("=> (bool c_out,", "=> (bool[1] c_out,")
+    text = text.replace("ReduceSum <keepdims = 0> (acc_next)", "ReduceSum <keepdims = 1> (acc_next)")
+    model = import_model(onnx.parser.parse_model(text))
+    optimize(model)
+    made = {(node.op, node.name.rsplit("_", 1)[-1]) for _, node in model.graph.walk()}
+    assert {("Reshape", "scalar"), ("Div", "quotient"), ("Min", "count")} <= made  # the count in the graph
+    for n, m, scale in [(7, 12, 0.2), (8, 12, 0.2), (7, 2, 0.2), (0, 5, 0.2), (12, 12, 3.0)]:
+        feeds = {"x": np.abs(X) * scale, "n": np.array([n], np.int64), "m": np.array(m, np.int64)}
+        check(text, feeds, ["kCOUNT", "kWHILE"])
+
+
+@pytest.mark.parametrize("scale", [0.2, 3.0, -3.0])
+def test_the_data_conditions_left_beside_a_count_stay_their_conjunction(scale: float) -> None:
+    """``i + 1 < n and total <= 10 and total > -10``: the count takes the first, the other two are
+    the kWHILE condition, either of which can end the loop."""
+    text = torch_range_with_break().replace("c_out = And (more, small)", """low = Constant <value = float {-10}> ()
+        above = Greater (sum, low)
+        data = And (small, above)
+        c_out = And (more, data)""")
+    model = import_model(onnx.parser.parse_model(text))
+    optimize(model)
+    assert [node.name.rsplit("_", 1)[-1] for _, node in model.graph.walk() if node.op == "And"] == ["while0"]
+    check(text, {"x": X * scale, "n": np.array(12, np.int64)}, ["kCOUNT", "kWHILE"])
