@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import numpy as np
 
@@ -38,19 +37,6 @@ def constant_trips(loop: Loop) -> int | None:
     return None if value is None else int(np.asarray(value).reshape(-1)[0])
 
 
-def builder_into(target: Builder | Graph | list[Node]) -> Builder:
-    """``target`` itself, or a builder appending to the graph ``target``, or to the list ``target`` that its
-    caller inserts where it chooses (the form the helpers below also take)."""
-    if isinstance(target, Builder):
-        return target
-    return Builder(target) if isinstance(target, Graph) else Builder(Graph("pending"), target)
-
-
-def constant(nodes: list[Node] | Graph, name: str, array: Any) -> Value:
-    """Append a Constant node holding ``array`` to ``nodes`` (a list being built, or a graph); return its value."""
-    return builder_into(nodes).const(array, name=name)
-
-
 def trips_run(outer: Graph, loop: Loop) -> Value:
     """The number of trips ``loop`` ran, as a value after it: a carried counter's last value."""
     before: list[Node] = []
@@ -67,10 +53,9 @@ def trips_run(outer: Graph, loop: Loop) -> Value:
     return final
 
 
-def first_rows(b: Builder | list[Node], padded: Value, count: Value, axis: int) -> Value:
+def first_rows(b: Builder, padded: Value, count: Value, axis: int) -> Value:
     """``padded[..., :count, ...]`` (along ``axis``): a while loop's concatenated output cut from its padded
     length to the trips actually run (``count``, an int64 scalar)."""
-    b = builder_into(b)
     axes = b.const(np.array([axis], np.int64), name=f"{padded.name}_axes")
     end = b.op("Unsqueeze", [count, b.const(np.array([0], np.int64), name=f"{padded.name}_dim0")],
                name=f"{padded.name}_end")
@@ -78,11 +63,10 @@ def first_rows(b: Builder | list[Node], padded: Value, count: Value, axis: int) 
     return b.op("Slice", [padded, start, end, axes], name=f"{padded.name}_cut")
 
 
-def merge_stacked_axis(b: Builder | list[Node], stacked: Value, piece: Value, axis: int, name: str) -> Value:
+def merge_stacked_axis(b: Builder, stacked: Value, piece: Value, axis: int, name: str) -> Value:
     """Merge axes ``axis`` and ``axis + 1`` of ``stacked`` (pieces of ``piece``'s shape stacked on a new
     ``axis``): concatenating the pieces along ``axis``. ``piece`` needs a known rank."""
     assert piece.shape is not None
-    b = builder_into(b)
     rank = len(piece.shape)
     sizes = [d for d in piece.shape if isinstance(d, int)]
     if len(sizes) == rank:

@@ -55,7 +55,7 @@ class GrowingConcat:
         loop.remove_recurrence(rec)
         for node in chain:  # outermost first: each is unread once the one before is gone
             loop.body.remove(node)
-        result = merged = merge_stacked_axis(after, stacked, piece, axis, rec.state.name + "_grown")
+        result = merged = merge_stacked_axis(b, stacked, piece, axis, rec.state.name + "_grown")
         if not _statically_empty(rec.init, axis):
             result = b.op("Concat", [rec.init, merged], {"axis": axis}, name=rec.state.name + "_final",
                           dtype=piece.dtype)

@@ -79,6 +79,6 @@ class SequenceAccumulation:
         stacked = b.value(stack.outputs[0].name + "_stacked", element.dtype,
                           element.shape[:axis] + (None,) + element.shape[axis:])
         loop.add_output(LoopOutput("concat", element, stacked, axis))
-        merged = merge_stacked_axis(nodes, stacked, element, axis, stack.outputs[0].name)
+        merged = merge_stacked_axis(b, stacked, element, axis, stack.outputs[0].name)
         outer.insert_before(stack, nodes)
         return merged

@@ -16,7 +16,8 @@ import numpy as np
 
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, LoopOutput, Node, constant_int
-from loopc.passes._util import constant, first_rows, trips_run
+from loopc.ir.builder import Builder
+from loopc.passes._util import first_rows, trips_run
 from loopc.passes.manager import PassResult, broken
 
 
@@ -50,7 +51,7 @@ class WhileOutputs:
                     dims[out.axis] = length
                     out.result.shape = tuple(dims)
                 nodes: list[Node] = []
-                exact = first_rows(nodes, out.result, trips, out.axis)
+                exact = first_rows(Builder(g, nodes), out.result, trips, out.axis)
                 out.result.replace_all_uses_with(exact)
                 g.insert_after(node, nodes)
             cut += len(stacked)
@@ -68,5 +69,5 @@ class WhileOutputs:
             raise PassError(f"{loop.describe()}: output {output.result.name!r} collects a value on every trip of a "
                             "while loop whose trip count loopc cannot tell; give a bound on its trips with --max-trips")
         before: list[Node] = []
-        loop.set_max_trips(constant(before, f"{loop.name}_max_trips", np.array(self.max_trips, np.int64)))
+        loop.set_max_trips(Builder(outer, before).const(np.array(self.max_trips, np.int64), name=f"{loop.name}_max_trips"))
         outer.insert_before(loop, before)
