@@ -66,7 +66,6 @@ def chain_model(n: int, width: int = WIDTH, trips: int = TRIPS) -> onnx.ModelPro
     Node k reads the previous node's value and, by k mod 5: the outer invariant x (Add), the body
     constant c (Mul), nothing (Tanh), the outer weight W (MatMul), the carried h (Add).
     """
-    rng = np.random.default_rng(0)
     row = [1, width]
     body_nodes = [helper.make_node("Constant", [], ["c"], value=numpy_helper.from_array(
         np.full(row, 0.5, np.float32), "c_value"))]
@@ -76,29 +75,8 @@ def chain_model(n: int, width: int = WIDTH, trips: int = TRIPS) -> onnx.ModelPro
         out = f"v{k}"
         body_nodes.append(helper.make_node(kind, [value] if other is None else [value, other], [out], name=f"n{k}"))
         value = out
-    body_nodes.append(helper.make_node("Identity", ["cond_in"], ["cond_out"]))
-    body = helper.make_graph(
-        body_nodes, "chain_body",
-        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("h", TensorProto.FLOAT, row)],
-        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info(value, TensorProto.FLOAT, row)],
-    )
-    graph = helper.make_graph(
-        [helper.make_node("Loop", ["M", "keep_going", "h0"], ["h_final"], body=body, name="chain")],
-        f"chain_{n}",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, row),
-         helper.make_tensor_value_info("h0", TensorProto.FLOAT, row)],
-        [helper.make_tensor_value_info("h_final", TensorProto.FLOAT, row)],
-        [numpy_helper.from_array(np.array(trips, np.int64), "M"),
-         numpy_helper.from_array(np.array(True), "keep_going"),  # TensorRT's parser wants the condition given
-         numpy_helper.from_array((rng.standard_normal((width, width)) / width).astype(np.float32), "W")],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    onnx.checker.check_model(model)
-    return model
+    return _loop_model("chain", n, body_nodes, value, helper.make_tensor_value_info("x", TensorProto.FLOAT, row),
+                       width, trips)
 
 
 def indexed_model(n: int, width: int = WIDTH, trips: int = TRIPS) -> onnx.ModelProto:
@@ -110,7 +88,6 @@ def indexed_model(n: int, width: int = WIDTH, trips: int = TRIPS) -> onnx.ModelP
     a Reshape to that shape (shape arithmetic the passes fold), an Identity, a Mul by one (an identity),
     Tanh, and a MatMul by the outer weight W.
     """
-    rng = np.random.default_rng(0)
     row = [1, width]
     body_nodes = [helper.make_node("Constant", [], ["one"], value=numpy_helper.from_array(
         np.ones(row, np.float32), "one_value"))]
@@ -125,23 +102,32 @@ def indexed_model(n: int, width: int = WIDTH, trips: int = TRIPS) -> onnx.ModelP
             read = out  # read by the next node; the carried value goes on
         else:
             value = out
-    body_nodes.append(helper.make_node("Identity", ["cond_in"], ["cond_out"]))
+    return _loop_model("indexed", n, body_nodes, value,
+                       helper.make_tensor_value_info("xs", TensorProto.FLOAT, [trips, *row]), width, trips)
+
+
+def _loop_model(kind: str, n: int, body_nodes: list[onnx.NodeProto], result: str, outer: onnx.ValueInfoProto,
+                width: int, trips: int) -> onnx.ModelProto:
+    """The model around a body: a Loop of ``trips`` trips carrying h [1, width] from h0 to ``result``, whose body
+    may read the counter i, the input ``outer`` and the weight W."""
+    rng = np.random.default_rng(0)
+    row = [1, width]
+    body_nodes = [*body_nodes, helper.make_node("Identity", ["cond_in"], ["cond_out"])]
     body = helper.make_graph(
-        body_nodes, "indexed_body",
+        body_nodes, f"{kind}_body",
         [helper.make_tensor_value_info("i", TensorProto.INT64, []),
          helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
          helper.make_tensor_value_info("h", TensorProto.FLOAT, row)],
         [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info(value, TensorProto.FLOAT, row)],
+         helper.make_tensor_value_info(result, TensorProto.FLOAT, row)],
     )
     graph = helper.make_graph(
-        [helper.make_node("Loop", ["M", "keep_going", "h0"], ["h_final"], body=body, name="indexed")],
-        f"indexed_{n}",
-        [helper.make_tensor_value_info("xs", TensorProto.FLOAT, [trips, *row]),
-         helper.make_tensor_value_info("h0", TensorProto.FLOAT, row)],
+        [helper.make_node("Loop", ["M", "keep_going", "h0"], ["h_final"], body=body, name=kind)],
+        f"{kind}_{n}",
+        [outer, helper.make_tensor_value_info("h0", TensorProto.FLOAT, row)],
         [helper.make_tensor_value_info("h_final", TensorProto.FLOAT, row)],
         [numpy_helper.from_array(np.array(trips, np.int64), "M"),
-         numpy_helper.from_array(np.array(True), "keep_going"),
+         numpy_helper.from_array(np.array(True), "keep_going"),  # TensorRT's parser wants the condition given
          numpy_helper.from_array((rng.standard_normal((width, width)) / width).astype(np.float32), "W")],
     )
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
