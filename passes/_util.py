@@ -87,13 +87,13 @@ def merge_stacked_axis(b: Builder, stacked: Value, piece: Value, axis: int, name
 def computed_from(value: Value) -> Iterator[Value]:
     """``value`` and every value it is computed from, each once; the walk stops at ``Shape``/``Size``,
     whose results are a tensor's dims, not its data (what TensorRT's shape calculations may read)."""
-    seen: set[int] = set()
+    seen: set[Value] = set()
     stack = [value]
     while stack:
         current = stack.pop()
-        if id(current) in seen:
+        if current in seen:
             continue
-        seen.add(id(current))
+        seen.add(current)
         yield current
         node = current.producer
         if node is not None and not traits(node.op).shape_only:

@@ -60,7 +60,7 @@ class TripLimits:
         rec = next((r for r in loop.recurrences if r.state is loop.condition), None)
         if rec is None or rec.init.shape not in ((), (1,)) or not _known_at_start(rec.init):
             return
-        if not _always_true(loop, rec.next, frozenset({id(rec.state)})):
+        if not _always_true(loop, rec.next, frozenset({rec.state})):
             return
         count = loop.trip_count
         nodes: list[Node] = []
@@ -106,7 +106,7 @@ def _known_at_start(flag: Value) -> bool:
     return True
 
 
-def _always_true(loop: Loop, value: Value, seen: frozenset[int] = frozenset()) -> bool:
+def _always_true(loop: Loop, value: Value, seen: frozenset[Value] = frozenset()) -> bool:
     """A constant true, possibly through Identity, or a carried flag that starts and stays true."""
     while value.producer is not None and value.producer.op == "Identity" and value.producer.inputs[0] is not None:
         value = value.producer.inputs[0]
@@ -116,6 +116,6 @@ def _always_true(loop: Loop, value: Value, seen: frozenset[int] = frozenset()) -
     rec = next((r for r in loop.recurrences if r.state is value), None)
     if rec is None:
         return False
-    if id(rec.state) in seen:
+    if rec.state in seen:
         return True  # a flag passed on unchanged keeps the value the rest of the chain gives it
-    return _always_true(loop, rec.init) and _always_true(loop, rec.next, seen | {id(rec.state)})
+    return _always_true(loop, rec.init) and _always_true(loop, rec.next, seen | {rec.state})

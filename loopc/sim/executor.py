@@ -244,7 +244,7 @@ def _assertions_by_scope(network: Network) -> dict[NetworkLoop | None, list[Laye
 
 def _inside_conditional(layer: Layer) -> bool:
     """Whether ``layer`` reads, through the data flow, an if-conditional's input inside its branches."""
-    seen: set[int] = set()
+    seen: set[Layer] = set()
     stack = [layer]
     while stack:
         current = stack.pop()
@@ -252,8 +252,8 @@ def _inside_conditional(layer: Layer) -> bool:
             return True
         for tensor in current.inputs:
             producer = tensor.producer if tensor is not None else None
-            if producer is not None and producer.type != "CONDITIONAL_OUTPUT" and id(producer) not in seen:
-                seen.add(id(producer))
+            if producer is not None and producer.type != "CONDITIONAL_OUTPUT" and producer not in seen:
+                seen.add(producer)
                 stack.append(producer)
     return False
 

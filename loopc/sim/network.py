@@ -193,12 +193,12 @@ def _topological_order(layers: list[Layer]) -> list[Layer]:
     """Kahn's algorithm, preferring TensorRT's own layer order among the ready layers."""
     waiting = [0] * len(layers)
     consumers: list[list[int]] = [[] for _ in layers]
-    position = {id(lay): i for i, lay in enumerate(layers)}
+    position = {lay: i for i, lay in enumerate(layers)}
     for i, lay in enumerate(layers):
         for t in _dependencies(lay):
             if t.producer is not None:
                 waiting[i] += 1
-                consumers[position[id(t.producer)]].append(i)
+                consumers[position[t.producer]].append(i)
     ready = [i for i, n in enumerate(waiting) if n == 0]
     heapq.heapify(ready)
     order: list[Layer] = []
@@ -223,9 +223,8 @@ def _assign_scopes(layers: list[Layer], loops: list[NetworkLoop]) -> None:
     depend on everything its boundary reads (trip limits included), less the loop itself.
     An iterator or recurrence varies with its loop and with every loop that one depends on.
     """
-    deps: dict[str, frozenset[int]] = {}
-    loop_deps: dict[int, frozenset[int]] = {id(lp): frozenset() for lp in loops}
-    by_id = {id(lp): lp for lp in loops}
+    deps: dict[str, frozenset[NetworkLoop]] = {}
+    loop_deps: dict[NetworkLoop, frozenset[NetworkLoop]] = {lp: frozenset() for lp in loops}
     changed = True
     while changed:
         changed = False
@@ -233,17 +232,17 @@ def _assign_scopes(layers: list[Layer], loops: list[NetworkLoop]) -> None:
             reads = frozenset().union(
                 *(deps.get(t.name, frozenset()) for b in lp.boundary() for t in b.inputs if t is not None)
             )
-            new = reads - {id(lp)}
-            if new != loop_deps[id(lp)]:
-                loop_deps[id(lp)] = new
+            new = reads - {lp}
+            if new != loop_deps[lp]:
+                loop_deps[lp] = new
                 changed = True
         for lay in layers:
             ins = frozenset().union(*(deps.get(t.name, frozenset()) for t in lay.inputs if t is not None))
             if lay.type in ("ITERATOR", "RECURRENCE") and lay.loop is not None:
                 # a loop's iterations happen within each iteration of the loops it is nested in
-                new = ins | {id(lay.loop)} | loop_deps[id(lay.loop)]
+                new = ins | {lay.loop} | loop_deps[lay.loop]
             elif lay.type == "LOOP_OUTPUT" and lay.loop is not None:
-                new = loop_deps[id(lay.loop)]
+                new = loop_deps[lay.loop]
             elif lay.type == "TRIP_LIMIT":
                 continue
             elif lay.type == "CONDITIONAL_OUTPUT" and lay.conditional is not None:
@@ -257,21 +256,21 @@ def _assign_scopes(layers: list[Layer], loops: list[NetworkLoop]) -> None:
                     changed = True
 
     for lp in loops:
-        lp.depth = len(loop_deps[id(lp)])
+        lp.depth = len(loop_deps[lp])
     for lp in loops:
-        lp.parent = _innermost(loop_deps[id(lp)], by_id, loop_deps, f"loop {lp.name!r}")
+        lp.parent = _innermost(loop_deps[lp], loop_deps, f"loop {lp.name!r}")
     for lay in layers:
         for out in lay.outputs:
-            out.scope = _innermost(deps.get(out.name, frozenset()), by_id, loop_deps, lay.describe())
+            out.scope = _innermost(deps.get(out.name, frozenset()), loop_deps, lay.describe())
 
 
 def _innermost(
-    ids: frozenset[int], by_id: dict[int, NetworkLoop], loop_deps: dict[int, frozenset[int]], what: str
+    loops: frozenset[NetworkLoop], loop_deps: dict[NetworkLoop, frozenset[NetworkLoop]], what: str
 ) -> NetworkLoop | None:
-    if not ids:
+    if not loops:
         return None
-    inner = max((by_id[i] for i in ids), key=lambda lp: lp.depth)
-    if ids != loop_deps[id(inner)] | {id(inner)}:
-        names = sorted(by_id[i].name for i in ids)
+    inner = max(loops, key=lambda lp: lp.depth)
+    if loops != loop_deps[inner] | {inner}:
+        names = sorted(lp.name for lp in loops)
         raise SimulationError(f"{what} uses values from loops {names} that are not cleanly nested")
     return inner
