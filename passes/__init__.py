@@ -14,6 +14,7 @@ from loopc.passes.dead_code import DeadCode
 from loopc.passes.float_trip_count import FloatTripCount
 from loopc.passes.gather_to_iterator import GatherToIterator
 from loopc.passes.growing_concat import GrowingConcat
+from loopc.passes.grown_buffers import GrownBuffers
 from loopc.passes.identities import Identities
 from loopc.passes.inline_one_trip import InlineOneTrip
 from loopc.passes.invariants import Invariants
@@ -31,7 +32,7 @@ from loopc.passes.unroll import Unroll
 from loopc.passes.wavefront import Wavefront
 from loopc.passes.while_outputs import WhileOutputs
 
-__all__ = ["BoundedResize", "ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize",
+__all__ = ["BoundedResize", "ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize",
            "RowSlices", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "StaticConditionals", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
@@ -55,7 +56,7 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = ())
         raise ValueError(f"cannot disable {', '.join(unknown)}: the optimizations are {', '.join(OPTIMIZATIONS)}")
     passes: list[Pass] = [
         ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), RowSlices(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
-        SequenceAccumulation(), GrowingConcat(), PastedResize(), BoundedResize(), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
+        SequenceAccumulation(), GrowingConcat(), PastedResize(), BoundedResize(), GrownBuffers(max_trips), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
         WhileOutputs(max_trips), DeadCode(),
     ]
     return [p for p in passes if p.name not in disabled]

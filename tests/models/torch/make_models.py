@@ -452,11 +452,6 @@ class Case:
 
 CASES: list[Case] = []
 
-#: A carried value that grows every trip and is read inside the loop (a K/V cache, a beam history):
-#: one TensorRT recurrence cannot carry it, and preallocating it to a bound is not implemented.
-GROWS = "grows on every trip"
-
-
 def _flatten(outputs: object) -> list[Tensor]:
     if isinstance(outputs, Tensor):
         return [outputs]
@@ -714,7 +709,7 @@ def beam() -> None:
     save_case("beam_search", "beam_search.onnx", model, search(make, stops_early, "beam_search"),
               "beam search (beam 3, batch 1; hand-written GRU cell, attention; repeat -> Tile, expand -> Expand, topk over"
               " beam x vocab, index_select reorders state and a torch.cat-grown history, break when all beams end),"
-              f" torch.jit.script, {TS}, dynamic src_len", refusal=GROWS)
+              f" torch.jit.script, {TS}, dynamic src_len")
 
 
 def ctc() -> None:
@@ -759,7 +754,7 @@ def kv_cache() -> None:
     save_case("kv_cache_decoder", "kv_cache_decoder.onnx", model, search(make, stops_early, "kv_cache_decoder"),
               "single-head attention decoder, batched, K/V caches grown by torch.cat each step and attended over in the"
               f" body, argmax, break when all rows hit EOS, the grown K cache returned, torch.jit.script, {TS},"
-              " dynamic batch and prompt_len", refusal=GROWS)
+              " dynamic batch and prompt_len")
 
 
 def higher_order() -> None:

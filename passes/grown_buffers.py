@@ -1,0 +1,536 @@
+"""A value that grows on every trip and is read in the same trip becomes a buffer of its longest length.
+
+``cache = cat([cache, piece], axis)`` with ``cache`` also read inside the loop (a decoder's key/value cache,
+attended over every step) cannot stay a TensorRT recurrence, whose shape is fixed. When the loop's trips are
+bounded by ``T`` (its trip count, ``max_trips`` or ``--max-trips``), the cache is carried as a *buffer* as long as
+it can become, ``len(init) + T * len(piece)`` along the axis, beside its *valid length* ``n``; each trip writes its
+piece at ``[n, n + len(piece))`` and adds ``len(piece)`` to ``n``. Positions at and past ``n`` are padding: zeros
+until written.
+
+Every read of the cache, of the grown value and of what is computed from them is then rewritten by a rule for its
+op, as XLA's dynamic padder does for dynamic dimensions. A *padded* value keeps the cache's positions along one
+axis (its valid length beside it):
+
+* elementwise ops, Unsqueeze, Squeeze, Transpose, and a Gather or a Softmax along another axis carry the padding
+  along;
+* a Softmax along the padded axis is computed with ``-inf`` in the padding (exact zeros come out there);
+* a MatMul whose rows (left) or columns (right) are padded gives padded rows or columns; one that contracts over
+  the padded axis of both operands zeroes their padding first and gives an unpadded product;
+* ``Shape`` gives the valid length on the padded axis; a Gather of one position along it reads that position
+  (a negative one counts from the valid end).
+
+A read with no rule leaves the loop alone; unroll then tries it, and refuses naming the op when it cannot. The
+loop's last value of the cache is the buffer cut to its length, so results are what the model computes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from loopc.errors import PassError
+from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value, constant_int, constant_value
+from loopc.ir.core import Shape
+from loopc.ir.builder import I64, Builder, refine
+from loopc.ir.ops import traits
+from loopc.passes.manager import PassResult
+from loopc.passes.unroll import cannot_unroll
+
+BOOL = np.dtype(np.bool_)
+
+
+@dataclass(frozen=True)
+class Padded:
+    """A value's stand-in whose dim ``axis`` holds a buffer's ``positions`` (0, 1, ...), valid below ``length``
+    (an int64 scalar); ``zero``: the padding holds exact zeros."""
+
+    value: Value
+    axis: int
+    length: Value
+    positions: Value
+    zero: bool = False
+    #: a length the valid one is known to reach in every run (the initial value's, when static)
+    least: int = 0
+
+    def like(self, value: Value, axis: int, zero: bool = False) -> Padded:
+        """Another value padded as this one is, along ``axis``."""
+        return Padded(value, axis, self.length, self.positions, zero, self.least)
+
+
+class Refused(Exception):
+    """A read of a grown value with no rule (the message names the reader)."""
+
+
+class GrownBuffers:
+    name = "grown-buffers"
+
+    def __init__(self, max_trips: int | None = None) -> None:
+        self.max_trips = max_trips
+
+    def __call__(self, graph: Graph) -> PassResult:
+        rewritten = 0
+        for outer, node in graph.structured():
+            if isinstance(node, Loop) and cannot_unroll(node) is not None:
+                rewritten += self._rewrite(outer, node)
+        return PassResult(graph, rewritten > 0, {"buffers": rewritten} if rewritten else {})
+
+    def _rewrite(self, outer: Graph, loop: Loop) -> int:
+        grown = [(rec, axis) for rec in loop.recurrences if (axis := _growth(rec)) is not None
+                 and _read_in_body(loop, rec)]
+        if not grown:
+            return 0
+        before: list[Node] = []
+        bound = self._bound(Builder(outer, before), loop)
+        if bound is None:
+            return 0  # unroll refuses, asking for --max-trips
+        try:
+            plan = _Plan(outer, loop, bound, before)
+            for rec, axis in grown:
+                plan.carry(rec, axis)
+            plan.rewrite_reads()
+        except Refused as why:
+            if cannot_unroll(loop) is not None:
+                raise PassError(f"{loop.describe()}: {why}") from None
+            return 0
+        plan.apply()
+        return len(grown)
+
+    def _bound(self, b: Builder, loop: Loop) -> Value | None:
+        """At least the trips ``loop`` runs, as an int64 scalar, or None when nothing bounds them."""
+        for given in (loop.trip_count, loop.max_trips):
+            if given is not None:
+                as_i64 = given if given.dtype == I64 else b.op("Cast", [given], {"to": 7}, name=f"{loop.name}_bound_i64",
+                                                                dtype=I64)
+                return b.op("Reshape", [as_i64, b.const(np.zeros(0, np.int64), name=f"{loop.name}_scalar")],
+                            name=f"{loop.name}_bound", dtype=I64, shape=())
+        if self.max_trips is not None:
+            return b.const(np.array(self.max_trips, np.int64), name=f"{loop.name}_bound")
+        return None
+
+
+def _growth(rec: Recurrence) -> int | None:
+    """The axis ``rec`` grows along: its next value is one Concat of the state, or of the state reordered along
+    another axis (a beam search's ``cat([history[beams], token])``), and one piece."""
+    node = rec.next.producer
+    if node is None or node.op != "Concat" or len(node.inputs) != 2 or not rec.init.shape:
+        return None
+    first = node.inputs[0]
+    rank = len(rec.init.shape)
+    axis = int(node.attrs.get("axis", 0)) % rank
+    source = first.producer if first is not None else None
+    reordered = (source is not None and source.op == "Gather" and source.inputs[0] is rec.state
+                 and int(source.attrs.get("axis", 0)) % rank != axis)
+    return axis if first is rec.state or reordered else None
+
+
+def _read_in_body(loop: Loop, rec: Recurrence) -> bool:
+    """Something in the body reads the state or the grown value besides the growth itself (else the value is
+    growing-concat's, or unused)."""
+    grow = rec.next.producer
+    finals = sum(1 for o in loop.loop_outputs if o.value is rec.state)
+    state_readers = [u for u in rec.state.uses() if u.user is not grow]
+    return len(state_readers) > finals or len(rec.next.uses()) > 1
+
+
+@dataclass(eq=False)
+class _Carried:
+    """A recurrence carried as ``buffer`` and its valid ``length`` (whose ``positions`` the buffer has), growing
+    along ``axis`` by ``step`` each trip (known once the Concat that grows it is rewritten)."""
+
+    rec: Recurrence
+    buffer: Value
+    length: Value
+    positions: Value
+    axis: int
+    step: int | None = None
+
+
+@dataclass
+class _Plan:
+    """The rewrite of one loop, made on the side (nothing is in a graph until :meth:`apply`)."""
+
+    outer: Graph
+    loop: Loop
+    bound: Value
+    before: list[Node]
+    views: dict[Value, Padded] = field(default_factory=dict)
+    #: new nodes of the body, each list to go before its anchor node
+    batches: list[tuple[Node, list[Node]]] = field(default_factory=list)
+    replaced: dict[Value, Value] = field(default_factory=dict)
+    #: unpadded values whose dims the rewrite made known
+    learned: set[Value] = field(default_factory=set)
+    dead: list[Node] = field(default_factory=list)
+    carried: list[_Carried] = field(default_factory=list)
+    masks: dict[tuple[Value, int, int], Value] = field(default_factory=dict)
+
+    def carry(self, rec: Recurrence, axis: int) -> None:
+        """Carry ``rec`` as a buffer and its valid length: its state becomes a padded view. Its next one is made
+        by the rule of the Concat that grows it, which learns the piece's length; the buffer is allocated then."""
+        if rec.init.shape is None or len(rec.init.shape) <= axis:
+            raise Refused(f"the rank of {rec.init.name!r} is not known")
+        name = rec.state.name
+        body = Builder(self.loop.body)
+        buffer = body.value(f"{name}_buffer", rec.init.dtype, _dim_unknown(rec.init.shape, axis))
+        length = body.value(f"{name}_length", I64, ())
+        positions = Builder(self.outer).value(f"{name}_positions", I64, (None,))  # made by allocate()
+        least = rec.init.shape[axis]
+        self.views[rec.state] = Padded(buffer, axis, length, positions, zero=True,
+                                       least=least if isinstance(least, int) else 0)
+        self.carried.append(_Carried(rec, buffer, length, positions, axis))
+
+    def allocate(self, grown: _Carried, b: Builder) -> tuple[Value, Value]:
+        """Before the loop: the buffer's first value (``init`` then room for every trip's piece), the valid
+        length ``init`` has, and the buffer's positions."""
+        rec, axis, name = grown.rec, grown.axis, grown.rec.state.name
+        assert grown.step is not None and rec.init.shape is not None
+        length0 = b.dim(rec.init, axis)
+        room = b.op("Mul", [self.bound, b.const(np.array(grown.step, np.int64), name=f"{name}_step")],
+                    name=f"{name}_room")
+        shape = b.op("Shape", [rec.init], name=f"{name}_init_shape", dtype=I64, shape=(len(rec.init.shape),))
+        zeros = b.op("ConstantOfShape", [_with_entry(b, shape, axis, room, f"{name}_pad_shape")],
+                     {"value": np.zeros(1, rec.init.dtype)}, name=f"{name}_padding", dtype=rec.init.dtype)
+        buffer0 = b.op("Concat", [rec.init, zeros], {"axis": axis}, name=f"{name}_buffer0", dtype=rec.init.dtype)
+        size = b.op("Add", [length0, room], name=f"{name}_size")
+        b.op("Range", [b.const(np.array(0, np.int64), name=f"{name}_zero"), size,
+                       b.const(np.array(1, np.int64), name=f"{name}_one")], out=grown.positions)
+        return buffer0, length0
+
+    def rewrite_reads(self) -> None:
+        """Rewrite every body node that reads a padded value, in order, by its op's rule."""
+        for node in list(self.loop.body.nodes):
+            if not any(v in self.views for v in node.inputs if v is not None):
+                if any(v in self.learned for v in node.inputs) and refine(node):
+                    self.learned.update(node.outputs)
+                continue
+            if node.subgraphs():
+                raise Refused(f"{node.describe()} reads a value that grows on every trip inside a nested graph")
+            b = Builder(self.loop.body, []).standing_for(node)
+            assert b.nodes is not None
+            self.batches.append((node, b.nodes))
+            grown = next((c for c in self.carried if node.outputs and c.rec.next is node.outputs[0]), None)
+            if grown is not None and node.op == "Concat":
+                self.append(b, node, grown)
+            else:
+                _rule(self, b, node)
+            self.dead.append(node)
+        for grown in self.carried:
+            if grown.rec.next not in self.views:
+                raise Refused(f"carried value {grown.rec.state.name!r} grows in a way loopc cannot follow")
+        for value, view in self.views.items():
+            for user, _ in value.uses():
+                if isinstance(user, Graph) and not self._own_result(value):
+                    raise Refused(f"{value.name!r} grows on every trip and is a result of the loop's body other than "
+                                  "its own carried value")
+
+    def append(self, b: Builder, node: Node, grown: _Carried) -> None:
+        """The Concat that grows ``grown``: its pieces written at the valid length of its first operand, a view
+        of the buffer (the state, or the state reordered along another axis)."""
+        view = self.views.get(node.inputs[0]) if node.inputs[0] is not None else None
+        pieces = [v for v in node.inputs[1:] if v is not None]
+        rank = len(grown.rec.init.shape or ())
+        axis = int(node.attrs.get("axis", 0)) % rank
+        if view is None or view.length is not self.views[grown.rec.state].length or view.axis != axis or len(pieces) != 1:
+            raise _no_rule(node, "it does not append one piece to the carried value along its grown axis")
+        piece, name = self.replaced.get(pieces[0], pieces[0]), grown.rec.state.name
+        if piece in self.views:
+            raise _no_rule(node, "the piece it appends grows too")
+        step = piece.shape[axis] if piece.shape is not None and len(piece.shape) == rank else None
+        if not isinstance(step, int):
+            raise Refused(f"carried value {name!r} grows by a piece ({piece.name!r}) whose length along axis {axis} "
+                          "is not known when the model is built")
+        grown.step, length = step, view.length
+        grown_length = b.op("Add", [length, b.const(np.array(step, np.int64), name=f"{name}_step_in")],
+                            name=f"{name}_length_next")
+        offsets = b.op("Sub", [view.positions, length], name=f"{name}_offsets")
+        at = b.op("Clip", [offsets, b.const(np.array(0, np.int64), name=f"{name}_first"),
+                           b.const(np.array(step - 1, np.int64), name=f"{name}_last")], name=f"{name}_at")
+        spread = b.op("Gather", [piece, at], {"axis": axis}, name=f"{name}_spread", dtype=piece.dtype)
+        inside = b.op("And", [b.op("GreaterOrEqual", [view.positions, length], name=f"{name}_from"),
+                              b.op("Less", [view.positions, grown_length], name=f"{name}_to")], name=f"{name}_written")
+        where = _along(b, inside, axis, rank, f"{name}_write_mask")
+        written = b.op("Where", [where, spread, view.value], name=f"{name}_buffer_next", dtype=piece.dtype)
+        self.views[node.outputs[0]] = Padded(written, axis, grown_length, view.positions, view.zero, view.least + step)
+
+    def replace(self, old: Value, new: Value) -> None:
+        """``old`` (unpadded) is ``new`` from now on; what ``new``'s type says beyond ``old``'s is true of
+        ``old`` too, and flows on to the readers that :meth:`rewrite_reads` refines."""
+        self.replaced[old] = new
+        if new.shape is not None and old.shape is not None and len(new.shape) == len(old.shape):
+            known = tuple(d if isinstance(d, int) else n for d, n in zip(old.shape, new.shape))
+            if known != old.shape:
+                old.shape = known
+                self.learned.add(old)
+
+    def _own_result(self, value: Value) -> bool:
+        return any(value in (c.rec.state, c.rec.next) for c in self.carried)
+
+    def apply(self) -> None:
+        loop, outer = self.loop, self.outer
+        starts = {grown: self.allocate(grown, Builder(outer, self.before)) for grown in self.carried}
+        outer.insert_before(loop, self.before)
+        for anchor, nodes in self.batches:
+            loop.body.insert_before(anchor, nodes)
+        after: list[Node] = []
+        b = Builder(outer, after)
+        finals: list[tuple[Value, Value]] = []
+        for grown in self.carried:
+            rec, axis, nxt = grown.rec, grown.axis, self.views[grown.rec.next]
+            buffer0, length0 = starts[grown]
+            buffer = Recurrence(grown.buffer, buffer0, nxt.value)
+            length = Recurrence(grown.length, length0, nxt.length)
+            loop.add_recurrence(buffer)
+            loop.add_recurrence(length)
+            last_buffer = b.value(f"{rec.state.name}_buffer_last", buffer.state.dtype, buffer.state.shape)
+            last_length = b.value(f"{rec.state.name}_length_last", I64, ())
+            loop.add_output(LoopOutput("last", buffer.state, last_buffer))
+            loop.add_output(LoopOutput("last", length.state, last_length))
+            end = b.op("Unsqueeze", [last_length, b.const(np.array([0], np.int64), name=f"{rec.state.name}_dim0")],
+                       name=f"{rec.state.name}_end")
+            cut = b.op("Slice", [last_buffer, b.const(np.array([0], np.int64), name=f"{rec.state.name}_start"), end,
+                                 b.const(np.array([axis], np.int64), name=f"{rec.state.name}_axis")],
+                       name=f"{rec.state.name}_final", dtype=buffer.state.dtype)
+            finals += [(o.result, cut) for o in loop.loop_outputs if o.value is rec.state]
+        outer.insert_after(loop, after)
+        for old, new in self.replaced.items():
+            old.replace_all_uses_with(new)
+        for old, new in finals:
+            old.replace_all_uses_with(new)
+        olds = [c.rec for c in self.carried]
+        loop.remove_roles([*olds, *(o for o in loop.loop_outputs if any(o.value is r.state for r in olds))])
+        for node in reversed(self.dead):
+            loop.body.remove(node)
+
+    def mask(self, b: Builder, view: Padded, rank: int) -> Value:
+        """True at the valid positions of ``view``'s axis, shaped to broadcast against a value of ``rank``."""
+        key = (view.length, view.axis, rank)
+        if key not in self.masks:
+            valid = b.op("Less", [view.positions, view.length], name=f"{view.value.name}_valid")
+            self.masks[key] = _along(b, valid, view.axis, rank, f"{view.value.name}_valid_mask")
+        return self.masks[key]
+
+    def zeroed(self, b: Builder, view: Padded, rank: int) -> Value:
+        if view.zero:
+            return view.value
+        zero = b.const(np.zeros((), view.value.dtype), name=f"{view.value.name}_zero")
+        return b.op("Where", [self.mask(b, view, rank), view.value, zero], name=f"{view.value.name}_zeroed",
+                    dtype=view.value.dtype)
+
+
+def _rule(plan: _Plan, b: Builder, node: Node) -> None:
+    """Rewrite ``node``, which reads padded values, into ``b``: its results become padded views or replacements."""
+    views = plan.views
+    out = node.outputs[0] if len(node.outputs) == 1 else None
+    padded = [(k, views[v]) for k, v in enumerate(node.inputs) if v is not None and v in views]
+    operands = [views[v].value if v is not None and v in views else v for v in node.inputs]
+    facts = traits(node.op)
+    if out is None:
+        raise _no_rule(node)
+    rank = _result_rank(node, views)
+
+    def carry(axis: int, zero: bool = False) -> None:
+        made = b.op(node.op, operands, dict(node.attrs), name=f"{out.name}_padded", dtype=out.dtype,
+                    shape=_dim_unknown(out.shape, axis))
+        views[out] = padded[0][1].like(made, axis, zero)
+
+    if facts.elementwise:
+        aligned = {view.axis + rank - _rank(node.inputs[k], views) for k, view in padded}
+        lengths = {view.length for _, view in padded}
+        if len(aligned) != 1 or len(lengths) != 1:
+            raise _no_rule(node, "it combines values padded along different axes or to different lengths")
+        axis = aligned.pop()
+        for v in node.inputs:
+            if v is not None and v not in views and not _broadcasts_at(v, axis, rank):
+                raise _no_rule(node, f"its operand {v.name!r} is not broadcast along the grown axis")
+        carry(axis, zero=node.op == "Mul" and all(view.zero for _, view in padded))
+        return
+    k, view = padded[0]
+    if node.op in ("Unsqueeze", "Squeeze") and k == 0:
+        listed = constant_axes(node)
+        if listed is None:
+            raise _no_rule(node, "its axes are not constants")
+        if node.op == "Unsqueeze":
+            kept = [a for a in range(rank) if a not in {x % rank for x in listed}]
+            carry(kept[view.axis], view.zero)
+        else:
+            source_rank = _rank(node.inputs[0], views)
+            dropped = {x % source_rank for x in listed}
+            if view.axis in dropped:
+                raise _no_rule(node, "it removes the grown axis")
+            carry(view.axis - sum(1 for a in dropped if a < view.axis), view.zero)
+        return
+    if node.op == "Transpose":
+        perm = node.attrs.get("perm")
+        order = list(perm) if perm is not None else list(reversed(range(rank)))
+        carry(order.index(view.axis), view.zero)
+        return
+    if node.op in ("Softmax", "LogSoftmax"):
+        axis = int(node.attrs.get("axis", -1)) % rank
+        if axis != view.axis:
+            carry(view.axis)
+            return
+        low = b.const(np.array(-np.inf, view.value.dtype), name=f"{out.name}_low")
+        operands[0] = b.op("Where", [plan.mask(b, view, rank), view.value, low], name=f"{out.name}_masked",
+                           dtype=view.value.dtype)
+        carry(view.axis, zero=node.op == "Softmax")
+        return
+    if node.op == "MatMul":
+        _matmul(plan, b, node, rank)
+        return
+    if node.op == "Slice" and k == 0:
+        _slice(plan, b, node, view, carry)
+        return
+    if node.op == "Shape" and k == 0 and not node.attrs:
+        shape = b.op("Shape", [view.value], name=f"{out.name}_buffer", dtype=I64, shape=out.shape)
+        plan.replace(out, _with_entry(b, shape, view.axis, view.length, f"{out.name}_valid"))
+        return
+    if node.op == "Gather" and k == 0:
+        data_rank = _rank(node.inputs[0], views)
+        axis = int(node.attrs.get("axis", 0)) % data_rank
+        index = node.inputs[1]
+        if axis != view.axis:
+            if index is not None and index in views:
+                raise _no_rule(node, "its indices grow too")
+            shift = _rank(index, views) - 1
+            carry(view.axis + shift if view.axis > axis else view.axis, view.zero)
+            return
+        at = constant_int(index)
+        if at is None or index is None or index.shape != ():
+            raise _no_rule(node, "it reads the grown axis at positions that are not one constant")
+        where = b.const(np.array(at, np.int64), name=f"{out.name}_at")
+        if at < 0:
+            where = b.op("Add", [view.length, where], name=f"{out.name}_from_end")
+        plan.replace(out, b.op("Gather", [view.value, where], dict(node.attrs), name=f"{out.name}_read",
+                               dtype=out.dtype, shape=out.shape))
+        return
+    raise _no_rule(node)
+
+
+def _matmul(plan: _Plan, b: Builder, node: Node, rank: int) -> None:
+    """Rows or columns padded carry their padding; a product over the padded axis zeroes it and is unpadded."""
+    views, out = plan.views, node.outputs[0]
+    left, right = node.inputs[0], node.inputs[1]
+    lv = views.get(left) if left is not None else None
+    rv = views.get(right) if right is not None else None
+    lr, rr = _rank(left, views), _rank(right, views)
+    if lr < 2 or rr < 2:
+        raise _no_rule(node, "an operand is a vector")
+    rows = lv is not None and lv.axis == lr - 2
+    cols = rv is not None and rv.axis == rr - 1
+    inner_l = lv is not None and lv.axis == lr - 1
+    inner_r = rv is not None and rv.axis == rr - 2
+    if inner_l and inner_r and lv is not None and rv is not None:
+        product = b.op("MatMul", [plan.zeroed(b, lv, lr), plan.zeroed(b, rv, rr)], name=f"{out.name}_over_valid",
+                       dtype=out.dtype, shape=out.shape)
+        plan.replace(out, product)
+        return
+    if inner_l or inner_r or (lv is not None and not rows) or (rv is not None and not cols) or (rows and cols):
+        raise _no_rule(node, "it multiplies a grown axis by one that does not grow with it")
+    view = lv if rows else rv
+    assert view is not None
+    operands = [lv.value if lv is not None else left, rv.value if rv is not None else right]
+    axis = rank - 2 if rows else rank - 1
+    made = b.op("MatMul", operands, name=f"{out.name}_padded", dtype=out.dtype, shape=_dim_unknown(out.shape, axis))
+    views[out] = view.like(made, axis, view.zero)
+
+
+#: An end at or past this is "to the end" (exporters write INT64_MAX or 2^31 - 1 for ``x[-1:]``).
+TO_THE_END = 2**31 - 1
+
+
+def _slice(plan: _Plan, b: Builder, node: Node, view: Padded, carry: Callable[[int, bool], None]) -> None:
+    """A Slice of other axes carries the padding; one of the grown axis alone (step 1) reads the valid rows it
+    names, counted from the valid end when negative (``x[-1:]`` is the last row written), when their number is
+    the same in every run: a TensorRT loop's shapes may not depend on the data."""
+    given = [constant_value(v) if v is not None else None for v in node.inputs[1:5]]
+    starts, ends = given[0], given[1]
+    if starts is None or ends is None or any(v is not None and g is None for v, g in zip(node.inputs[3:5], given[2:])):
+        raise _no_rule(node, "its bounds are not constants")
+    rank = _rank(node.inputs[0], plan.views)
+    axes = [int(a) % rank for a in np.asarray(given[2] if given[2] is not None else range(np.size(starts))).reshape(-1)]
+    steps = [int(v) for v in np.asarray(given[3] if given[3] is not None else np.ones(len(axes))).reshape(-1)]
+    if view.axis not in axes:
+        carry(view.axis, view.zero)
+        return
+    if axes != [view.axis] or steps != [1]:
+        raise _no_rule(node, "it slices the grown axis with other axes or a step other than 1")
+    start, end = int(np.asarray(starts).reshape(-1)[0]), int(np.asarray(ends).reshape(-1)[0])
+    end = min(end, TO_THE_END)
+    least = view.least
+    if start < 0 and (end >= TO_THE_END or end < 0) and least >= -start:
+        first, rows = start, (0 if end >= TO_THE_END else end) - start  # from the valid end
+    elif 0 <= start <= end <= least:
+        first, rows = start, end - start
+    else:
+        raise _no_rule(node, "the number of rows it reads depends on how many are valid")
+    out, name = node.outputs[0], node.outputs[0].name
+    at = b.const(np.arange(first, first + rows, dtype=np.int64), name=f"{name}_rows")
+    if first < 0:
+        at = b.op("Add", [view.length, at], name=f"{name}_rows_from_end")
+    plan.replace(out, b.op("Gather", [view.value, at], {"axis": view.axis}, name=f"{name}_valid", dtype=out.dtype))
+
+
+def _no_rule(node: Node, why: str = "") -> Refused:
+    what = f"loopc has no rule for a {node.op} of a value that grows on every trip"
+    return Refused(f"{node.describe()} reads a value that grows on every trip ({what}{': ' + why if why else ''}); "
+                   "a TensorRT loop carries values of one shape")
+
+
+def constant_axes(node: Node) -> list[int] | None:
+    axes = constant_value(node.inputs[1]) if len(node.inputs) > 1 else node.attrs.get("axes")
+    return None if axes is None else [int(a) for a in np.asarray(axes).reshape(-1)]
+
+
+def _result_rank(node: Node, views: dict[Value, Padded]) -> int:
+    """The rank of ``node``'s result: declared, else from its operands' (shape refinement may not have run yet)."""
+    out = node.outputs[0]
+    if out.shape is not None:
+        return len(out.shape)
+    first = _rank(node.inputs[0], views)
+    if node.op == "Shape":
+        return 1
+    if node.op in ("Unsqueeze", "Squeeze"):
+        listed = constant_axes(node)
+        if listed is None:
+            raise _no_rule(node, "its axes are not constants")
+        return first + len(listed) if node.op == "Unsqueeze" else first - len(listed)
+    if node.op == "Gather":
+        return first + _rank(node.inputs[1], views) - 1
+    return max(_rank(v, views) for v in node.inputs if v is not None)
+
+
+def _rank(value: Value | None, views: dict[Value, Padded]) -> int:
+    """``value``'s rank, or its padded stand-in's (whose type the builder inferred)."""
+    if value is None:
+        raise Refused("an operand is missing")
+    shape = value.shape if value.shape is not None or value not in views else views[value].value.shape
+    if shape is None:
+        raise Refused(f"the rank of {value.name!r} is not known")
+    return len(shape)
+
+
+def _broadcasts_at(value: Value, axis: int, rank: int) -> bool:
+    """Whether ``value`` (an operand of a broadcast to ``rank``) is of length 1 or absent at ``axis``."""
+    if value.shape is None:
+        return False
+    at = axis - (rank - len(value.shape))
+    return at < 0 or value.shape[at] == 1
+
+
+def _dim_unknown(shape: Shape | None, axis: int) -> Shape | None:
+    return None if shape is None else tuple(None if k == axis else d for k, d in enumerate(shape))
+
+
+def _along(b: Builder, vector: Value, axis: int, rank: int, name: str) -> Value:
+    """A 1-D ``vector`` reshaped to lie along ``axis`` of a value of ``rank`` (length 1 elsewhere)."""
+    dims = [1] * rank
+    dims[axis] = -1
+    return b.op("Reshape", [vector, b.const(np.array(dims, np.int64), name=f"{name}_dims")], name=name)
+
+
+def _with_entry(b: Builder, shape: Value, axis: int, entry: Value, name: str) -> Value:
+    """The shape vector ``shape`` with entry ``axis`` replaced by the int64 scalar ``entry``."""
+    index = b.const(np.array([axis], np.int64), name=f"{name}_index")
+    update = b.op("Unsqueeze", [entry, b.const(np.array([0], np.int64), name=f"{name}_dim0")], name=f"{name}_entry")
+    return b.op("ScatterElements", [shape, index, update], {"axis": 0}, name=name, dtype=I64, shape=shape.shape)
