@@ -35,6 +35,7 @@ from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value, constant_
 from loopc.ir.core import Shape
 from loopc.ir.builder import I64, Builder, refine
 from loopc.ir.ops import traits
+from loopc.passes._resample import tensor_type
 from loopc.passes.manager import PassResult
 from loopc.passes.unroll import cannot_unroll
 
@@ -378,6 +379,9 @@ def _rule(plan: _Plan, b: Builder, node: Node) -> None:
     if node.op == "MatMul":
         _matmul(plan, b, node, rank)
         return
+    if (facts.reduction or node.op in ("ArgMax", "ArgMin")) and k == 0:
+        _reduce(plan, b, node, view, carry)
+        return
     if node.op == "Slice" and k == 0:
         _slice(plan, b, node, view, carry)
         return
@@ -435,6 +439,52 @@ def _matmul(plan: _Plan, b: Builder, node: Node, rank: int) -> None:
     views[out] = view.like(made, axis, view.zero)
 
 
+#: What a reduction over the grown axis sees in the padding: the value that changes nothing.
+IDENTITY = {"ReduceSum": 0.0, "ReduceL1": 0.0, "ReduceL2": 0.0, "ReduceSumSquare": 0.0, "ReduceMax": -np.inf,
+            "ReduceLogSumExp": -np.inf, "ReduceMin": np.inf, "ReduceProd": 1.0, "ArgMax": -np.inf, "ArgMin": np.inf}
+
+
+def _reduce(plan: _Plan, b: Builder, node: Node, view: Padded, carry: Callable[[int, bool], None]) -> None:
+    """A reduction over other axes carries the padding (shifted past the dropped axes); one over the grown
+    axis sees the op's identity in the padding (ReduceMean: the sum over the valid length). ArgMax and ArgMin
+    see the value no valid element loses to; ties resolve as in the model, the padding being past the end."""
+    rank = _rank(node.inputs[0], plan.views)
+    keep = int(node.attrs.get("keepdims", 1))
+    if node.op in ("ArgMax", "ArgMin"):
+        axes = [int(node.attrs.get("axis", 0)) % rank]
+    else:
+        listed = constant_value(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] is not None else None
+        if len(node.inputs) > 1 and node.inputs[1] is not None and listed is None:
+            raise _no_rule(node, "its axes are not constants")
+        listed = listed if listed is not None else node.attrs.get("axes")
+        if listed is None and int(node.attrs.get("noop_with_empty_axes", 0)):
+            carry(view.axis, view.zero)
+            return
+        axes = list(range(rank)) if listed is None else [int(a) % rank for a in np.asarray(listed).reshape(-1)]
+    if view.axis not in axes:
+        carry(view.axis if keep else view.axis - sum(1 for a in axes if a < view.axis), False)
+        return
+    out = node.outputs[0]
+    source = node.inputs[0]
+    assert source is not None
+    mean = node.op == "ReduceMean"
+    if not mean and node.op not in IDENTITY:
+        raise _no_rule(node)
+    if mean and axes != [view.axis]:
+        raise _no_rule(node, "it averages over the grown axis and others")
+    fill = b.const(np.array(0.0 if mean else IDENTITY[node.op], view.value.dtype), name=f"{out.name}_fill")
+    filled = b.op("Where", [plan.mask(b, view, rank), view.value, fill], name=f"{out.name}_filled",
+                  dtype=view.value.dtype)
+    operands = [filled, *node.inputs[1:]]
+    if not mean:
+        plan.replace(out, b.op(node.op, operands, dict(node.attrs), name=f"{out.name}_over_valid", dtype=out.dtype))
+        return
+    total = b.op("ReduceSum", operands, dict(node.attrs), name=f"{out.name}_sum", dtype=out.dtype)
+    count = b.op("Cast", [view.length], {"to": tensor_type(np.dtype(out.dtype))}, name=f"{out.name}_count", dtype=out.dtype,
+                 shape=())
+    plan.replace(out, b.op("Div", [total, count], name=f"{out.name}_over_valid", dtype=out.dtype))
+
+
 #: An end at or past this is "to the end" (exporters write INT64_MAX or 2^31 - 1 for ``x[-1:]``).
 TO_THE_END = 2**31 - 1
 
@@ -443,9 +493,9 @@ def _slice(plan: _Plan, b: Builder, node: Node, view: Padded, carry: Callable[[i
     """A Slice of other axes carries the padding; one of the grown axis alone (step 1) reads the valid rows it
     names, counted from the valid end when negative (``x[-1:]`` is the last row written), when their number is
     the same in every run: a TensorRT loop's shapes may not depend on the data."""
-    given = [constant_value(v) if v is not None else None for v in node.inputs[1:5]]
+    given = [constant_value(node.input(k)) for k in range(1, 5)]
     starts, ends = given[0], given[1]
-    if starts is None or ends is None or any(v is not None and g is None for v, g in zip(node.inputs[3:5], given[2:])):
+    if starts is None or ends is None or any(node.input(k) is not None and given[k - 1] is None for k in (3, 4)):
         raise _no_rule(node, "its bounds are not constants")
     rank = _rank(node.inputs[0], plan.views)
     axes = [int(a) % rank for a in np.asarray(given[2] if given[2] is not None else range(np.size(starts))).reshape(-1)]

@@ -1,0 +1,172 @@
+"""grown-buffers alone: a carried value grown by a Concat on every trip and read in the same trip becomes a
+buffer of its longest length with a valid length, and each read is rewritten by its op's rule.
+
+Every model grows ``acc`` [2, N, 3] along axis 1 by one row a trip, for ``n`` trips given as an input (so the
+loop cannot be unrolled), and stacks what the body reads each trip; onnxruntime runs the model as written.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from loopc.errors import PassError
+from loopc.ir import Loop
+from loopc.passes import GrownBuffers
+from tests.passes.alone import assert_matches_onnxruntime, load, loops, run_alone
+
+#: ``{reads}`` computes ``read`` (of type ``{read_type}``) from ``acc`` (the state) and ``acc_next`` (the grown
+#: value); ``{piece}`` computes ``piece`` [2, 1, 3] from ``row`` (this trip's x) and the reads.
+MODEL = """
+g (int64 n, float[2,{first},3] first, float[8,2,1,3] x, float[2,3,1] q) => (float[2,K,3] out, {read_type} reads) {{
+  out, reads = Loop (n, , first) <body = b (int64 i, bool c, float[2,N,3] acc)
+                                          => (bool c_out, float[2,M,3] acc_next, {step_type} read) {{
+    c_out = Constant <value = bool {{1}}> ()
+    row = Gather <axis = 0> (x, i)
+    {piece}
+    acc_next = Concat <axis = 1> (acc, piece)
+    {reads}
+  }}>
+}}
+"""
+RNG = np.random.default_rng(7)
+X = RNG.standard_normal((8, 2, 1, 3)).astype(np.float32)
+Q = RNG.standard_normal((2, 3, 1)).astype(np.float32)
+
+
+def model(reads: str, read_type: str, step_type: str, piece: str = "piece = Identity(row)", first: int = 2):
+    return load(MODEL.format(reads=reads, read_type=read_type, step_type=step_type, piece=piece, first=first))
+
+
+def feeds(trips: int, first: int = 2) -> dict[str, np.ndarray]:
+    return {"n": np.array(trips, np.int64), "first": RNG.standard_normal((2, first, 3)).astype(np.float32),
+            "x": X, "q": Q}
+
+
+def rewritten(proto_model: tuple, trips: tuple[int, ...] = (0, 1, 5), first: int = 2) -> None:
+    """The pass rewrites the loop: no carried value changes shape, and it computes what onnxruntime does."""
+    proto, model_ = proto_model
+    assert run_alone(model_, GrownBuffers()) == {"grown-buffers.buffers": 1}
+    loop = loops(model_.graph)[0]
+    assert isinstance(loop, Loop) and not any(n.op == "Concat" for n in loop.body.nodes)
+    for count in trips:
+        assert_matches_onnxruntime(proto, model_, feeds(count, first), rtol=1e-5, atol=1e-5)
+
+
+ATTENTION = """
+    scores = MatMul(acc_next, q)
+    two = Constant <value = int64[1] {2}> ()
+    flat = Squeeze(scores, two)
+    scale = Constant <value = float {0.5}> ()
+    scaled = Mul(flat, scale)
+    weights = Softmax <axis = 1> (scaled)
+    one = Constant <value = int64[1] {1}> ()
+    rowwise = Unsqueeze(weights, one)
+    read = MatMul(rowwise, acc_next)"""
+
+
+def test_attention_over_the_grown_cache_masks_the_padding() -> None:
+    """Scores of padded rows, a softmax along them (-inf in the padding), a product contracting over them."""
+    rewritten(model(ATTENTION, "float[T,2,1,3]", "float[2,1,3]"))
+
+
+def test_the_attention_result_fed_back_into_the_cache() -> None:
+    """The piece is the attention over the cache before it grows (the state), plus this trip's row."""
+    piece = ATTENTION.replace("acc_next", "acc").replace("read = MatMul", "mixed = MatMul") + """
+    piece = Add(row, mixed)"""
+    rewritten(model("read = ReduceSum <keepdims = 0> (acc_next)", "float[T]", "float", piece=piece))
+
+
+@pytest.mark.parametrize("op", ["ReduceSum", "ReduceMax", "ReduceMin", "ReduceMean", "ReduceProd", "ReduceL2"])
+def test_a_reduction_over_the_grown_axis_sees_its_identity_in_the_padding(op: str) -> None:
+    reads = (f"""
+    axes = Constant <value = int64[1] {{1}}> ()
+    read = {op} <keepdims = 0> (acc_next, axes)""" if op == "ReduceSum" else f"read = {op} <axes = [1], keepdims = 0> (acc_next)")
+    rewritten(model(reads, "float[T,2,3]", "float[2,3]"))
+
+
+def test_argmax_along_the_grown_axis_never_picks_the_padding() -> None:
+    rewritten(model("read = ArgMax <axis = 1, keepdims = 0> (acc_next)", "int64[T,2,3]", "int64[2,3]"))
+
+
+def test_a_reduction_over_another_axis_keeps_the_padding_for_the_next_one() -> None:
+    reads = """
+    axes = Constant <value = int64[1] {2}> ()
+    summed = ReduceSum <keepdims = 0> (acc_next, axes)
+    exp = Exp(summed)
+    read = ReduceMax <axes = [1], keepdims = 0> (exp)"""
+    rewritten(model(reads, "float[T,2]", "float[2]"))
+
+
+def test_the_last_row_fed_back_and_a_row_read_from_the_valid_end() -> None:
+    """``acc[:, -1:]`` (the last row written) makes the piece; ``acc_next[:, -1]`` is read."""
+    piece = """
+    start = Constant <value = int64[1] {-1}> ()
+    end = Constant <value = int64[1] {9223372036854775807}> ()
+    axis = Constant <value = int64[1] {1}> ()
+    last = Slice(acc, start, end, axis)
+    fed = Tanh(last)
+    piece = Add(fed, row)"""
+    reads = """
+    minus = Constant <value = int64 {-1}> ()
+    read = Gather <axis = 1> (acc_next, minus)"""
+    rewritten(model(reads, "float[T,2,3]", "float[2,3]", piece=piece, first=1), first=1)
+
+
+def test_the_first_rows_and_the_shape_of_the_cache() -> None:
+    """``acc[:, 0:1]`` (fixed, since the first value has a row) and ``Shape(acc)[1]`` (the valid length)."""
+    reads = """
+    zero = Constant <value = int64[1] {0}> ()
+    one = Constant <value = int64[1] {1}> ()
+    head = Slice(acc, zero, one, one)
+    shape = Shape(acc_next)
+    length = Gather <axis = 0> (shape, one)
+    scale = Cast <to = 1> (length)
+    read = Mul(head, scale)"""
+    rewritten(model(reads, "float[T,2,1,3]", "float[2,1,3]", first=1), first=1)
+
+
+def test_a_beam_reordering_of_the_whole_cache_before_it_grows() -> None:
+    """``cat([acc[order], row])``: a Gather along another axis keeps the padding, and the growth writes into it."""
+    piece = """
+    order = Constant <value = int64[2] {1, 0}> ()
+    reordered = Gather <axis = 0> (acc, order)
+    piece = Identity(row)"""
+    text = MODEL.replace("acc_next = Concat <axis = 1> (acc, piece)", "acc_next = Concat <axis = 1> (reordered, piece)")
+    proto_model = load(text.format(reads="read = ReduceSum <keepdims = 0> (acc_next)", read_type="float[T]",
+                                   step_type="float", piece=piece, first=2))
+    rewritten(proto_model)
+
+
+def test_a_transposed_cache_multiplied_by_columns() -> None:
+    reads = """
+    swapped = Transpose <perm = [0, 2, 1]> (acc_next)
+    query = Transpose <perm = [0, 2, 1]> (q)
+    scores = MatMul(query, swapped)
+    read = ReduceLogSumExp <keepdims = 0> (scores)"""
+    rewritten(model(reads, "float[T]", "float"))
+
+
+@pytest.mark.parametrize("reads, op, step_type", [
+    ("""axis = Constant <value = int64 {1}> ()
+    read = CumSum(acc_next, axis)""", "CumSum", "float[2,S,3]"),
+    ("""flat = Constant <value = int64[1] {-1}> ()
+    read = Reshape(acc_next, flat)""", "Reshape", "float[S]"),
+    ("""zero = Constant <value = int64[1] {0}> ()
+    five = Constant <value = int64[1] {5}> ()
+    one = Constant <value = int64[1] {1}> ()
+    read = Slice(acc_next, zero, five, one)""", "Slice", "float[2,S,3]"),  # 5 rows: valid after 3 trips only
+])
+def test_a_read_with_no_rule_is_refused_naming_its_op(reads: str, op: str, step_type: str) -> None:
+    _, model_ = model(reads, step_type.replace("float[", "float[T,"), step_type)
+    with pytest.raises(PassError, match=rf"reads a value that grows on every trip \(loopc has no rule for a {op}"):
+        run_alone(model_, GrownBuffers())
+
+
+def test_a_loop_unroll_can_take_is_left_to_it() -> None:
+    """A constant count of a few trips: unrolled as before, no buffer."""
+    text = MODEL.replace("g (int64 n, ", "g (").replace(
+        "out, reads = Loop (n, , first)", "n = Constant <value = int64 {{3}}> ()\n  out, reads = Loop (n, , first)")
+    _, model_ = load(text.format(reads=ATTENTION, read_type="float[T,2,1,3]", step_type="float[2,1,3]",
+                                 piece="piece = Identity(row)", first=2))
+    assert run_alone(model_, GrownBuffers()) == {}
