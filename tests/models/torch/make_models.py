@@ -279,11 +279,12 @@ class CachedSelfAttention(nn.Module):
         super().__init__()
         self.qkv = nn.Linear(dim, 3 * dim)
         self.proj = nn.Linear(dim, dim)
-        self.heads, self.head_dim = heads, dim // heads
+        self.dim, self.heads, self.head_dim = dim, heads, dim // heads
 
     def forward(self, x: Tensor, k_cache: Tensor, v_cache: Tensor) -> tuple[Tensor, Tensor, Tensor]:
         b, t, d = x.size(0), x.size(1), x.size(2)
-        q, k, v = self.qkv(x).split(d, dim=2)
+        # GPT-2 splits by its constant width; split(x.size(2)) would export as SplitToSequence + SequenceAt.
+        q, k, v = self.qkv(x).split(self.dim, dim=2)
         q = q.view(b, t, self.heads, self.head_dim).transpose(1, 2)
         k_cache = torch.cat([k_cache, k.view(b, t, self.heads, self.head_dim).transpose(1, 2)], 2)
         v_cache = torch.cat([v_cache, v.view(b, t, self.heads, self.head_dim).transpose(1, 2)], 2)
@@ -305,11 +306,11 @@ class CrossAttention(nn.Module):
         self.q = nn.Linear(dim, dim)
         self.kv = nn.Linear(dim, 2 * dim)
         self.proj = nn.Linear(dim, dim)
-        self.heads, self.head_dim = heads, dim // heads
+        self.dim, self.heads, self.head_dim = dim, heads, dim // heads
 
     def keys_values(self, memory: Tensor) -> tuple[Tensor, Tensor]:
         b, s, d = memory.size(0), memory.size(1), memory.size(2)
-        k, v = self.kv(memory).split(d, dim=2)
+        k, v = self.kv(memory).split(self.dim, dim=2)
         return (k.view(b, s, self.heads, self.head_dim).transpose(1, 2),
                 v.view(b, s, self.heads, self.head_dim).transpose(1, 2))
 
@@ -396,15 +397,43 @@ class GPT2Greedy(nn.Module):
         empty = torch.zeros(prompt.size(0), self.heads, 0, self.head_dim)
         ks: list[Tensor] = [empty for _ in self.blocks]
         vs: list[Tensor] = [empty for _ in self.blocks]
-        token = torch.argmax(self.logits(prompt, ks, vs), dim=1)
-        finished = token == self.eos
-        tokens: list[Tensor] = [token]
-        for _ in range(int(max_new_tokens) - 1):
-            if bool(finished.all()):
-                break
-            token = torch.argmax(self.logits(token.unsqueeze(1), ks, vs), dim=1).masked_fill(finished, self.eos)
+        logits = self.logits(prompt, ks, vs)
+        finished = torch.zeros(prompt.size(0), dtype=torch.bool)
+        tokens: list[Tensor] = []
+        for _ in range(int(max_new_tokens)):
+            token = torch.argmax(logits, dim=1).masked_fill(finished, self.eos)
             tokens.append(token)
             finished = torch.logical_or(finished, token == self.eos)
+            if bool(finished.all()):
+                break
+            logits = self.logits(token.unsqueeze(1), ks, vs)
+        return torch.stack(tokens, 1)
+
+
+class GPT2GreedyUnrolledLayers(GPT2Greedy):
+    """The same generator with the two layers written out: each layer's K and V caches are loop-carried tensors of
+    their own (no list), each grown by ``torch.cat`` on every trip."""
+
+    def step(self, tokens: Tensor, k0: Tensor, v0: Tensor, k1: Tensor, v1: Tensor
+             ) -> tuple[Tensor, Tensor, Tensor, Tensor, Tensor]:
+        past = k0.size(2)
+        x = self.wte(tokens) + self.wpe(torch.arange(past, past + tokens.size(1)))
+        x, k0, v0 = self.blocks[0](x, k0, v0)
+        x, k1, v1 = self.blocks[1](x, k1, v1)
+        return self.lm_head(self.ln_f(x[:, -1])), k0, v0, k1, v1
+
+    def forward(self, prompt: Tensor, max_new_tokens: Tensor) -> Tensor:
+        empty = torch.zeros(prompt.size(0), self.heads, 0, self.head_dim)
+        logits, k0, v0, k1, v1 = self.step(prompt, empty, empty, empty, empty)
+        finished = torch.zeros(prompt.size(0), dtype=torch.bool)
+        tokens: list[Tensor] = []
+        for _ in range(int(max_new_tokens)):
+            token = torch.argmax(logits, dim=1).masked_fill(finished, self.eos)
+            tokens.append(token)
+            finished = torch.logical_or(finished, token == self.eos)
+            if bool(finished.all()):
+                break
+            logits, k0, v0, k1, v1 = self.step(token.unsqueeze(1), k0, v0, k1, v1)
         return torch.stack(tokens, 1)
 
 
@@ -699,6 +728,9 @@ CASES: list[Case] = []
 GROWS = "grows on every trip"
 #: A per-layer list of caches: the Sequence ops the TorchScript exporter writes for it have no TensorRT converter.
 SEQUENCE = "op 'SequenceConstruct' has no TensorRT converter"
+#: Caches grown in the else branch of the If a `break` makes: loopc does not see them grow, TensorRT's builder does
+#: (a recurrence whose next value is larger than its initial one).
+BACKEDGE = "Backedge detected"
 
 
 def _flatten(outputs: object) -> list[Tensor]:
@@ -1023,32 +1055,38 @@ def _margin(head: nn.Module, run: Callable[[], object]) -> float:
 
 
 def gpt2() -> None:
-    torch.manual_seed(40)
-    model = GPT2Greedy().eval()
-    with torch.no_grad():
-        # Livelier logits, and a final LayerNorm bias along EOS's embedding so that some rows end early.
-        model.lm_head.weight.mul_(3.0)
-        eos_row = model.lm_head.weight[model.eos]
-        model.ln_f.bias.copy_(0.5 * eos_row / eos_row.norm())
+    """The GPT-2-style generator twice, with the same weights: per-layer caches in a list, and written out."""
 
     def make(seed: int, batch: int = 2, prompt_len: int = 4) -> dict[str, Tensor]:
         rng = np.random.default_rng(seed)
         return {"prompt": torch.from_numpy(rng.integers(1, 16, size=(batch, prompt_len))), "max_new_tokens": scalar(12)}
 
-    def stops_early(inp: dict[str, Tensor]) -> bool:
-        tokens = model(*inp.values())
-        return (4 <= tokens.shape[1] <= 9 and bool((tokens[:, 0] != model.eos).all())
-                and _margin(model.lm_head, lambda: model(*inp.values())) > 1e-3)
+    about = ("GPT-2-style greedy generator: 2 pre-norm blocks (LayerNorm, 2-head causal self-attention, MLP with tanh"
+             " GELU), learned positions, width 16, vocab 16; the prompt fills each layer's K/V cache, then one token per"
+             " trip, {caches}, the new position the cache's length, `if finished.all(): break` (EOS), list.append +"
+             f" torch.stack, torch.jit.script, {TS}, dynamic batch and prompt_len")
+    for name, kind, caches, refusal in [
+        ("gpt2_greedy", GPT2Greedy, "the per-layer caches a list (`ks[i] = torch.cat([ks[i], k], 2)`)", SEQUENCE),
+        ("gpt2_greedy_unrolled", GPT2GreedyUnrolledLayers,
+         "the two layers written out, each layer's K and V caches loop-carried tensors grown by torch.cat", BACKEDGE),
+    ]:
+        torch.manual_seed(40)
+        model = kind().eval()
+        with torch.no_grad():
+            # Livelier logits, and a final LayerNorm bias along EOS's embedding so that some rows end early.
+            model.lm_head.weight.mul_(3.0)
+            eos_row = model.lm_head.weight[model.eos]
+            model.ln_f.bias.copy_(0.5 * eos_row / eos_row.norm())
 
-    export_ts("gpt2_greedy", model, make(0), ["tokens"],
-              {"prompt": {0: "batch", 1: "prompt_len"}, "tokens": {0: "batch", 1: "steps"}}, script=True)
-    save_case("gpt2_greedy", "gpt2_greedy.onnx", model, search(make, stops_early, "gpt2_greedy"),
-              "GPT-2-style greedy generator: 2 pre-norm blocks (LayerNorm, 2-head causal self-attention, MLP with tanh"
-              " GELU), learned positions, width 16, vocab 16; the prompt fills each layer's K/V cache, then one token per"
-              " trip, the per-layer caches a list (`ks[i] = torch.cat([ks[i], k], 2)`), the new position the cache's"
-              " length, `if finished.all(): break` (EOS), list.append + torch.stack, torch.jit.script,"
-              f" {TS}, dynamic batch and prompt_len", refusal=SEQUENCE,
-              other_sizes=search(lambda seed: make(seed, 3, 6), stops_early, "gpt2_greedy (other sizes)"))
+        def stops_early(inp: dict[str, Tensor], model: GPT2Greedy = model) -> bool:
+            tokens = model(*inp.values())
+            return (4 <= tokens.shape[1] <= 9 and bool((tokens[:, 0] != model.eos).all())
+                    and _margin(model.lm_head, lambda: model(*inp.values())) > 1e-3)
+
+        export_ts(name, model, make(0), ["tokens"],
+                  {"prompt": {0: "batch", 1: "prompt_len"}, "tokens": {0: "batch", 1: "steps"}}, script=True)
+        save_case(name, f"{name}.onnx", model, search(make, stops_early, name), about.format(caches=caches),
+                  refusal=refusal, other_sizes=search(lambda seed: make(seed, 3, 6), stops_early, f"{name} (other sizes)"))
 
 
 def encoder_decoder() -> None:
