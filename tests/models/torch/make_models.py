@@ -437,6 +437,66 @@ class GPT2GreedyUnrolledLayers(GPT2Greedy):
         return torch.stack(tokens, 1)
 
 
+class GPT2StaticCache(nn.Module):
+    """A GPT-2-style generator's weights run with a static cache, as ``torch.export`` users write it: each layer's K/V
+    cache is preallocated to every position, written at the new position with ``index_copy`` and read under a mask of
+    the later positions, in a ``while_loop`` until every row has emitted EOS or ``max_new_tokens`` tokens are out.
+    The tokens go into a preallocated ``[batch, max_new]`` buffer (``index_copy`` at the trip), EOS after a row's end.
+    """
+
+    def __init__(self, base: GPT2Greedy, max_new: int = 12) -> None:
+        super().__init__()
+        self.base = base
+        self.max_new = max_new
+        self.positions = base.wpe.num_embeddings
+
+    def attend(self, attn: CachedSelfAttention, x: Tensor, k_cache: Tensor, v_cache: Tensor, pos: Tensor
+               ) -> tuple[Tensor, Tensor, Tensor]:
+        b, t, d = x.size(0), x.size(1), x.size(2)
+        q, k, v = attn.qkv(x).split(attn.dim, dim=2)
+        q = q.view(b, t, attn.heads, attn.head_dim).transpose(1, 2)
+        k_cache = k_cache.index_copy(2, pos, k.view(b, t, attn.heads, attn.head_dim).transpose(1, 2))
+        v_cache = v_cache.index_copy(2, pos, v.view(b, t, attn.heads, attn.head_dim).transpose(1, 2))
+        scores = torch.matmul(q, k_cache.transpose(2, 3)) / math.sqrt(attn.head_dim)
+        later = torch.arange(self.positions).unsqueeze(0) > pos.unsqueeze(1)
+        ctx = torch.matmul(torch.softmax(scores.masked_fill(later, float("-inf")), dim=-1), v_cache)
+        return attn.proj(ctx.transpose(1, 2).reshape(b, t, d)), k_cache, v_cache
+
+    def logits(self, tokens: Tensor, pos: Tensor, caches: list[Tensor]) -> tuple[Tensor, list[Tensor]]:
+        base = self.base
+        x = base.wte(tokens) + base.wpe(pos)
+        written: list[Tensor] = []
+        for i, block in enumerate(base.blocks):
+            a, k, v = self.attend(block.attn, block.ln_1(x), caches[2 * i], caches[2 * i + 1], pos)
+            x = x + a
+            x = x + block.mlp(block.ln_2(x))
+            written += [k, v]
+        return base.lm_head(base.ln_f(x[:, -1])), written
+
+    def forward(self, prompt: Tensor, max_new_tokens: Tensor) -> tuple[Tensor, Tensor]:
+        base, batch = self.base, prompt.size(0)
+        empty = torch.zeros(batch, base.heads, self.positions, base.head_dim)
+        logits, caches = self.logits(prompt, torch.arange(prompt.size(1)), [empty] * (2 * len(base.blocks)))
+        tokens = torch.full((batch, self.max_new), base.eos, dtype=torch.int64)
+        finished = torch.zeros(batch, dtype=torch.bool)
+        start = torch.full((), prompt.size(1), dtype=torch.int64)
+
+        def cond(i: Tensor, pos: Tensor, logits: Tensor, finished: Tensor, tokens: Tensor, *caches: Tensor) -> Tensor:
+            return (i < max_new_tokens) & (i < self.max_new) & torch.logical_not(finished.all())
+
+        def body(i: Tensor, pos: Tensor, logits: Tensor, finished: Tensor, tokens: Tensor, *caches: Tensor
+                 ) -> tuple[Tensor, ...]:
+            token = torch.argmax(logits, dim=1).masked_fill(finished, base.eos)
+            tokens = tokens.index_copy(1, i.reshape(1), token.unsqueeze(1))
+            finished = torch.logical_or(finished, token == base.eos)
+            logits, written = self.logits(token.unsqueeze(1), pos.reshape(1), list(caches))
+            return (i + 1, pos + 1, logits, finished, tokens, *written)
+
+        steps, _, _, _, tokens, *_ = while_loop(
+            cond, body, (torch.zeros((), dtype=torch.int64), start, logits, finished, tokens, *caches))
+        return tokens, steps
+
+
 class EncoderDecoderGreedy(nn.Module):
     """Encoder-decoder greedy decoding (T5/Whisper-shaped): an encoder block over the source, then a decoder block
     with causal self-attention over its own growing K/V cache and cross-attention over the encoder output.
@@ -1089,6 +1149,52 @@ def gpt2() -> None:
                   refusal=refusal, other_sizes=search(lambda seed: make(seed, 3, 6), stops_early, f"{name} (other sizes)"))
 
 
+def _strip_node_metadata(path: pathlib.Path) -> None:
+    """Drop the dynamo exporter's per-node metadata (stack traces, FX node text: 0.9 MB of 1 MB for a while_loop,
+    whose FX node text holds its whole body); the graph is unchanged."""
+    model = onnx.load(str(path))
+
+    def strip(graph: onnx.GraphProto) -> None:
+        for node in graph.node:
+            del node.metadata_props[:]
+            for attr in node.attribute:
+                if attr.type == onnx.AttributeProto.GRAPH:
+                    strip(attr.g)
+
+    strip(model.graph)
+    onnx.save(model, str(path))
+
+
+def gpt2_static() -> None:
+    """The GPT-2-style generator's weights (as in ``gpt2()``) with a static cache in a ``while_loop``, dynamo."""
+    torch.manual_seed(40)
+    base = GPT2Greedy().eval()
+    with torch.no_grad():
+        base.lm_head.weight.mul_(3.0)
+        eos_row = base.lm_head.weight[base.eos]
+        base.ln_f.bias.copy_(0.5 * eos_row / eos_row.norm())
+    model = GPT2StaticCache(base).eval()
+
+    def make(seed: int, batch: int = 2, prompt_len: int = 4) -> dict[str, Tensor]:
+        rng = np.random.default_rng(seed)
+        return {"prompt": torch.from_numpy(rng.integers(1, 16, size=(batch, prompt_len))), "max_new_tokens": scalar(12)}
+
+    def stops_early(inp: dict[str, Tensor]) -> bool:
+        _, steps = model(*inp.values())
+        return 4 <= int(steps) <= 9 and _margin(base.lm_head, lambda: model(*inp.values())) > 1e-3
+
+    batch, prompt_len = torch.export.Dim("batch", min=1, max=16), torch.export.Dim("prompt_len", min=1, max=20)
+    export_dynamo("gpt2_static_cache", model, make(0), ["tokens", "steps"], ({0: batch, 1: prompt_len}, None))
+    _strip_node_metadata(HERE / "gpt2_static_cache.onnx")
+    save_case("gpt2_static_cache", "gpt2_static_cache.onnx", model, search(make, stops_early, "gpt2_static_cache"),
+              "GPT-2-style greedy generator (the weights of gpt2_greedy) with a static cache: each layer's K/V cache"
+              " preallocated to 32 positions, written at the new position with index_copy and read under a mask of"
+              " the later positions; torch._higher_order_ops.while_loop until every row has emitted EOS or"
+              " max_new_tokens (at most 12) tokens are out, the tokens written into a preallocated [batch, 12] buffer"
+              f" with index_copy; outputs the buffer and the steps run; {DYNAMO}, dynamic batch and prompt_len",
+              other_sizes=search(lambda seed: make(seed, 3, 6), stops_early, "gpt2_static_cache (other sizes)"))
+
+
 def encoder_decoder() -> None:
     torch.manual_seed(52)
     model = EncoderDecoderGreedy().eval()
@@ -1288,6 +1394,7 @@ GROUPS: dict[str, Callable[[], None]] = {
     "higher_order": higher_order,
     "cell_loops": cell_loops,
     "gpt2": gpt2,
+    "gpt2_static": gpt2_static,
     "encoder_decoder": encoder_decoder,
     "tacotron": tacotron,
 }
