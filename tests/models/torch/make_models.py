@@ -497,6 +497,80 @@ class GPT2StaticCache(nn.Module):
         return tokens, steps
 
 
+class StaticCacheAttention(nn.Module):
+    """A GPT-2 attention's weights over a static cache written in place at ``pos`` (``index_copy_``), the later
+    positions masked."""
+
+    def __init__(self, attn: CachedSelfAttention, positions: int) -> None:
+        super().__init__()
+        self.attn = attn
+        self.positions = positions
+
+    def forward(self, x: Tensor, k_cache: Tensor, v_cache: Tensor, pos: Tensor) -> Tensor:
+        attn = self.attn
+        b, t, d = x.size(0), x.size(1), x.size(2)
+        q, k, v = attn.qkv(x).split(attn.dim, dim=2)
+        q = q.view(b, t, attn.heads, attn.head_dim).transpose(1, 2)
+        k_cache.index_copy_(2, pos, k.view(b, t, attn.heads, attn.head_dim).transpose(1, 2))
+        v_cache.index_copy_(2, pos, v.view(b, t, attn.heads, attn.head_dim).transpose(1, 2))
+        scores = torch.matmul(q, k_cache.transpose(2, 3)) / math.sqrt(attn.head_dim)
+        later = torch.arange(self.positions).unsqueeze(0) > pos.unsqueeze(1)
+        ctx = torch.matmul(torch.softmax(scores.masked_fill(later, float("-inf")), dim=-1), v_cache)
+        return attn.proj(ctx.transpose(1, 2).reshape(b, t, d))
+
+
+class StaticCacheBlock(nn.Module):
+    """A GPT-2 block's weights over a static cache (see :class:`StaticCacheAttention`)."""
+
+    def __init__(self, block: GPT2Block, positions: int) -> None:
+        super().__init__()
+        self.ln_1, self.ln_2, self.mlp = block.ln_1, block.ln_2, block.mlp
+        self.attn = StaticCacheAttention(block.attn, positions)
+
+    def forward(self, x: Tensor, k_cache: Tensor, v_cache: Tensor, pos: Tensor) -> Tensor:
+        x = x + self.attn(self.ln_1(x), k_cache, v_cache, pos)
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT2StaticCacheScripted(nn.Module):
+    """The GPT-2-style generator's weights with a static cache in a scripted loop: each layer's K and V caches are
+    preallocated to every position and written in place with ``index_copy_`` (the two layers written out), the
+    tokens written in place into a ``[batch, max_new_tokens]`` buffer (``out[:, i] = token``); breaks once every row
+    has emitted EOS and returns the buffer cut to the steps run."""
+
+    def __init__(self, base: GPT2Greedy) -> None:
+        super().__init__()
+        self.wte, self.wpe, self.ln_f, self.lm_head = base.wte, base.wpe, base.ln_f, base.lm_head
+        positions = base.wpe.num_embeddings
+        self.block0 = StaticCacheBlock(base.blocks[0], positions)
+        self.block1 = StaticCacheBlock(base.blocks[1], positions)
+        self.heads, self.head_dim, self.positions, self.eos = base.heads, base.head_dim, positions, base.eos
+
+    def step(self, tokens: Tensor, pos: Tensor, k0: Tensor, v0: Tensor, k1: Tensor, v1: Tensor) -> Tensor:
+        x = self.wte(tokens) + self.wpe(pos)
+        x = self.block0(x, k0, v0, pos)
+        x = self.block1(x, k1, v1, pos)
+        return self.lm_head(self.ln_f(x[:, -1]))
+
+    def forward(self, prompt: Tensor, max_new_tokens: Tensor) -> Tensor:
+        batch, start = prompt.size(0), prompt.size(1)
+        k0 = torch.zeros(batch, self.heads, self.positions, self.head_dim)
+        v0, k1, v1 = torch.zeros_like(k0), torch.zeros_like(k0), torch.zeros_like(k0)
+        logits = self.step(prompt, torch.arange(start), k0, v0, k1, v1)
+        out = torch.full((batch, int(max_new_tokens)), self.eos, dtype=torch.long)
+        finished = torch.zeros(batch, dtype=torch.bool)
+        steps = 0
+        for i in range(int(max_new_tokens)):
+            token = torch.argmax(logits, dim=1).masked_fill(finished, self.eos)
+            out[:, i] = token
+            steps = i + 1
+            finished = torch.logical_or(finished, token == self.eos)
+            if bool(finished.all()):
+                break
+            logits = self.step(token.unsqueeze(1), torch.full((1,), start + i, dtype=torch.long), k0, v0, k1, v1)
+        return out[:, :steps]
+
+
 class EncoderDecoderGreedy(nn.Module):
     """Encoder-decoder greedy decoding (T5/Whisper-shaped): an encoder block over the source, then a decoder block
     with causal self-attention over its own growing K/V cache and cross-attention over the encoder output.
@@ -1182,6 +1256,24 @@ def gpt2_static() -> None:
     def stops_early(inp: dict[str, Tensor]) -> bool:
         _, steps = model(*inp.values())
         return 4 <= int(steps) <= 9 and _margin(base.lm_head, lambda: model(*inp.values())) > 1e-3
+
+    scripted = GPT2StaticCacheScripted(base).eval()
+
+    def stops_early_scripted(inp: dict[str, Tensor]) -> bool:
+        tokens = scripted(*inp.values())
+        return 4 <= tokens.shape[1] <= 9 and _margin(base.lm_head, lambda: scripted(*inp.values())) > 1e-3
+
+    export_ts("gpt2_static_cache_scripted", scripted, make(0), ["tokens"],
+              {"prompt": {0: "batch", 1: "prompt_len"}, "tokens": {0: "batch", 1: "steps"}}, script=True)
+    save_case("gpt2_static_cache_scripted", "gpt2_static_cache_scripted.onnx", scripted,
+              search(make, stops_early_scripted, "gpt2_static_cache_scripted"),
+              "GPT-2-style greedy generator (the weights of gpt2_greedy) with a static cache in a scripted loop: the two"
+              " layers written out, each layer's K/V cache preallocated to 32 positions and written in place at the new"
+              " position with index_copy_, read under a mask of the later positions; tokens written in place"
+              " (`out[:, i] = token`) into a [batch, max_new_tokens] buffer, `if finished.all(): break` (EOS), the buffer"
+              f" cut to the steps run; torch.jit.script, {TS}, dynamic batch and prompt_len",
+              other_sizes=search(lambda seed: make(seed, 3, 6), stops_early_scripted,
+                                 "gpt2_static_cache_scripted (other sizes)"))
 
     batch, prompt_len = torch.export.Dim("batch", min=1, max=16), torch.export.Dim("prompt_len", min=1, max=20)
     export_dynamo("gpt2_static_cache", model, make(0), ["tokens", "steps"], ({0: batch, 1: prompt_len}, None))
