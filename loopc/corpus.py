@@ -4,7 +4,7 @@ A manifest is a TOML file with one ``[[model]]`` table per case::
 
     [[model]]
     name = "keras_lstm"
-    path = "keras_lstm.onnx"                  # paths are relative to the manifest
+    path = "keras_lstm.onnx"                  # paths are relative to the manifest (an OpenVINO IR: its .xml)
     inputs = "keras_lstm.inputs.npz"          # keyed by the model's input names
     expected = "keras_lstm.expected.npz"      # keyed by its output names, from the framework's eager run
     about = "Keras LSTM, tf2onnx 1.16, opset 17"
@@ -110,7 +110,10 @@ def build_with_loopc(case: Case, max_trips: int | None = None, pin_inputs: bool 
 
 
 def build_with_parser(case: Case) -> Attempt:
-    """TensorRT's own ONNX parser and builder, with the same default profile loopc gives."""
+    """TensorRT's own ONNX parser and builder, with the same default profile loopc gives; an OpenVINO IR case is
+    not for it (it reads ONNX only), which is said rather than tried."""
+    if case.model.suffix == ".xml":
+        return Attempt(False, "TensorRT's ONNX parser reads ONNX, not OpenVINO IR")
     import onnx
 
     from loopc.profiles import ShapeProfile

@@ -19,7 +19,13 @@ CASES = load_corpus(pathlib.Path(__file__).resolve().parent / "models")
 
 
 def test_the_corpus_covers_every_exporter() -> None:
-    assert {case.suite for case in CASES} >= {"tf2onnx", "torch", "paddle", "onnxscript"}
+    assert {case.suite for case in CASES} >= {"tf2onnx", "torch", "paddle", "onnxscript", "jax2onnx", "openvino_tf"}
+
+
+def test_the_parser_is_not_tried_on_an_openvino_ir() -> None:
+    case = next(case for case in CASES if case.model.suffix == ".xml")
+    attempt = build_with_parser(case)
+    assert not attempt.ok and "reads ONNX, not OpenVINO IR" in attempt.detail
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])

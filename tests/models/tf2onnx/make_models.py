@@ -331,6 +331,58 @@ def tf_while_growing() -> Case:
                          fn, spec, feed, opset=None, dynamic="dynamic batch, unbounded trips", max_trips=64)
 
 
+def tf_while_greedy() -> Case:
+    """Batched greedy decoding with a GRU cell: a tf.while_loop until every row has emitted EOS or max_len tokens are
+    out, each step's tokens written to a TensorArray (stacked after the loop)."""
+    vocab, eos, max_len = 12, 0, 12
+    embed, w_x, w_h, b, w_out, b_out = _weights(19, (vocab, H), (H, 3 * H), (H, 3 * H), (3 * H,), (H, vocab),
+                                               (vocab,))
+    w_out.assign(w_out * 4.0)
+
+    @tf.function
+    def fn(h0: tf.Tensor, start: tf.Tensor) -> dict[str, tf.Tensor]:
+        def cond(i: tf.Tensor, h: tf.Tensor, token: tf.Tensor, done: tf.Tensor, out: tf.TensorArray) -> tf.Tensor:
+            return tf.logical_and(i < max_len, tf.logical_not(tf.reduce_all(done)))
+
+        def body(i: tf.Tensor, h: tf.Tensor, token: tf.Tensor, done: tf.Tensor, out: tf.TensorArray) -> tuple:
+            gx = tf.gather(embed, token) @ w_x + b
+            gh = h @ w_h
+            r = tf.sigmoid(gx[:, :H] + gh[:, :H])
+            z = tf.sigmoid(gx[:, H:2 * H] + gh[:, H:2 * H])
+            n = tf.tanh(gx[:, 2 * H:] + r * gh[:, 2 * H:])
+            h = (1.0 - z) * n + z * h
+            token = tf.where(done, eos, tf.argmax(h @ w_out + b_out, axis=1, output_type=tf.int32))
+            return i + 1, h, token, tf.logical_or(done, token == eos), out.write(i, token)
+
+        out = tf.TensorArray(tf.int32, size=0, dynamic_size=True)
+        steps, h, _, _, out = tf.while_loop(cond, body, [0, h0, start, tf.zeros_like(start, tf.bool), out])
+        return {"tokens": tf.transpose(out.stack()), "h": h, "steps": steps}
+
+    def example(seed: int, batch: int) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return {"h0": rng.standard_normal((batch, H)).astype(np.float32),
+                "start": rng.integers(1, vocab, size=batch).astype(np.int32)}
+
+    def search(batch: int) -> dict[str, np.ndarray]:
+        for seed in range(500):
+            feed = example(seed, batch)
+            if 4 <= int(fn(**{k: tf.constant(v) for k, v in feed.items()})["steps"]) <= 9:
+                return feed
+        raise RuntimeError(f"tf_while_greedy: no example of batch {batch} stops early")
+
+    spec = [tf.TensorSpec([None, H], tf.float32, name="h0"), tf.TensorSpec([None], tf.int32, name="start")]
+    case = function_case("tf_while_greedy",
+                         "batched greedy decoder (hand-written GRU cell, hidden 8, vocab 12, argmax, finished rows emit"
+                         " EOS) in a tf.while_loop until every row has emitted EOS or 12 tokens are out, each step's"
+                         " tokens written to a dynamic_size TensorArray and stacked after the loop; outputs tokens,"
+                         " the last h and the steps run", fn, spec, search(2), opset=17, dynamic="dynamic batch")
+    # Once more at another batch (it may run to max_len), so that an export baked to the example's batch fails here.
+    other = example(1000, 5)
+    check_with_onnxruntime(Case(case.name, case.about, case.model, other,
+                                {k: v.numpy() for k, v in fn(**{k: tf.constant(v) for k, v in other.items()}).items()}))
+    return case
+
+
 def op_types(graph: onnx.GraphProto) -> set[str]:
     """The op types of a graph and of every graph nested in its nodes' attributes."""
     ops: set[str] = set()
@@ -408,7 +460,7 @@ def write_toml(entries: list[dict[str, object]]) -> None:
 
 
 FUNCTION_CASES = (tf_while_tensorarray, tf_while_strided_rnn, tf_while_nested_rnn, tf_scan, tf_while_data_dependent,
-                  tf_while_growing)
+                  tf_while_growing, tf_while_greedy)
 
 
 def remake(names: list[str]) -> None:
