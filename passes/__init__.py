@@ -25,6 +25,7 @@ from loopc.passes.manager import Pass, PassManager, PassResult
 from loopc.passes.scatter_to_concat import ScatterToConcat
 from loopc.passes.sequence_accumulation import SequenceAccumulation
 from loopc.passes.shape_refinement import ShapeRefinement
+from loopc.passes.squeezed_rows import SqueezedRows
 from loopc.passes.static_conditionals import StaticConditionals
 from loopc.passes.steady_carries import SteadyCarries
 from loopc.passes.trip_limits import TripLimits
@@ -33,7 +34,7 @@ from loopc.passes.wavefront import Wavefront
 from loopc.passes.while_outputs import WhileOutputs
 
 __all__ = ["BoundedResize", "ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize",
-           "RowSlices", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "StaticConditionals", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
+           "RowSlices", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StaticConditionals", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
 #: What only makes loops faster: each can be switched off (``--disable NAME``; ``-O0``: all of them).
@@ -55,7 +56,7 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = ())
     if unknown:
         raise ValueError(f"cannot disable {', '.join(unknown)}: the optimizations are {', '.join(OPTIMIZATIONS)}")
     passes: list[Pass] = [
-        ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), RowSlices(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
+        ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), RowSlices(), SqueezedRows(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
         SequenceAccumulation(), GrowingConcat(), PastedResize(), BoundedResize(), SteadyCarries(), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
         WhileOutputs(max_trips), DeadCode(),
     ]
