@@ -4,8 +4,9 @@ onnxruntime.
 
 Both reads that TensorRT's builder asserted on (``makeScopeNodesContiguous``) take a shape from a value
 the loop computes in each trip: the embedding lookup's Slice (its start is the token) and the NonZero
-that drops out-of-range writes (jax's ``FILL_OR_DROP`` scatter mode). The first is a Gather now; the
-second is refused by loopc, naming the layer, before anything is simulated.
+that drops out-of-range writes (jax's ``FILL_OR_DROP`` scatter mode). The first is a Gather now, the
+second a write to a spare row. What loopc cannot rewrite is refused, naming the layer, before anything
+is simulated.
 """
 
 from __future__ import annotations
@@ -130,16 +131,20 @@ def converted(text: str) -> None:
     to_network(model)
 
 
-def test_a_write_that_drops_out_of_range_indices_with_nonzero_is_refused_before_simulating() -> None:
-    """NonZero on the trip's index inside the loop: the builder cannot order it, and loopc says so
-    while making the network, naming the layer, instead of simulating a network that cannot be built."""
-    with pytest.raises(BackendError, match=r"layer 'valid/positions' takes a shape .*\(makeScopeNodesContiguous\)"):
-        converted(greedy(DROPPING_WRITE))
-
-
-@pytest.mark.xfail(strict=True, raises=BackendError,
-                   reason="jax's FILL_OR_DROP scatter keeps the in-range writes with a NonZero inside the loop, "
-                          "whose data-sized result TensorRT's builder cannot place in a loop; loopc does not "
-                          "yet rewrite it as a write to a spare row")
-def test_a_write_that_drops_out_of_range_indices_builds() -> None:
+def test_a_write_that_drops_out_of_range_indices_builds_and_matches_onnxruntime() -> None:
+    """jax's FILL_OR_DROP write: the NonZero that keeps the in-range writes is gone (a spare row takes the
+    others), so the loop builds."""
     check_through_passes(greedy(DROPPING_WRITE), [{"start": np.array(s, np.int64)} for s in starts()])
+
+
+def test_a_data_sized_write_loopc_cannot_rewrite_is_refused_before_simulating() -> None:
+    """The same NonZero, of the unflattened ``[1, 1]`` mask (its first row the positions), is not a form the
+    spare-row rewrite knows: the builder cannot order it in the loop, and loopc says so while making the
+    network, naming the layer, instead of simulating a network that cannot be built."""
+    unflattened = greedy(DROPPING_WRITE.replace(
+        "ok_flat = Squeeze (ok, one1)\n        valid = NonZero (ok_flat)\n        valid_t = Transpose <perm = [1, 0]> (valid)\n"
+        "        valid_flat = Squeeze (valid_t, one1)",
+        "valid = NonZero (ok)\n        valid_flat = Gather <axis = 0> (valid, zero)"))
+    assert "Gather <axis = 0> (valid, zero)" in unflattened
+    with pytest.raises(BackendError, match=r"layer 'valid/positions' takes a shape .*\(makeScopeNodesContiguous\)"):
+        converted(unflattened)
