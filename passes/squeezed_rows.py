@@ -6,15 +6,22 @@ Squeeze of axis 0. TensorRT reads a slice's bounds as shape tensors, which its b
 from values a loop computes in each trip (``makeScopeNodesContiguous``); a Gather reads its index as
 data. The rewrite is exact in every run the model allows: the Squeeze needs the slice to be one row
 long, and a one-row ONNX Slice starting at ``s`` (``s + dim`` when negative) is the row that Gather
-picks for ``s`` (it too counts a negative index from the end). Axes with constant bounds stay a Slice.
+picks for ``s`` (it too counts a negative index from the end; a start below ``-dim``, which Slice clamps
+to the first row, is raised to ``-dim``). Axes with constant bounds stay a Slice.
+
+tf2onnx writes ``x[:, i]`` as a Slice from ``[0, i]`` with ends raised past every axis (1e9) and a step
+past the axis on ``i``'s: one element at ``i``, the same row.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
 from loopc.ir import Graph, Node, Value, constant_value
 from loopc.ir.builder import Builder
+from loopc.passes._util import TO_THE_END, lower_bounds, vector_entries
 from loopc.passes.manager import PassResult
 
 
@@ -39,29 +46,37 @@ def _rewrite(g: Graph, squeeze: Node) -> bool:
     data, starts, ends, axes = node.inputs[:4]
     steps = constant_value(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else None
     axis_list = constant_value(axes)
-    if data is None or data.shape is None or starts is None or ends is None or axis_list is None \
-            or (steps is not None and np.any(np.asarray(steps) != 1)):
+    if data is None or data.shape is None or starts is None or ends is None or axis_list is None:
         return False
     rank = len(data.shape)
     at = [int(a) % rank for a in np.asarray(axis_list).reshape(-1)]
-    begins, sizes = _parts(starts), _sizes(ends, starts)
+    begins, lengths = vector_entries(starts), _lengths(data, at, starts, ends, steps)
     squeezed = _squeezed_axes(squeeze, rank)
-    if begins is None or sizes is None or squeezed is None or len(begins) != len(at) or len(sizes) != len(at):
+    if begins is None or lengths is None or squeezed is None or len(begins) != len(at) or len(lengths) != len(at):
         return False
-    rows = {a: begin for a, begin, size in zip(at, begins, sizes) if isinstance(begin, Value) and size == 1}
+    rows = {a: begin for a, begin, length in zip(at, begins, lengths) if isinstance(begin, Value) and length == 1}
     if not rows or set(rows) != squeezed or any(a not in rows and (isinstance(b, Value) or b < 0)
                                                 for a, b in zip(at, begins)):
         return False  # a data start off the squeezed axes, or a negative constant one, is left as it is
+    dims = {a: data.shape[a] for a in rows}
+    if not all(isinstance(d, int) for d in dims.values()):
+        return False
     made: list[Node] = []
     b = Builder(g, made).standing_for(squeeze)
-    kept = [(begin, begin + size, a) for a, begin, size in zip(at, begins, sizes) if not isinstance(begin, Value)]
+    kept = [(begin, data.shape[a] if length is None else begin + length, a)
+            for a, begin, length in zip(at, begins, lengths) if isinstance(begin, int)]
+    kept = [(begin, end, a) for begin, end, a in kept if (begin, end) != (0, data.shape[a])]
     result = data
     if kept:
         result = b.op("Slice", [data, *(b.const(np.array(column, np.int64), name=f"{node.name}_{what}")
                                         for what, column in zip(("starts", "ends", "axes"), zip(*kept)))],
                       name=f"{sliced.name}_static", dtype=data.dtype)
     for axis in sorted(rows, reverse=True):  # each Gather drops its axis: the later axes first
-        result = b.op("Gather", [result, rows[axis]], {"axis": axis}, name=f"{squeeze.outputs[0].name}_row{axis}",
+        start = rows[axis]
+        # a start below -dim is clamped to the first row by Slice; Gather must be shown it
+        first = b.const(np.array(-int(dims[axis] or 0), start.dtype), name=f"{squeeze.outputs[0].name}_first{axis}")
+        index = b.op("Max", [start, first], name=f"{squeeze.outputs[0].name}_at{axis}", dtype=start.dtype, shape=())
+        result = b.op("Gather", [result, index], {"axis": axis}, name=f"{squeeze.outputs[0].name}_row{axis}",
                       dtype=data.dtype)
     g.insert_before(squeeze, made)
     squeeze.outputs[0].replace_all_uses_with(result)
@@ -70,25 +85,22 @@ def _rewrite(g: Graph, squeeze: Node) -> bool:
     return True
 
 
-def _parts(starts: Value) -> list[Value | int] | None:
-    """Each entry of a 1-D ``starts``: an int when constant, else the 0-d value it was unsqueezed from."""
-    array = constant_value(starts)
-    if array is not None:
-        return [int(v) for v in np.asarray(array).reshape(-1)]
-    node = starts.producer
-    pieces = list(node.inputs) if node is not None and node.op == "Concat" else [starts]
-    found: list[Value | int] = []
-    for piece in pieces:
-        array = constant_value(piece)
-        if array is not None:
-            found.extend(int(v) for v in np.asarray(array).reshape(-1))
-            continue
-        unsqueeze = piece.producer if piece is not None else None
-        if unsqueeze is None or unsqueeze.op != "Unsqueeze" or unsqueeze.inputs[0] is None \
-                or unsqueeze.inputs[0].shape != ():
-            return None
-        found.append(unsqueeze.inputs[0])
-    return found
+def _lengths(data: Value, at: list[int], starts: Value, ends: Value, steps: Any) -> list[int | None] | None:
+    """Each sliced axis's length, None for "to the end of the axis": the ``lengths`` of ``ends = starts +
+    lengths`` (unit steps), or tf2onnx's strided slice, whose ends are all at least :data:`TO_THE_END`:
+    one element where the step is that large too, the rest of the axis where it is 1."""
+    step_list = [1] * len(at) if steps is None else [int(v) for v in np.asarray(steps).reshape(-1)]
+    if all(step == 1 for step in step_list):
+        sizes = _sizes(ends, starts)
+        if sizes is not None:
+            return list(sizes)
+    lows = lower_bounds(ends)
+    if lows is None or len(lows) != len(at) or len(step_list) != len(at) \
+            or any(low is None or low < TO_THE_END for low in lows):
+        return None
+    if any(step != 1 and step < TO_THE_END for step in step_list):
+        return None
+    return [None if step == 1 else 1 for step in step_list]
 
 
 def _sizes(ends: Value, starts: Value) -> list[int] | None:

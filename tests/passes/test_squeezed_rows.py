@@ -63,3 +63,38 @@ def test_a_slice_that_is_not_one_squeezed_row_stays(col: int, sizes: str, squeez
     _, model = load(lookup(col, sizes, squeeze))
     run_alone(model, ConstantFolding(), SqueezedRows())
     assert "Slice" in ops(model) and "Gather" not in ops(model)
+
+
+#: tf2onnx's ``toks[:, i]``: ends raised to 1e9 through a float Max, a step of 1e9 on ``i``'s axis.
+STRIDED = """
+g (int32[2,5] toks, int32 i) => (int32[?] col) {
+    zero1 = Constant <value = int32[1] {0}> ()
+    axis0 = Constant <value = int64[1] {0}> ()
+    at = Unsqueeze (i, axis0)
+    starts = Concat <axis = 0> (zero1, at)
+    one = Constant <value = int32 {1}> ()
+    after = Add (i, one)
+    end_at = Unsqueeze (after, axis0)
+    plain_ends = Concat <axis = 0> (zero1, end_at)
+    float_ends = Cast <to = 1> (plain_ends)
+    far = Constant <value = float[2] {1e9, 1e9}> ()
+    raised = Max (float_ends, far)
+    ends = Cast <to = 6> (raised)
+    axes = Constant <value = int32[2] {0, 1}> ()
+    steps = Constant <value = int32[2] {1, 1000000000}> ()
+    window = Slice (toks, starts, ends, axes, steps)
+    squeezed = Constant <value = int64[1] {1}> ()
+    col = Squeeze (window, squeezed)
+}
+"""
+
+
+def test_tf2onnx_strided_column_at_a_data_index_is_a_gather() -> None:
+    proto, model = load(STRIDED)
+    assert run_alone(model, ConstantFolding(), SqueezedRows()) == {"squeezed-rows.slices": 1}
+    assert "Gather" in ops(model) and "Slice" not in ops(model)
+    toks = np.arange(10, dtype=np.int32).reshape(2, 5)
+    for i in (0, 4, -1, -5, -7):  # below -5 a Slice starts at the first column: so must the Gather
+        feeds = {"toks": toks, "i": np.array(i, np.int32)}
+        assert_matches_onnxruntime(proto, model, feeds)
+        np.testing.assert_array_equal(model_row(model, feeds), toks[:, max(i, -5)])

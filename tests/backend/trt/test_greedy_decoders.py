@@ -148,3 +148,68 @@ def test_a_data_sized_write_loopc_cannot_rewrite_is_refused_before_simulating() 
     assert "Gather <axis = 0> (valid, zero)" in unflattened
     with pytest.raises(BackendError, match=r"layer 'valid/positions' takes a shape .*\(makeScopeNodesContiguous\)"):
         converted(unflattened)
+
+
+def tf_greedy() -> str:
+    """tf2onnx's ``tf.while_loop`` over a batch of 2: ``prev = toks[:, i - 1]`` (a strided slice with
+    raised ends), ``tf.tensor_scatter_nd_update(toks, [[b, i]], next)``; ``STEPS`` tokens, the first given."""
+    return f"""{HEADER}
+g (int32[2] start) => (int32[2,{STEPS}] tokens) {{
+    go = Constant <value = bool {{1}}> ()
+    first = Constant <value = int32 {{1}}> ()
+    blank = Constant <value = int32[2,{STEPS}] {{{", ".join(["0"] * 2 * STEPS)}}}> ()
+    at0 = Constant <value = int64[2,2] {{0, 0, 1, 0}}> ()
+    toks0 = ScatterND (blank, at0, start)
+    i_out, tokens = Loop ("", go, first, toks0) <body = body (int64 it, bool c, int32 i, int32[2,{STEPS}] toks)
+            => (bool c2, int32 i2, int32[2,{STEPS}] toks2) {{
+        table = Constant <value = float[{VOCAB},{WIDTH}] {{{floats(TABLE)}}}> ()
+        out = Constant <value = float[{WIDTH},{VOCAB}] {{{floats(OUT)}}}> ()
+        one = Constant <value = int32 {{1}}> ()
+        prev_at = Sub (i, one)
+        zero1 = Constant <value = int32[1] {{0}}> ()
+        axis0 = Constant <value = int64[1] {{0}}> ()
+        at = Unsqueeze (prev_at, axis0)
+        starts = Concat <axis = 0> (zero1, at)
+        end_at = Unsqueeze (i, axis0)
+        plain_ends = Concat <axis = 0> (zero1, end_at)
+        float_ends = Cast <to = 1> (plain_ends)
+        far = Constant <value = float[2] {{1e9, 1e9}}> ()
+        raised = Max (float_ends, far)
+        ends = Cast <to = 6> (raised)
+        axes = Constant <value = int32[2] {{0, 1}}> ()
+        strides = Constant <value = int32[2] {{1, 1000000000}}> ()
+        column = Slice (toks, starts, ends, axes, strides)
+        axis1 = Constant <value = int64[1] {{1}}> ()
+        prev = Squeeze (column, axis1)
+        rows = Gather <axis = 0> (table, prev)
+        logits = MatMul (rows, out)
+        best = ArgMax <axis = 1, keepdims = 0> (logits)
+        next = Cast <to = 6> (best)
+        two = Constant <value = int64[1] {{2}}> ()
+        fill = Expand (i, two)
+        fill_col = Unsqueeze (fill, axis1)
+        batch = Constant <value = int32[2,1] {{0, 1}}> ()
+        pairs = Concat <axis = 1> (batch, fill_col)
+        where = Cast <to = 7> (pairs)
+        toks2 = ScatterND (toks, where, next)
+        i2 = Add (i, one)
+        steps = Constant <value = int32 {{{STEPS}}}> ()
+        c2 = Less (i2, steps)
+    }}>
+}}"""
+
+
+def test_the_tf2onnx_strided_read_of_the_last_token_builds_and_matches_onnxruntime() -> None:
+    starts = np.array([[2, 3], [0, 5]], np.int32)
+    check_through_passes(tf_greedy(), [{"start": row} for row in starts])
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(onnx.parser.parse_model(tf_greedy()).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    for row in starts:  # the oracle is the decoder: row b starts at start[b], each next token its argmax
+        (got,) = session.run(None, {"start": row})
+        for b in range(2):
+            want = [int(row[b])]
+            for _ in range(STEPS - 1):
+                want.append(int(np.argmax(TABLE[want[-1]] @ OUT)))
+            np.testing.assert_array_equal(got[b], want)
