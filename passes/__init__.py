@@ -11,6 +11,7 @@ from loopc.passes.bounded_resize import BoundedResize
 from loopc.passes.constant_folding import ConstantFolding
 from loopc.passes.counted_loops import CountedLoops
 from loopc.passes.dead_code import DeadCode
+from loopc.passes.dropped_writes import DroppedWrites
 from loopc.passes.float_trip_count import FloatTripCount
 from loopc.passes.gather_to_iterator import GatherToIterator
 from loopc.passes.growing_concat import GrowingConcat
@@ -26,14 +27,16 @@ from loopc.passes.manager import Pass, PassManager, PassResult
 from loopc.passes.scatter_to_concat import ScatterToConcat
 from loopc.passes.sequence_accumulation import SequenceAccumulation
 from loopc.passes.shape_refinement import ShapeRefinement
+from loopc.passes.squeezed_rows import SqueezedRows
 from loopc.passes.static_conditionals import StaticConditionals
+from loopc.passes.steady_carries import SteadyCarries
 from loopc.passes.trip_limits import TripLimits
 from loopc.passes.unroll import Unroll
 from loopc.passes.wavefront import Wavefront
 from loopc.passes.while_outputs import WhileOutputs
 
-__all__ = ["BoundedResize", "ConstantFolding", "CountedLoops", "DeadCode", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize",
-           "RowSlices", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "StaticConditionals", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
+__all__ = ["BoundedResize", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize",
+           "RowSlices", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StaticConditionals", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
 #: What only makes loops faster: each can be switched off (``--disable NAME``; ``-O0``: all of them).
@@ -55,8 +58,8 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = ())
     if unknown:
         raise ValueError(f"cannot disable {', '.join(unknown)}: the optimizations are {', '.join(OPTIMIZATIONS)}")
     passes: list[Pass] = [
-        ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), RowSlices(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
-        SequenceAccumulation(), GrowingConcat(), PastedResize(), BoundedResize(), GrownBuffers(max_trips), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
+        ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), RowSlices(), SqueezedRows(), DroppedWrites(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
+        SequenceAccumulation(), GrowingConcat(), PastedResize(), BoundedResize(), SteadyCarries(), GrownBuffers(max_trips), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
         WhileOutputs(max_trips), DeadCode(),
     ]
     return [p for p in passes if p.name not in disabled]

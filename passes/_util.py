@@ -249,3 +249,54 @@ def changes_per_trip(value: Value, body: Graph) -> bool:
     iterator's slice or a recurrence's state (the body's inputs). Dims read by ``Shape`` do not count."""
     inputs = set(body.inputs)
     return any(v in inputs for v in computed_from(value))
+
+
+#: How tf2onnx writes "to the end" in a strided slice (and a step that leaves after one element): the
+#: bound it gives TF's ``x[:, i]``, which TensorFlow takes whole, whatever the length.
+TO_THE_END = 10**9
+
+
+def vector_entries(value: Value | None) -> list[int | Value] | None:
+    """A 1-D integer vector entry by entry: an int where known, the scalar value where an Unsqueeze puts
+    one (tf2onnx's ``Concat(c, Unsqueeze(i), c)``), through Casts."""
+    if value is None:
+        return None
+    known = constant_value(value)
+    if known is not None:
+        return [int(v) for v in np.asarray(known).reshape(-1)]
+    node = value.producer
+    if node is None:
+        return None
+    if node.op == "Cast":
+        return vector_entries(node.inputs[0])
+    if node.op == "Unsqueeze" and node.inputs[0] is not None and node.inputs[0].shape == ():
+        return [node.inputs[0]]
+    if node.op == "Concat":
+        parts = [vector_entries(v) for v in node.inputs]
+        if any(p is None for p in parts):
+            return None
+        return [e for p in parts if p is not None for e in p]
+    return None
+
+
+def lower_bounds(value: Value | None) -> list[int | None] | None:
+    """What each entry of a 1-D integer vector is at least (None: unknown), through Cast, Max and Concat."""
+    if value is None:
+        return None
+    known = constant_value(value)
+    if known is not None:
+        return [int(np.floor(v)) for v in np.asarray(known, np.float64).reshape(-1)]
+    node = value.producer
+    if node is None:
+        return None
+    if node.op == "Cast":
+        return lower_bounds(node.inputs[0])
+    if node.op == "Max":
+        sides = [b for b in (lower_bounds(v) for v in node.inputs) if b is not None]
+        if not sides or len({len(b) for b in sides}) != 1:
+            return None
+        return [max((e for e in column if e is not None), default=None) for column in zip(*sides)]
+    if node.op in ("Concat", "Unsqueeze"):
+        parts = [vector_entries(value)]
+        return None if parts[0] is None else [e if isinstance(e, int) else None for e in parts[0]]
+    return None

@@ -16,6 +16,7 @@ import numpy as np
 from loopc.ir import Graph, Loop, LoopIterator, Node, Value, constant_value
 from loopc.ir.builder import I64, Builder
 from loopc.passes._induction import Affine, Induction
+from loopc.passes._util import TO_THE_END, lower_bounds, vector_entries
 from loopc.passes.manager import PassResult
 
 
@@ -125,11 +126,6 @@ def _slice_axis(induction: Induction, node: Node) -> int | None:
     return int(np.asarray(value).reshape(-1)[0]) if value is not None and np.asarray(value).size == 1 else None
 
 
-#: How tf2onnx writes "to the end" in a strided slice (and a step that leaves after one element): the
-#: bound it gives TF's ``x[:, i]``, which TensorFlow takes whole, whatever the length.
-TO_THE_END = 10**9
-
-
 def _strided_axis(induction: Induction, node: Node) -> int | None:
     """The axis ``a`` of tf2onnx's ``x[:, i, :]``: a Slice over every axis of ``x`` whose starts are
     ``[0, .., i, .., 0]``, whose steps are 1 and ends at least :data:`TO_THE_END` on the other axes, and
@@ -139,7 +135,7 @@ def _strided_axis(induction: Induction, node: Node) -> int | None:
     rank = len(node.inputs[0].shape) if node.inputs[0] is not None and node.inputs[0].shape is not None else None
     axes = constant_value(node.inputs[3]) if len(node.inputs) > 3 and node.inputs[3] is not None else None
     steps = constant_value(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else None
-    starts, ends = _entries(node.inputs[1]), _lower_bounds(node.inputs[2])
+    starts, ends = vector_entries(node.inputs[1]), lower_bounds(node.inputs[2])
     if rank is None or axes is None or steps is None or starts is None or ends is None:
         return None
     axes_list = [int(a) % rank for a in np.asarray(axes).reshape(-1)]
@@ -151,57 +147,11 @@ def _strided_axis(induction: Induction, node: Node) -> int | None:
         return None
     k = picked[0][0]
     whole = all(starts[j] == 0 and steps_list[j] == 1 and (ends[j] or 0) >= TO_THE_END for j in range(rank) if j != k)
-    end_entries = _entries(node.inputs[2])
+    end_entries = vector_entries(node.inputs[2])
     end_k = end_entries[k] if end_entries is not None else None
     one_row = (steps_list[k] >= TO_THE_END and (ends[k] or 0) >= TO_THE_END) or (
         steps_list[k] == 1 and isinstance(end_k, Value) and induction.affine(end_k) == Affine(None, 1, 1))
     return axes_list[k] if whole and one_row else None
-
-
-def _entries(value: Value | None) -> list[int | Value] | None:
-    """A 1-D integer vector entry by entry: an int where known, the scalar value where an Unsqueeze puts
-    one (tf2onnx's ``Concat(c, Unsqueeze(i), c)``), through Casts."""
-    if value is None:
-        return None
-    known = constant_value(value)
-    if known is not None:
-        return [int(v) for v in np.asarray(known).reshape(-1)]
-    node = value.producer
-    if node is None:
-        return None
-    if node.op == "Cast":
-        return _entries(node.inputs[0])
-    if node.op == "Unsqueeze" and node.inputs[0] is not None and node.inputs[0].shape == ():
-        return [node.inputs[0]]
-    if node.op == "Concat":
-        parts = [_entries(v) for v in node.inputs]
-        if any(p is None for p in parts):
-            return None
-        return [e for p in parts if p is not None for e in p]
-    return None
-
-
-def _lower_bounds(value: Value | None) -> list[int | None] | None:
-    """What each entry of a 1-D integer vector is at least (None: unknown), through Cast, Max and Concat."""
-    if value is None:
-        return None
-    known = constant_value(value)
-    if known is not None:
-        return [int(np.floor(v)) for v in np.asarray(known, np.float64).reshape(-1)]
-    node = value.producer
-    if node is None:
-        return None
-    if node.op == "Cast":
-        return _lower_bounds(node.inputs[0])
-    if node.op == "Max":
-        sides = [b for b in (_lower_bounds(v) for v in node.inputs) if b is not None]
-        if not sides or len({len(b) for b in sides}) != 1:
-            return None
-        return [max((e for e in column if e is not None), default=None) for column in zip(*sides)]
-    if node.op in ("Concat", "Unsqueeze"):
-        parts = [_entries(value)]
-        return None if parts[0] is None else [e if isinstance(e, int) else None for e in parts[0]]
-    return None
 
 
 def _is_trip(induction: Induction, value: Value) -> bool:

@@ -35,14 +35,12 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value, constant_int, constant_value
+from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value, constant_value
 from loopc.ir.builder import Builder
 from loopc.passes._batching import row_wise
+from loopc.passes._peeling import END, add_row, peel_first, rows
 from loopc.passes._util import I64, constant_trips
 from loopc.passes.manager import PassResult
-
-_END = np.iinfo(np.int64).max
-
 
 class Wavefront:
     name = "wavefront"
@@ -58,7 +56,7 @@ class Wavefront:
             if trips is not None and trips > 2 * skew and not any(o.kind == "reverse" for o in loop.loop_outputs) \
                     and not any(node.subgraphs() for node in loop.body.nodes):
                 for _ in range(skew):
-                    _peel_first(graph, loop)
+                    peel_first(graph, loop)
                     _peel_last(graph, loop)
                 peeled += 2 * skew
         stats = {"fused": sum(skews.values()), "peeled": peeled}
@@ -138,7 +136,7 @@ class _Plan:
         shape = None if kept.shape is None else tuple(
             self.trips + 1 if k == out.axis else d for k, d in enumerate(kept.shape))
         self.producer.update(out, result=self.behind.value(f"{kept.name}_wave", kept.dtype, shape))
-        _rows(self.behind, out.result, out.axis, (start, stop), into=kept)
+        rows(self.behind, out.result, out.axis, (start, stop), into=kept)
 
     # -- the consumer: its steps one trip behind, in the producer's body ------------------------------
 
@@ -232,7 +230,7 @@ def _held(loop: Loop, rec: Recurrence, value: Value, first_row: int) -> bool:
 
 def _edge_row_added(b: Builder, source: Value, axis: int, at_end: bool, count: int = 1) -> Value:
     """``source`` with ``count`` copies of its last (``at_end``) or first row added on that side along ``axis``."""
-    edge = _rows(b, source, axis, (-1, _END) if at_end else (0, 1))
+    edge = rows(b, source, axis, (-1, END) if at_end else (0, 1))
     shape = source.shape
     return b.op("Concat", [source, *[edge] * count] if at_end else [*[edge] * count, source], {"axis": axis},
                 name=f"{source.name}_grown", dtype=source.dtype, shape=None if shape is None else tuple(
@@ -240,35 +238,6 @@ def _edge_row_added(b: Builder, source: Value, axis: int, at_end: bool, count: i
 
 
 # -- the edges: trips where a layer idles run outside the loop, without the idle layer's work ---------
-
-def _peel_first(outer: Graph, loop: Loop) -> None:
-    """Run ``loop``'s first trip before it; the loop starts at its second."""
-    trips = constant_trips(loop)
-    assert trips is not None and loop.trip_count is not None
-    before: list[Node] = []
-    b = Builder(outer, before)
-    row = b.trip(loop, 0, [r.init for r in loop.recurrences])
-    for it in loop.iterators:
-        loop.update(it, source=_rows(b, it.source, it.axis, (0, -1) if it.reverse else (1, _END)))
-    for rec in loop.recurrences:
-        loop.update(rec, init=row(rec.next))
-    if loop.counter is not None and loop.counter.is_used():
-        readers = loop.counter.uses()
-        step: list[Node] = []
-        inc = Builder(loop.body, step)
-        one = inc.const(np.array(1, np.int64), name=f"{loop.name}_one")
-        shifted = inc.op("Add", [loop.counter, one], name=f"{loop.counter.name}_from_1")
-        loop.body.insert_before(list(loop.body.nodes)[0], step)
-        for user, slot in readers:
-            user.set_input(slot, shifted) if isinstance(user, Node) else user.set_output(slot, shifted)
-    loop.set_trip_count(b.const(np.array(trips - 1, loop.trip_count.dtype), name=f"{loop.name}_trips_peeled"))
-    outer.insert_before(loop, before)
-    after: list[Node] = []
-    for out in list(loop.loop_outputs):
-        if out.kind == "concat":
-            _add_row(loop, out, row(out.value), b.into(after), first=True)
-    outer.insert_after(loop, after)
-
 
 def _peel_last(outer: Graph, loop: Loop) -> None:
     """Run ``loop``'s last trip after it; the loop stops one trip earlier."""
@@ -285,7 +254,7 @@ def _peel_last(outer: Graph, loop: Loop) -> None:
     before: list[Node] = []
     ahead = b.into(before)
     for it in loop.iterators:
-        loop.update(it, source=_rows(ahead, it.source, it.axis, (1, _END) if it.reverse else (0, -1)))
+        loop.update(it, source=rows(ahead, it.source, it.axis, (1, END) if it.reverse else (0, -1)))
     loop.set_trip_count(ahead.const(np.array(trips - 1, loop.trip_count.dtype), name=f"{loop.name}_trips_peeled"))
     outer.insert_before(loop, before)
     nexts = {r.state: row(r.next) for r in loop.recurrences}
@@ -294,58 +263,8 @@ def _peel_last(outer: Graph, loop: Loop) -> None:
             out.result.replace_all_uses_with(nexts[out.value])
             loop.remove_output(out)
         elif out.kind == "concat":
-            _add_row(loop, out, row(out.value), b, first=False)
+            add_row(loop, out, row(out.value), b, first=False)
     outer.insert_after(loop, after)
-
-
-def _rows(b: Builder, source: Value, axis: int, bounds: tuple[int, int], into: Value | None = None) -> Value:
-    """Rows ``[start, stop)`` of ``source`` along ``axis`` (a negative bound counts from the end), as
-    ``into`` when given."""
-    shape = source.shape
-    length = shape[axis] if shape is not None else None
-    kept = None
-    if isinstance(length, int):
-        start, stop = (at + length if at < 0 else min(at, length) for at in bounds)
-        kept = stop - start
-    result = into or b.value(f"{source.name}_rows", source.dtype, None if shape is None else
-                             tuple(kept if k == axis else d for k, d in enumerate(shape)))
-    ends = [b.const(np.array([at], np.int64), name=f"{result.name}_{t}") for t, at in zip(("start", "stop"), bounds)]
-    axes = b.const(np.array([axis], np.int64), name=f"{result.name}_axis")
-    return b.op("Slice", [source, *ends, axes], out=result)
-
-
-def _add_row(loop: Loop, out: LoopOutput, value: Value, b: Builder, first: bool) -> None:
-    """Put a peeled trip's ``value`` back as the first (or last) row of ``out``'s stack, unless every
-    reader is a Slice that drops that row anyway (an idle layer's row): then only the Slices shift."""
-    stacked = out.result
-    rows = stacked.shape[out.axis] if stacked.shape is not None else None
-    bounds = [_row_bounds(u.user, out.axis) if isinstance(u.user, Node) and u.slot == 0 else None
-              for u in stacked.uses()]
-    shape = None if stacked.shape is None or not isinstance(rows, int) else tuple(
-        rows - 1 if k == out.axis else d for k, d in enumerate(stacked.shape))
-    inner = b.value(f"{stacked.name}_loop", stacked.dtype, shape)
-    loop.update(out, result=inner)
-    if isinstance(rows, int) and all(b is not None and (b[0] >= 1 if first else b[1] <= rows - 1) for b in bounds):
-        for use, bound in zip(stacked.uses(), bounds):
-            assert isinstance(use.user, Node) and bound is not None
-            if first:
-                use.user.set_input(1, b.const(np.array([bound[0] - 1], np.int64), name=f"{stacked.name}_start"))
-                use.user.set_input(2, b.const(np.array([bound[1] - 1], np.int64), name=f"{stacked.name}_stop"))
-        stacked.replace_all_uses_with(inner)
-        return
-    axes = b.const(np.array([out.axis], np.int64), name=f"{stacked.name}_row_axis")
-    piece = b.op("Unsqueeze", [value, axes], name=f"{stacked.name}_peeled_row", dtype=value.dtype)
-    b.op("Concat", [piece, inner] if first else [inner, piece], {"axis": out.axis}, out=stacked)
-
-
-def _row_bounds(node: Node, axis: int) -> tuple[int, int] | None:
-    """``(start, stop)`` of a Slice with non-negative constant bounds along ``axis`` alone, else None."""
-    if node.op != "Slice" or len(node.inputs) != 4:
-        return None
-    start, stop, at = (constant_int(v) for v in node.inputs[1:])
-    if start is None or stop is None or at is None:
-        return None
-    return (start, stop) if at == axis and 0 <= start <= stop else None
 
 
 # -- the plan --------------------------------------------------------------------------------------

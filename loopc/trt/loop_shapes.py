@@ -52,13 +52,19 @@ def trip_shaped_layer(network: Any) -> str | None:
     return None
 
 
+def refusal(network: Any) -> str | None:
+    """Why TensorRT's builder would refuse ``network`` for this limitation, naming the layer; None if it would not.
+    Asked when the network is made, so that loopc refuses what the builder would before simulating it."""
+    culprit = trip_shaped_layer(network)
+    if culprit is None:
+        return None
+    return (f"layer '{culprit}' takes a shape (a size, or slice bounds) from values its loop computes in each "
+            f"trip, which TensorRT's builder cannot build ({SYMPTOM}); compute it outside the loop, or read the "
+            "data with a gather")
+
+
 def explain(network: Any, reason: str) -> str:
     """``reason`` (TensorRT's error) with the layer it is about, when it is this limitation."""
     if SYMPTOM not in reason:
         return reason
-    culprit = trip_shaped_layer(network)
-    if culprit is None:
-        return reason
-    return (f"layer '{culprit}' takes a shape (a size, or slice bounds) from values its loop computes in each "
-            f"trip, which TensorRT's builder cannot build ({SYMPTOM}); compute it outside the loop, or read the "
-            "data with a gather")
+    return refusal(network) or reason

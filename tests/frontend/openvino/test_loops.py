@@ -202,3 +202,26 @@ def test_loop_sliced_input_runs_at_most_its_slices(tmp_path) -> None:
     loop.set_sliced_input(row, x.output(0), 0, 1, 1, -1, 0)
     out = loop.get_concatenated_slices(r_cat.output(0), 0, 1, 1, -1, 0)
     check(ov.Model([ops.result(out)], [x], "sliced_loop"), {"x": f32(5, 2)}, tmp_path)
+
+
+def test_a_carry_that_starts_as_a_placeholder_is_peeled(tmp_path) -> None:
+    """TensorFlow's ``tf.scan`` through OpenVINO: the carry starts as a ``[7,1,1]`` placeholder and is
+    ``[7,2,5]`` after the first trip (the body's parameter is ``[7,?,?]``); that trip runs before the loop."""
+    trips = 30
+    xs = ops.parameter([trips, 7, 2, 5], np.float32, name="xs")
+    bx = ops.parameter([1, 7, 2, 5], np.float32, name="bx")
+    by = ops.parameter(ov.PartialShape([7, -1, -1]), np.float32, name="by")
+    row = ops.squeeze(bx, ops.constant(np.array([0], np.int64)))
+    y_next = ops.add(ops.multiply(by, ops.constant(np.float32(0.5))), row)
+    r_cond, r_y = ops.result(ops.constant(True)), ops.result(y_next)
+    r_cat = ops.result(ops.unsqueeze(y_next, ops.constant(np.array([0], np.int64))))
+    loop = ops.loop(ops.constant(np.int64(trips)), ops.constant(True))
+    loop.set_function(ov.Model([r_cond, r_y, r_cat], [bx, by]))
+    loop.set_special_body_ports([-1, 0])
+    loop.set_sliced_input(bx, xs.output(0), 0, 1, 1, -1, 0)
+    placeholder = ops.constant(np.arange(7, dtype=np.float32).reshape(7, 1, 1))
+    loop.set_merged_input(by, placeholder.output(0), r_y.output(0))
+    outs = [loop.get_iter_value(r_y.output(0), -1), loop.get_concatenated_slices(r_cat.output(0), 0, 1, 1, -1, 0)]
+    got = check(ov.Model([ops.result(o) for o in outs], [xs], "scan_placeholder"), {"xs": f32(trips, 7, 2, 5)},
+                tmp_path, rtol=1e-5, atol=1e-6)
+    assert [v.shape for v in got.values()] == [(7, 2, 5), (trips, 7, 2, 5)]
