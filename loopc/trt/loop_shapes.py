@@ -53,8 +53,8 @@ def trip_shaped_layer(network: Any) -> str | None:
 
 
 def refusal(network: Any) -> str | None:
-    """Why TensorRT's builder would refuse ``network`` for this limitation, naming the layer; None if it would not.
-    Asked when the network is made, so that loopc refuses what the builder would before simulating it."""
+    """Why TensorRT's builder refuses ``network`` for this limitation, naming the layer; None when no layer takes a
+    shape from per-trip values. Asked once the builder has failed: the check also flags loops the builder orders."""
     culprit = trip_shaped_layer(network)
     if culprit is None:
         return None

@@ -11,7 +11,6 @@ from loopc.errors import BackendError
 from loopc.gc_pause import gc_paused
 from loopc.ir import Model
 from loopc.trt.config import Session
-from loopc.trt.loop_shapes import refusal
 from loopc.trt.messages import captured
 
 log = logging.getLogger(__name__)
@@ -67,7 +66,6 @@ def _network(model: Model, session: Session, settings: Settings, per_node: bool)
             raise BackendError(f"TensorRT rejected the network: {logged[0]}")
         _mark_outputs(ctx, model)
         _check_output_shapes(ctx, network)
-    _check_loop_shapes(network)
     # TensorRT reads constant weights at build time without copying them: the session keeps them.
     session.keep_alive.append(ctx)
     return network
@@ -94,14 +92,6 @@ def _check_name_length(what: str, name: str) -> None:
     if len(name) > LONGEST_NAME:
         raise BackendError(f"{what} {name[:32] + '...'!r} has a name of {len(name)} characters; TensorRT takes at "
                            f"most {LONGEST_NAME}", hint=f"rename the {what} in the model")
-
-
-def _check_loop_shapes(network: Any) -> None:
-    """Refuse here, naming the layer, a loop whose shapes TensorRT's builder cannot order: the simulator
-    would run it, and only the build would fail, with an assertion that names no layer."""
-    reason = refusal(network)
-    if reason is not None:
-        raise BackendError(reason)
 
 
 def _check_output_shapes(ctx: ConversionContext, network: Any) -> None:

@@ -19,6 +19,7 @@ from loopc.backend.trt import to_network
 from loopc.errors import BackendError
 from loopc.frontend.onnx import import_model
 from loopc.passes import PassManager, default_passes
+from loopc.trt.config import build_serialized, builder_config
 from tests.backend.trt.test_onnx_control_flow import check_through_passes
 
 HEADER = '<ir_version: 8, opset_import: ["" : 17]>'
@@ -125,10 +126,12 @@ def test_the_oracle_agrees_with_the_decoder_by_hand() -> None:
     assert len(lengths) > 1
 
 
-def converted(text: str) -> None:
+def built(text: str) -> None:
+    """Compile ``text`` and build it with TensorRT's builder."""
     model = import_model(onnx.parser.parse_model(text))
     model.graph = PassManager(default_passes()).run(model.graph)
-    to_network(model)
+    session, network = to_network(model)
+    build_serialized(session, network, builder_config(session))
 
 
 def test_a_write_that_drops_out_of_range_indices_builds_and_matches_onnxruntime() -> None:
@@ -137,17 +140,17 @@ def test_a_write_that_drops_out_of_range_indices_builds_and_matches_onnxruntime(
     check_through_passes(greedy(DROPPING_WRITE), [{"start": np.array(s, np.int64)} for s in starts()])
 
 
-def test_a_data_sized_write_loopc_cannot_rewrite_is_refused_before_simulating() -> None:
+def test_a_data_sized_write_loopc_cannot_rewrite_is_refused_naming_the_layer() -> None:
     """The same NonZero, of the unflattened ``[1, 1]`` mask (its first row the positions), is not a form the
-    spare-row rewrite knows: the builder cannot order it in the loop, and loopc says so while making the
-    network, naming the layer, instead of simulating a network that cannot be built."""
+    spare-row rewrite knows: the builder cannot order it in the loop, and loopc's error names the layer (the
+    builder's assertion names none)."""
     unflattened = greedy(DROPPING_WRITE.replace(
         "ok_flat = Squeeze (ok, one1)\n        valid = NonZero (ok_flat)\n        valid_t = Transpose <perm = [1, 0]> (valid)\n"
         "        valid_flat = Squeeze (valid_t, one1)",
         "valid = NonZero (ok)\n        valid_flat = Gather <axis = 0> (valid, zero)"))
     assert "Gather <axis = 0> (valid, zero)" in unflattened
     with pytest.raises(BackendError, match=r"layer 'valid/positions' takes a shape .*\(makeScopeNodesContiguous\)"):
-        converted(unflattened)
+        built(unflattened)
 
 
 def tf_greedy() -> str:
