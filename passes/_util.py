@@ -251,8 +251,8 @@ def changes_per_trip(value: Value, body: Graph) -> bool:
     return any(v in inputs for v in computed_from(value))
 
 
-#: How tf2onnx writes "to the end" in a strided slice (and a step that leaves after one element): the
-#: bound it gives TF's ``x[:, i]``, which TensorFlow takes whole, whatever the length.
+#: A slice bound at or past this is "to the end": tf2onnx writes 10^9 in a strided slice (and a step that leaves
+#: after one element) for TF's ``x[:, i]``; PyTorch's exporters write INT64_MAX for ``x[-1:]``.
 TO_THE_END = 10**9
 
 
@@ -300,3 +300,29 @@ def lower_bounds(value: Value | None) -> list[int | None] | None:
         parts = [vector_entries(value)]
         return None if parts[0] is None else [e if isinstance(e, int) else None for e in parts[0]]
     return None
+
+
+def as_i64(b: Builder, name: str, value: Value) -> Value:
+    """``value`` (a one-element count) as an int64 scalar."""
+    if value.shape != ():
+        value = b.op("Reshape", [value, b.const(np.zeros(0, np.int64), name=f"{name}_dims")], name=f"{name}_scalar",
+                     shape=())
+    return value if value.dtype == I64 else b.op("Cast", [value], {"to": 7}, name=f"{name}_i64", dtype=I64, shape=())
+
+
+def reordered(value: Value | None, state: Value, axis: int) -> bool:
+    """``value`` is ``state`` reordered along an axis other than ``axis`` (a beam search's ``history[beams]``
+    before it grows along ``axis``): a Gather of it, which keeps its length on ``axis``."""
+    node = value.producer if value is not None else None
+    if node is None or node.op != "Gather" or node.inputs[0] is not state or state.shape is None:
+        return False
+    rank = len(state.shape)
+    return int(node.attrs.get("axis", 0)) % rank != axis % rank
+
+
+def listed_axes(node: Node) -> list[int] | None:
+    """The axes a Squeeze, Unsqueeze or reduction lists as constants (operand 1, or the ``axes`` attribute of
+    older opsets), as written; None when it lists none or they are computed."""
+    operand = node.input(1)
+    listed = constant_value(operand) if operand is not None else node.attrs.get("axes")
+    return None if listed is None else [int(a) for a in np.asarray(listed).reshape(-1)]

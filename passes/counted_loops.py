@@ -30,7 +30,7 @@ from loopc.ir import Graph, Loop, Node, Value, constant_value
 from loopc.ir.builder import Builder
 from loopc.loop_rules import MAX_TRIPS
 from loopc.passes._induction import Affine, Induction
-from loopc.passes._util import computed_from
+from loopc.passes._util import as_i64, computed_from
 from loopc.passes.manager import PassResult
 
 BOOL, I64 = np.dtype(np.bool_), np.dtype(np.int64)
@@ -195,7 +195,7 @@ def _trips(b: Builder, name: str, bound: Bound, extra: int) -> Value:
     gap_const = bound.limit_const - a
     if bound.limit_base is None:
         return b.const(np.array(max(0, -(-gap_const // s)) + extra, np.int64), name=f"{name}_trips")
-    limit = _as_i64(b, f"{name}_limit", bound.limit_base)
+    limit = as_i64(b, f"{name}_limit", bound.limit_base)
     gap = b.op("Add", [limit, b.const(np.array(gap_const + s - 1, np.int64), name=f"{name}_gap_const")],
                name=f"{name}_gap")
     clamped = b.op("Max", [gap, b.const(np.array(s - 1, np.int64), name=f"{name}_floor")], name=f"{name}_gap_clamped")
@@ -204,21 +204,13 @@ def _trips(b: Builder, name: str, bound: Bound, extra: int) -> Value:
     return b.op("Add", [clamped, b.const(np.array(extra, np.int64), name=f"{name}_extra")], name=f"{name}_trips")
 
 
-def _as_i64(b: Builder, name: str, value: Value) -> Value:
-    """``value`` as an int64 scalar."""
-    if value.shape != ():
-        value = b.op("Reshape", [value, b.const(np.zeros(0, np.int64), name=f"{name}_dims")], name=f"{name}_scalar",
-                     shape=())
-    return value if value.dtype == I64 else b.op("Cast", [value], {"to": 7}, name=f"{name}_i64", dtype=I64, shape=())
-
-
 def _smallest(b: Builder, name: str, counts: list[Value]) -> Value:
     values = [constant_value(c) for c in counts]
     if all(v is not None for v in values):
         return b.const(np.array(min(int(np.asarray(v).reshape(-1)[0]) for v in values), np.int64), name=f"{name}_count")
     if len(counts) == 1:
         return counts[0]
-    return b.op("Min", [_as_i64(b, f"{name}_count{k}", c) for k, c in enumerate(counts)], name=f"{name}_count")
+    return b.op("Min", [as_i64(b, f"{name}_count{k}", c) for k, c in enumerate(counts)], name=f"{name}_count")
 
 
 def _all_of(body: Builder, name: str, conjuncts: list[Value]) -> Value:

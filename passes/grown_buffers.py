@@ -36,6 +36,7 @@ from loopc.ir.core import Shape
 from loopc.ir.builder import I64, Builder, refine
 from loopc.ir.ops import traits
 from loopc.passes._resample import tensor_type
+from loopc.passes._util import TO_THE_END, as_i64, listed_axes, reordered
 from loopc.passes.manager import PassResult
 from loopc.passes.unroll import cannot_unroll
 
@@ -102,10 +103,7 @@ class GrownBuffers:
         """At least the trips ``loop`` runs, as an int64 scalar, or None when nothing bounds them."""
         for given in (loop.trip_count, loop.max_trips):
             if given is not None:
-                as_i64 = given if given.dtype == I64 else b.op("Cast", [given], {"to": 7}, name=f"{loop.name}_bound_i64",
-                                                                dtype=I64)
-                return b.op("Reshape", [as_i64, b.const(np.zeros(0, np.int64), name=f"{loop.name}_scalar")],
-                            name=f"{loop.name}_bound", dtype=I64, shape=())
+                return as_i64(b, f"{loop.name}_bound", given)
         if self.max_trips is not None:
             return b.const(np.array(self.max_trips, np.int64), name=f"{loop.name}_bound")
         return None
@@ -120,10 +118,7 @@ def _growth(rec: Recurrence) -> int | None:
     first = node.inputs[0]
     rank = len(rec.init.shape)
     axis = int(node.attrs.get("axis", 0)) % rank
-    source = first.producer if first is not None else None
-    reordered = (source is not None and source.op == "Gather" and source.inputs[0] is rec.state
-                 and int(source.attrs.get("axis", 0)) % rank != axis)
-    return axis if first is rec.state or reordered else None
+    return axis if first is rec.state or reordered(first, rec.state, axis) else None
 
 
 def _read_in_body(loop: Loop, rec: Recurrence) -> bool:
@@ -348,7 +343,7 @@ def _rule(plan: _Plan, b: Builder, node: Node) -> None:
         return
     k, view = padded[0]
     if node.op in ("Unsqueeze", "Squeeze") and k == 0:
-        listed = constant_axes(node)
+        listed = listed_axes(node)
         if listed is None:
             raise _no_rule(node, "its axes are not constants")
         if node.op == "Unsqueeze":
@@ -485,10 +480,6 @@ def _reduce(plan: _Plan, b: Builder, node: Node, view: Padded, carry: Callable[[
     plan.replace(out, b.op("Div", [total, count], name=f"{out.name}_over_valid", dtype=out.dtype))
 
 
-#: An end at or past this is "to the end" (exporters write INT64_MAX or 2^31 - 1 for ``x[-1:]``).
-TO_THE_END = 2**31 - 1
-
-
 def _slice(plan: _Plan, b: Builder, node: Node, view: Padded, carry: Callable[[int, bool], None]) -> None:
     """A Slice of other axes carries the padding; one of the grown axis alone (step 1) reads the valid rows it
     names, counted from the valid end when negative (``x[-1:]`` is the last row written), when their number is
@@ -527,11 +518,6 @@ def _no_rule(node: Node, why: str = "") -> Refused:
                    "a TensorRT loop carries values of one shape")
 
 
-def constant_axes(node: Node) -> list[int] | None:
-    axes = constant_value(node.inputs[1]) if len(node.inputs) > 1 else node.attrs.get("axes")
-    return None if axes is None else [int(a) for a in np.asarray(axes).reshape(-1)]
-
-
 def _result_rank(node: Node, views: dict[Value, Padded]) -> int:
     """The rank of ``node``'s result: declared, else from its operands' (shape refinement may not have run yet)."""
     out = node.outputs[0]
@@ -541,7 +527,7 @@ def _result_rank(node: Node, views: dict[Value, Padded]) -> int:
     if node.op == "Shape":
         return 1
     if node.op in ("Unsqueeze", "Squeeze"):
-        listed = constant_axes(node)
+        listed = listed_axes(node)
         if listed is None:
             raise _no_rule(node, "its axes are not constants")
         return first + len(listed) if node.op == "Unsqueeze" else first - len(listed)

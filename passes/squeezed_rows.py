@@ -21,7 +21,7 @@ import numpy as np
 
 from loopc.ir import Graph, Node, Value, constant_value
 from loopc.ir.builder import Builder
-from loopc.passes._util import TO_THE_END, lower_bounds, vector_entries
+from loopc.passes._util import TO_THE_END, listed_axes, lower_bounds, vector_entries
 from loopc.passes.manager import PassResult
 
 
@@ -116,6 +116,5 @@ def _sizes(ends: Value, starts: Value) -> list[int] | None:
 
 
 def _squeezed_axes(squeeze: Node, rank: int) -> set[int] | None:
-    axes = squeeze.inputs[1] if len(squeeze.inputs) > 1 else None
-    listed = constant_value(axes) if axes is not None else squeeze.attrs.get("axes")
-    return None if listed is None else {int(a) % rank for a in np.asarray(listed).reshape(-1)}
+    listed = listed_axes(squeeze)
+    return None if listed is None else {a % rank for a in listed}

@@ -14,7 +14,7 @@ import numpy as np
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, Node, Recurrence, Value
 from loopc.ir.builder import Builder
-from loopc.passes._util import constant_trips
+from loopc.passes._util import constant_trips, reordered
 from loopc.passes.manager import PassResult
 
 #: Most trips a loop may run to be unrolled (one copy of its body per trip).
@@ -105,18 +105,10 @@ def _grows(rec: Recurrence) -> bool:
             continue
         seen.add(producer)
         axis = int(producer.attrs.get("axis", 0))
-        if any(v is rec.state or _reordered(v, rec.state, axis) for v in producer.inputs):
+        if any(v is rec.state or reordered(v, rec.state, axis) for v in producer.inputs):
             return True
         stack.extend(v for v in producer.inputs if v is not None)
     return False
-
-
-def _reordered(value: Value | None, state: Value, axis: int) -> bool:
-    node = value.producer if value is not None else None
-    if node is None or node.op != "Gather" or node.inputs[0] is not state or state.shape is None:
-        return False
-    rank = len(state.shape)
-    return int(node.attrs.get("axis", 0)) % rank != axis % rank
 
 
 def _shape_changes(init: Value, nxt: Value) -> bool:
