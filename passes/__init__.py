@@ -15,6 +15,7 @@ from loopc.passes.dropped_writes import DroppedWrites
 from loopc.passes.float_trip_count import FloatTripCount
 from loopc.passes.gather_to_iterator import GatherToIterator
 from loopc.passes.growing_concat import GrowingConcat
+from loopc.passes.fixed_ranges import FixedRanges
 from loopc.passes.grown_buffers import GrownBuffers
 from loopc.passes.identities import Identities
 from loopc.passes.inline_one_trip import InlineOneTrip
@@ -35,7 +36,7 @@ from loopc.passes.unroll import Unroll
 from loopc.passes.wavefront import Wavefront
 from loopc.passes.while_outputs import WhileOutputs
 
-__all__ = ["BoundedResize", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize",
+__all__ = ["BoundedResize", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FixedRanges", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize",
            "RowSlices", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StaticConditionals", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
@@ -58,7 +59,7 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = ())
     if unknown:
         raise ValueError(f"cannot disable {', '.join(unknown)}: the optimizations are {', '.join(OPTIMIZATIONS)}")
     passes: list[Pass] = [
-        ShapeRefinement(), ConstantFolding(), StaticConditionals(), Identities(), RowSlices(), SqueezedRows(), DroppedWrites(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
+        ShapeRefinement(), ConstantFolding(), FixedRanges(), StaticConditionals(), Identities(), RowSlices(), SqueezedRows(), DroppedWrites(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
         SequenceAccumulation(), GrowingConcat(), PastedResize(), BoundedResize(), SteadyCarries(), GrownBuffers(max_trips), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
         WhileOutputs(max_trips), DeadCode(),
     ]

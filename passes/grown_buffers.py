@@ -160,6 +160,9 @@ class _Plan:
     dead: list[Node] = field(default_factory=list)
     carried: list[_Carried] = field(default_factory=list)
     masks: dict[tuple[Value, int, int], Value] = field(default_factory=dict)
+    #: shape vectors (unpadded) whose entry ``view.axis`` is a view's valid length, and scalars that are one
+    shapes: dict[Value, Padded] = field(default_factory=dict)
+    lengths: dict[Value, Padded] = field(default_factory=dict)
 
     def carry(self, rec: Recurrence, axis: int) -> None:
         """Carry ``rec`` as a buffer and its valid length: its state becomes a padded view. Its next one is made
@@ -199,6 +202,7 @@ class _Plan:
             if not any(v in self.views for v in node.inputs if v is not None):
                 if any(v in self.learned for v in node.inputs) and refine(node):
                     self.learned.update(node.outputs)
+                self.follow_length(node)
                 continue
             if node.subgraphs():
                 raise Refused(f"{node.describe()} reads a value that grows on every trip inside a nested graph")
@@ -248,6 +252,34 @@ class _Plan:
         where = _along(b, inside, axis, rank, f"{name}_write_mask")
         written = b.op("Where", [where, spread, view.value], name=f"{name}_buffer_next", dtype=piece.dtype)
         self.views[node.outputs[0]] = Padded(written, axis, grown_length, view.positions, view.zero, view.least + step)
+
+    def follow_length(self, node: Node) -> None:
+        """Track a valid length read from a padded value's shape (``Shape(x)[axis]``, cast or not) to a
+        ``Range(0, length)`` numbering the valid positions (a causal mask's keys): that Range becomes the
+        padded value's positions, so the mask lines up with it."""
+        first = node.inputs[0] if node.inputs else None
+        if node.op == "Gather" and first in self.shapes:
+            view = self.shapes[first]
+            at, index = constant_int(node.inputs[1]), node.inputs[1]
+            rank = first.shape[0] if first.shape else None
+            if at is not None and index is not None and index.shape == () and isinstance(rank, int) \
+                    and at % rank == view.axis:
+                self.lengths[node.outputs[0]] = view
+        elif node.op == "Cast" and first in self.lengths:
+            self.lengths[node.outputs[0]] = self.lengths[first]
+        elif node.op == "Range" and node.inputs[1] in self.lengths:
+            view, out = self.lengths[node.inputs[1]], node.outputs[0]
+            if _number(node.inputs[0]) != 0 or _number(node.inputs[2]) != 1:
+                raise _no_rule(node, "it does not number the valid positions from 0 in steps of 1")
+            b = Builder(node.graph, []).standing_for(node)
+            assert b.nodes is not None and out.dtype is not None
+            self.batches.append((node, b.nodes))
+            positions = view.positions
+            if out.dtype != positions.dtype:
+                positions = b.op("Cast", [positions], {"to": tensor_type(out.dtype)}, name=f"{out.name}_positions",
+                                 dtype=out.dtype, shape=positions.shape)
+            self.views[out] = view.like(positions, 0)
+            self.dead.append(node)
 
     def replace(self, old: Value, new: Value) -> None:
         """``old`` (unpadded) is ``new`` from now on; what ``new``'s type says beyond ``old``'s is true of
@@ -383,6 +415,7 @@ def _rule(plan: _Plan, b: Builder, node: Node) -> None:
     if node.op == "Shape" and k == 0 and not node.attrs:
         shape = b.op("Shape", [view.value], name=f"{out.name}_buffer", dtype=I64, shape=out.shape)
         plan.replace(out, _with_entry(b, shape, view.axis, view.length, f"{out.name}_valid"))
+        plan.shapes[out] = view
         return
     if node.op == "Gather" and k == 0:
         data_rank = _rank(node.inputs[0], views)
@@ -510,6 +543,12 @@ def _slice(plan: _Plan, b: Builder, node: Node, view: Padded, carry: Callable[[i
     if first < 0:
         at = b.op("Add", [view.length, at], name=f"{name}_rows_from_end")
     plan.replace(out, b.op("Gather", [view.value, at], {"axis": view.axis}, name=f"{name}_valid", dtype=out.dtype))
+
+
+def _number(value: Value | None) -> float | None:
+    """The number a one-element constant holds, of any numeric type."""
+    array = constant_value(value)
+    return None if array is None or np.size(array) != 1 else float(np.asarray(array).reshape(-1)[0])
 
 
 def _no_rule(node: Node, why: str = "") -> Refused:

@@ -170,3 +170,58 @@ def test_a_loop_unroll_can_take_is_left_to_it() -> None:
     _, model_ = load(text.format(reads=ATTENTION, read_type="float[T,2,1,3]", step_type="float[2,1,3]",
                                  piece="piece = Identity(row)", first=2))
     assert run_alone(model_, GrownBuffers()) == {}
+
+
+CAUSAL = """
+    shape = Shape(acc_next)
+    one = Constant <value = int64 {{1}}> ()
+    length = Gather <axis = 0> (shape, one)
+    count = Cast <to = {cast}> (length)
+    zero = Constant <value = {type} {{0}}> ()
+    step = Constant <value = {type} {{1}}> ()
+    keys = Range(zero, count, step)
+    newest = Sub(count, step)
+    last = Add(newest, step)
+    queries = Range(newest, last, step)
+    two = Constant <value = {type} {{2}}> ()
+    oldest = Sub(queries, two)
+    axis0 = Constant <value = int64[1] {{0}}> ()
+    axis1 = Constant <value = int64[1] {{1}}> ()
+    key_row = Unsqueeze(keys, axis0)
+    query_column = Unsqueeze(oldest, axis1)
+    hidden = Less(key_row, query_column)
+    scores = MatMul(acc_next, q)
+    columns = Transpose <perm = [0, 2, 1]> (scores)
+    low = Constant <value = float {{-inf}}> ()
+    masked = Where(hidden, low, columns)
+    weights = Softmax <axis = 2> (masked)
+    read = MatMul(weights, acc_next)"""
+
+
+@pytest.mark.parametrize("cast, type_", [(7, "int64"), (1, "float")])
+def test_a_mask_numbered_by_a_range_of_the_cache_length(cast: int, type_: str) -> None:
+    """A sliding-window mask from ``Range(0, Shape(cache)[1])`` (the keys) and ``Range(n - 1, n)`` (the new
+    query; fixed-ranges makes its count a constant): the keys' Range becomes the buffer's positions."""
+    from loopc.passes import FixedRanges
+
+    proto, model_ = model(CAUSAL.format(cast=cast, type=type_), "float[T,2,1,3]", "float[2,1,3]")
+    stats = run_alone(model_, FixedRanges(), GrownBuffers())
+    assert stats["grown-buffers.buffers"] == 1 and stats.get("fixed-ranges.ranges", 0) == (type_ == "int64")
+    body_ops = [n.op for n in loops(model_.graph)[0].body.nodes]
+    # a float Range's count is rounded arithmetic: the queries' Range stays (TensorRT's builder then refuses it)
+    assert "Concat" not in body_ops and body_ops.count("Range") == (type_ == "float")
+    for count in (0, 1, 5):
+        assert_matches_onnxruntime(proto, model_, feeds(count), rtol=1e-5, atol=1e-5)
+
+
+def test_a_range_of_the_length_not_from_zero_is_refused() -> None:
+    reads = """
+    shape = Shape(acc_next)
+    one = Constant <value = int64 {1}> ()
+    length = Gather <axis = 0> (shape, one)
+    keys = Range(one, length, one)
+    total = ReduceSum <keepdims = 0> (keys)
+    read = Cast <to = 1> (total)"""
+    _, model_ = model(reads, "float[T]", "float")
+    with pytest.raises(PassError, match=r"no rule for a Range .*does not number the valid positions from 0"):
+        run_alone(model_, GrownBuffers())
