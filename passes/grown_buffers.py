@@ -17,7 +17,14 @@ axis (its valid length beside it):
 * a MatMul whose rows (left) or columns (right) are padded gives padded rows or columns; one that contracts over
   the padded axis of both operands zeroes their padding first and gives an unpadded product;
 * ``Shape`` gives the valid length on the padded axis; a Gather of one position along it reads that position
-  (a negative one counts from the valid end).
+  (a negative one counts from the valid end); ``Range(0, length)`` of that length (a causal mask's keys) is the
+  buffer's positions, so the mask is padded as the scores it is applied to;
+* an If whose branches yield the cache grown in one and as it was in the other (a ``break`` that skips the
+  step) yields the buffer and the length from both.
+
+The piece is written with a ScatterElements, whose result has the buffer's shape: TensorRT sizes a
+conditional's result at run time unless both branches give the same shape, and such a size cannot feed a
+recurrence.
 
 A read with no rule leaves the loop alone; unroll then tries it, and refuses naming the op when it cannot. The
 loop's last value of the cache is the buffer cut to its length, so results are what the model computes.
@@ -31,13 +38,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from loopc.errors import PassError
-from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value, constant_int, constant_value
+from loopc.ir import Graph, If, Loop, LoopOutput, Node, Recurrence, Value, constant_int, constant_value
 from loopc.ir.core import Shape
 from loopc.ir.builder import I64, Builder, refine
 from loopc.ir.ops import traits
 from loopc.passes._resample import tensor_type
 from loopc.passes._util import TO_THE_END, as_i64, listed_axes, reordered
 from loopc.passes.manager import PassResult
+from loopc.passes.shape_refinement import ShapeRefinement
 from loopc.passes.unroll import cannot_unroll
 
 BOOL = np.dtype(np.bool_)
@@ -67,6 +75,8 @@ class Refused(Exception):
 
 class GrownBuffers:
     name = "grown-buffers"
+    #: a piece's length may become known later in the round that first sees the loop
+    refusals_wait = True
 
     def __init__(self, max_trips: int | None = None) -> None:
         self.max_trips = max_trips
@@ -83,6 +93,7 @@ class GrownBuffers:
                  and _read_in_body(loop, rec)]
         if not grown:
             return 0
+        ShapeRefinement()(loop.body)  # the pieces' lengths, which earlier passes of this round made knowable
         before: list[Node] = []
         bound = self._bound(Builder(outer, before), loop)
         if bound is None:
@@ -111,14 +122,29 @@ class GrownBuffers:
 
 def _growth(rec: Recurrence) -> int | None:
     """The axis ``rec`` grows along: its next value is one Concat of the state, or of the state reordered along
-    another axis (a beam search's ``cat([history[beams], token])``), and one piece."""
-    node = rec.next.producer
-    if node is None or node.op != "Concat" or len(node.inputs) != 2 or not rec.init.shape:
+    another axis (a beam search's ``cat([history[beams], token])``), and one piece; or the result of an If
+    whose branches each yield the state or such a Concat (a ``break`` that skips the step)."""
+    if not rec.init.shape:
         return None
-    first = node.inputs[0]
-    rank = len(rec.init.shape)
+    axes = _grown_axes(rec.next, rec.state, len(rec.init.shape))
+    return axes.pop() if axes is not None and len(axes) == 1 else None
+
+
+def _grown_axes(value: Value, state: Value, rank: int) -> set[int] | None:
+    """The axes along which ``value`` is ``state`` grown by one Concat (none: ``state`` itself), or None when it
+    is something else."""
+    if value is state:
+        return set()
+    node = value.producer
+    if isinstance(node, If):
+        slot = node.outputs.index(value)
+        found = [_grown_axes(branch.outputs[slot], state, rank) for branch in node.subgraphs()]
+        return None if any(f is None for f in found) else set().union(*(f for f in found if f is not None))
+    if node is None or node.op != "Concat" or len(node.inputs) != 2:
+        return None
     axis = int(node.attrs.get("axis", 0)) % rank
-    return axis if first is rec.state or reordered(first, rec.state, axis) else None
+    first = node.inputs[0]
+    return {axis} if first is state or reordered(first, state, axis) else None
 
 
 def _read_in_body(loop: Loop, rec: Recurrence) -> bool:
@@ -163,6 +189,8 @@ class _Plan:
     #: shape vectors (unpadded) whose entry ``view.axis`` is a view's valid length, and scalars that are one
     shapes: dict[Value, Padded] = field(default_factory=dict)
     lengths: dict[Value, Padded] = field(default_factory=dict)
+    #: (If, result slot, the views its branches yield there, the buffer and length results it gets)
+    conditionals: list[tuple[If, int, list[Padded], Value, Value]] = field(default_factory=list)
 
     def carry(self, rec: Recurrence, axis: int) -> None:
         """Carry ``rec`` as a buffer and its valid length: its state becomes a padded view. Its next one is made
@@ -185,7 +213,10 @@ class _Plan:
         rec, axis, name = grown.rec, grown.axis, grown.rec.state.name
         assert grown.step is not None and rec.init.shape is not None
         length0 = b.dim(rec.init, axis)
-        room = b.op("Mul", [self.bound, b.const(np.array(grown.step, np.int64), name=f"{name}_step")],
+        # room for one trip at least: the body of a loop that runs none is still run once to find its types
+        trips = b.op("Max", [self.bound, b.const(np.array(1, np.int64), name=f"{name}_one_trip")],
+                     name=f"{name}_trips")
+        room = b.op("Mul", [trips, b.const(np.array(grown.step, np.int64), name=f"{name}_step")],
                     name=f"{name}_room")
         shape = b.op("Shape", [rec.init], name=f"{name}_init_shape", dtype=I64, shape=(len(rec.init.shape),))
         zeros = b.op("ConstantOfShape", [_with_entry(b, shape, axis, room, f"{name}_pad_shape")],
@@ -198,7 +229,21 @@ class _Plan:
 
     def rewrite_reads(self) -> None:
         """Rewrite every body node that reads a padded value, in order, by its op's rule."""
-        for node in list(self.loop.body.nodes):
+        self.rewrite_graph(self.loop.body)
+        for grown in self.carried:
+            if grown.rec.next not in self.views:
+                raise Refused(f"carried value {grown.rec.state.name!r} grows in a way loopc cannot follow")
+        for value, view in self.views.items():
+            for user, _ in value.uses():
+                if user is self.loop.body and not self._own_result(value):
+                    raise Refused(f"{value.name!r} grows on every trip and is a result of the loop's body other than "
+                                  "its own carried value")
+
+    def rewrite_graph(self, graph: Graph) -> None:
+        for node in list(graph.nodes):
+            if isinstance(node, If):
+                self.conditional(node)
+                continue
             if not any(v in self.views for v in node.inputs if v is not None):
                 if any(v in self.learned for v in node.inputs) and refine(node):
                     self.learned.update(node.outputs)
@@ -206,23 +251,51 @@ class _Plan:
                 continue
             if node.subgraphs():
                 raise Refused(f"{node.describe()} reads a value that grows on every trip inside a nested graph")
-            b = Builder(self.loop.body, []).standing_for(node)
-            assert b.nodes is not None
-            self.batches.append((node, b.nodes))
-            grown = next((c for c in self.carried if node.outputs and c.rec.next is node.outputs[0]), None)
-            if grown is not None and node.op == "Concat":
+            b = self.builder(node)
+            grown = self.grows(node)
+            if grown is not None:
                 self.append(b, node, grown)
             else:
                 _rule(self, b, node)
             self.dead.append(node)
-        for grown in self.carried:
-            if grown.rec.next not in self.views:
-                raise Refused(f"carried value {grown.rec.state.name!r} grows in a way loopc cannot follow")
-        for value, view in self.views.items():
-            for user, _ in value.uses():
-                if isinstance(user, Graph) and not self._own_result(value):
-                    raise Refused(f"{value.name!r} grows on every trip and is a result of the loop's body other than "
-                                  "its own carried value")
+
+    def builder(self, node: Node) -> Builder:
+        """A builder of nodes to go just before ``node``, in its graph."""
+        assert node.graph is not None
+        b = Builder(node.graph, []).standing_for(node)
+        assert b.nodes is not None
+        self.batches.append((node, b.nodes))
+        return b
+
+    def grows(self, node: Node) -> _Carried | None:
+        """The carried value ``node`` grows: a Concat whose first operand is its state (or the state reordered)."""
+        first = node.inputs[0] if node.op == "Concat" and node.inputs else None
+        view = self.views.get(first) if first is not None else None
+        if view is None:
+            return None
+        return next((c for c in self.carried if view.length is self.views[c.rec.state].length), None)
+
+    def conditional(self, node: If) -> None:
+        """An If: its branches are rewritten, and a result they yield padded views of one buffer for becomes a
+        padded view itself, the If yielding the buffer and the valid length (a ``break`` that skips the step
+        yields the cache as it was; the other branch, grown)."""
+        for branch in node.subgraphs():
+            self.rewrite_graph(branch)
+        for slot, out in enumerate(node.outputs):
+            yielded = [self.views.get(branch.outputs[slot]) for branch in node.subgraphs()]
+            if all(view is None for view in yielded):
+                continue
+            views = [view for view in yielded if view is not None]
+            first = views[0]
+            if len(views) != len(yielded) or any(v.positions is not first.positions or v.axis != first.axis
+                                                 for v in views):
+                raise _no_rule(node, f"its branches yield {out.name!r} padded in one and not the other")
+            body = Builder(self.loop.body)
+            buffer = body.value(f"{out.name}_buffer", out.dtype, _dim_unknown(out.shape, first.axis))
+            length = body.value(f"{out.name}_length", I64, ())
+            self.conditionals.append((node, slot, views, buffer, length))
+            self.views[out] = Padded(buffer, first.axis, length, first.positions, all(v.zero for v in views),
+                                     min(v.least for v in views))
 
     def append(self, b: Builder, node: Node, grown: _Carried) -> None:
         """The Concat that grows ``grown``: its pieces written at the valid length of its first operand, a view
@@ -240,17 +313,19 @@ class _Plan:
         if not isinstance(step, int):
             raise Refused(f"carried value {name!r} grows by a piece ({piece.name!r}) whose length along axis {axis} "
                           "is not known when the model is built")
+        if grown.step is not None and grown.step != step:
+            raise _no_rule(node, "the carried value grows by pieces of different lengths")
         grown.step, length = step, view.length
         grown_length = b.op("Add", [length, b.const(np.array(step, np.int64), name=f"{name}_step_in")],
                             name=f"{name}_length_next")
-        offsets = b.op("Sub", [view.positions, length], name=f"{name}_offsets")
-        at = b.op("Clip", [offsets, b.const(np.array(0, np.int64), name=f"{name}_first"),
-                           b.const(np.array(step - 1, np.int64), name=f"{name}_last")], name=f"{name}_at")
-        spread = b.op("Gather", [piece, at], {"axis": axis}, name=f"{name}_spread", dtype=piece.dtype)
-        inside = b.op("And", [b.op("GreaterOrEqual", [view.positions, length], name=f"{name}_from"),
-                              b.op("Less", [view.positions, grown_length], name=f"{name}_to")], name=f"{name}_written")
-        where = _along(b, inside, axis, rank, f"{name}_write_mask")
-        written = b.op("Where", [where, spread, view.value], name=f"{name}_buffer_next", dtype=piece.dtype)
+        rows = b.const(np.arange(step, dtype=np.int64), name=f"{name}_rows")
+        at = b.op("Add", [length, _along(b, rows, axis, rank, f"{name}_rows_along")], name=f"{name}_at")
+        shape = b.op("Shape", [piece], name=f"{name}_piece_shape", dtype=I64, shape=(rank,))
+        index = b.op("Expand", [at, shape], name=f"{name}_index", dtype=I64, shape=piece.shape)
+        # a scatter's result has its data's shape: the buffer's, which TensorRT then sees in both branches of a
+        # conditional that grows the cache in one (a broadcasting write would give a shape of its own)
+        written = b.op("ScatterElements", [view.value, index, piece], {"axis": axis}, name=f"{name}_buffer_next",
+                       dtype=piece.dtype)
         self.views[node.outputs[0]] = Padded(written, axis, grown_length, view.positions, view.zero, view.least + step)
 
     def follow_length(self, node: Node) -> None:
@@ -271,9 +346,8 @@ class _Plan:
             view, out = self.lengths[node.inputs[1]], node.outputs[0]
             if _number(node.inputs[0]) != 0 or _number(node.inputs[2]) != 1:
                 raise _no_rule(node, "it does not number the valid positions from 0 in steps of 1")
-            b = Builder(node.graph, []).standing_for(node)
-            assert b.nodes is not None and out.dtype is not None
-            self.batches.append((node, b.nodes))
+            b = self.builder(node)
+            assert out.dtype is not None
             positions = view.positions
             if out.dtype != positions.dtype:
                 positions = b.op("Cast", [positions], {"to": tensor_type(out.dtype)}, name=f"{out.name}_positions",
@@ -299,7 +373,12 @@ class _Plan:
         starts = {grown: self.allocate(grown, Builder(outer, self.before)) for grown in self.carried}
         outer.insert_before(loop, self.before)
         for anchor, nodes in self.batches:
-            loop.body.insert_before(anchor, nodes)
+            assert anchor.graph is not None
+            anchor.graph.insert_before(anchor, nodes)
+        for conditional, slot, yielded, padded, valid in self.conditionals:
+            for branch, view in zip(conditional.subgraphs(), yielded):
+                branch.set_outputs([*branch.outputs[:slot], view.value, *branch.outputs[slot + 1:], view.length])
+            conditional.set_outputs([*conditional.outputs[:slot], padded, *conditional.outputs[slot + 1:], valid])
         after: list[Node] = []
         b = Builder(outer, after)
         finals: list[tuple[Value, Value]] = []
@@ -328,7 +407,8 @@ class _Plan:
         olds = [c.rec for c in self.carried]
         loop.remove_roles([*olds, *(o for o in loop.loop_outputs if any(o.value is r.state for r in olds))])
         for node in reversed(self.dead):
-            loop.body.remove(node)
+            assert node.graph is not None
+            node.graph.remove(node)
 
     def mask(self, b: Builder, view: Padded, rank: int) -> Value:
         """True at the valid positions of ``view``'s axis, shaped to broadcast against a value of ``rank``."""

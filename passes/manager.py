@@ -11,6 +11,12 @@ found nothing to do is not run again until something has changed since, and the 
 after a pass that changed the graph. The count also keeps passes honest: a pass that edited the IR
 but reported ``modified=False`` is a bug, reported as such.
 
+A pass whose refusals depend on what other passes may still make knowable (a Range's count folded, then
+the shapes below it refined, later in the same round) says so with ``refusals_wait = True``: its refusal
+(a :class:`~loopc.errors.PassError` raised before it edited anything) is final only once the graph settles.
+It is asked again after any change, and its refusal is raised when a round changes nothing. Any other
+refusal is raised at once, so the first problem found is the one reported.
+
 Passes that move things across loop levels visit inner loops first, so one call settles every
 level; the round cap still grows with the nesting depth (``max_rounds`` plus one round per level),
 since a rewrite at one level may enable another one level out. A model that ends in the cap is a
@@ -24,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from loopc.errors import InternalError
+from loopc.errors import InternalError, PassError
 from loopc.gc_pause import gc_paused
 from loopc.ir import Graph, verify
 
@@ -62,17 +68,30 @@ class PassManager:
         #: the change count each pass last saw, when that run found nothing to do
         idle_at: dict[int, int] = {}
         changing: list[str] = []
+        #: the refusal each pass last raised, while the graph has not settled since
+        refused: dict[int, PassError] = {}
         for round_number in range(1, rounds + 1):
             changing = []
             for index, p in enumerate(self.passes):
                 if idle_at.get(index) == state.changes:
                     continue  # nothing changed since this pass last found nothing to do
-                if self._run_one(p, graph):
+                before = state.changes
+                try:
+                    changed = self._run_one(p, graph)
+                except PassError as refusal:
+                    if state.changes != before or not getattr(p, "refusals_wait", False):
+                        raise
+                    refused[index], changed = refusal, False
+                else:
+                    refused.pop(index, None)
+                if changed:
                     changing.append(p.name)
                     idle_at.pop(index, None)
                 else:
                     idle_at[index] = state.changes
             if not changing:
+                if refused:
+                    raise refused[min(refused)]
                 return graph
             log.debug("pass round %d changed the graph (%s); running the passes again", round_number, changing)
         raise InternalError(f"passes did not settle after {rounds} rounds; still changing the graph: {changing}")

@@ -12,7 +12,7 @@ import pytest
 
 from loopc.errors import PassError
 from loopc.ir import Loop
-from loopc.passes import GrownBuffers
+from loopc.passes import GrownBuffers, Identities
 from tests.passes.alone import assert_matches_onnxruntime, load, loops, run_alone
 
 #: ``{reads}`` computes ``read`` (of type ``{read_type}``) from ``acc`` (the state) and ``acc_next`` (the grown
@@ -225,3 +225,59 @@ def test_a_range_of_the_length_not_from_zero_is_refused() -> None:
     _, model_ = model(reads, "float[T]", "float")
     with pytest.raises(PassError, match=r"no rule for a Range .*does not number the valid positions from 0"):
         run_alone(model_, GrownBuffers())
+
+
+BREAK = """
+g (int64 n, int64 stop, float[2,2,3] first, float[8,2,1,3] x, float[2,3,1] q) => (float[2,K,3] out, float[T,2,1,3] reads) {
+  go = Constant <value = bool {1}> ()
+  out, reads = Loop (n, go, first) <body = b (int64 i, bool c, float[2,N,3] acc) => (bool c_out, float[2,M,3] acc_next, float[2,1,3] read) {
+    row = Gather <axis = 0> (x, i)
+    done = Equal(i, stop)
+    c_out, acc_next, read = If (done) <
+      then_branch = t () => (bool c_then, float[2,N,3] same, float[2,1,3] last) {
+        c_then = Constant <value = bool {0}> ()
+        same = Identity(acc)
+        last = Identity(row)
+      },
+      else_branch = e () => (bool c_else, float[2,M,3] grown, float[2,1,3] attended) {
+        c_else = Constant <value = bool {1}> ()
+        grown = Concat <axis = 1> (acc, row)
+        scores = MatMul(grown, q)
+        two = Constant <value = int64[1] {2}> ()
+        flat = Squeeze(scores, two)
+        weights = Softmax <axis = 1> (flat)
+        one = Constant <value = int64[1] {1}> ()
+        rowwise = Unsqueeze(weights, one)
+        attended = MatMul(rowwise, grown)
+      }>
+  }>
+}
+"""
+
+
+def test_a_break_that_skips_the_growth_in_one_branch() -> None:
+    """``if i == stop: break`` (the cache as it was, the loop ends) ``else: grow and attend``: the If yields the
+    buffer and its length from both branches."""
+    proto, model_ = load(BREAK)
+    stats = run_alone(model_, Identities(), GrownBuffers())  # the branch yields the cache itself, as exporters write
+    assert stats["grown-buffers.buffers"] == 1
+    body = loops(model_.graph)[0].body
+    assert not any(n.op == "Concat" for _, n in body.walk())
+    for trips, stop in ((5, 2), (5, 9), (1, 0), (3, 3)):
+        assert_matches_onnxruntime(proto, model_, {**feeds(trips), "stop": np.array(stop, np.int64)}, rtol=1e-5,
+                                   atol=1e-5)
+
+
+def test_a_branch_yielding_the_cache_grown_and_one_yielding_something_else_is_refused() -> None:
+    """The If's third result is the grown cache in one branch and the first cache in the other."""
+    text = BREAK.replace("c_out, acc_next, read = If (done)", "c_out, acc_next, either = If (done)").replace(
+        "last = Identity(row)", "last = Identity(first)").replace("float[2,1,3] last)", "float[2,2,3] last)").replace(
+        "float[2,1,3] attended)", "float[2,M,3] grown_too)").replace(
+        "attended = MatMul(rowwise, grown)", "attended = MatMul(rowwise, grown)\n        grown_too = Identity(grown)")
+    text = text.replace("      }>\n  }>", """      }>
+    axes = Constant <value = int64[1] {1}> ()
+    read = ReduceSum <keepdims = 1> (either, axes)
+  }>""")
+    _, model_ = load(text)
+    with pytest.raises(PassError, match=r"no rule for a If .*padded in one and not the other"):
+        run_alone(model_, Identities(), GrownBuffers())

@@ -7,6 +7,8 @@ the loops' semantics restated in plain Python.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 import onnx
 import onnxruntime as ort
@@ -184,6 +186,57 @@ def test_round_cap_grows_with_the_nesting_depth():
 def test_a_pass_that_never_settles_is_named():
     with pytest.raises(InternalError, match=r"did not settle after 8 rounds; still changing the graph: \['counting'\]"):
         PassManager([_Counting(10**6)]).run(Graph("empty"))
+
+
+class _Waiting:
+    """A pass that refuses until ``ready`` holds; ``edits``: it removes an input before refusing."""
+
+    name = "waiting"
+
+    def __init__(self, ready: Callable[[Graph], bool], edits: bool = False, waits: bool = True) -> None:
+        self.ready, self.edits, self.refusals_wait = ready, edits, waits
+
+    def __call__(self, graph: Graph) -> PassResult:
+        if self.ready(graph):
+            return PassResult(graph, False)
+        if self.edits and graph.inputs:
+            graph.set_inputs(graph.inputs[1:])
+        raise PassError("not yet")
+
+
+class _AddingInputs:
+    """A pass that adds an input to the graph on each of its first ``calls`` calls."""
+
+    name = "adding"
+
+    def __init__(self, calls: int) -> None:
+        self.left = calls
+
+    def __call__(self, graph: Graph) -> PassResult:
+        self.left -= 1
+        if self.left < 0:
+            return PassResult(graph, False)
+        graph.add_input(Value(f"x{self.left}", np.dtype(np.float32), ()))
+        return PassResult(graph, True)
+
+
+def test_a_refusal_waits_for_what_a_later_pass_makes_knowable():
+    """The refusing pass runs before the pass that enables it, in every round: it is asked again."""
+    graph = PassManager([_Waiting(lambda g: len(g.inputs) >= 3), _AddingInputs(3)]).run(Graph("g"))
+    assert len(graph.inputs) == 3
+
+
+def test_a_refusal_is_raised_once_the_graph_settles():
+    with pytest.raises(PassError, match="not yet"):
+        PassManager([_Waiting(lambda g: len(g.inputs) >= 5), _AddingInputs(3)]).run(Graph("g"))
+
+
+@pytest.mark.parametrize("edits, waits", [(True, True), (False, False)], ids=["edited-first", "does-not-wait"])
+def test_a_refusal_is_raised_at_once_when_it_cannot_wait(edits: bool, waits: bool):
+    adding = _AddingInputs(3)
+    with pytest.raises(PassError, match="not yet"):
+        PassManager([adding, _Waiting(lambda g: False, edits=edits, waits=waits)]).run(Graph("g"))
+    assert adding.left == 2  # one round only
 
 
 # -- carried values that grow ------------------------------------------------------------------------
