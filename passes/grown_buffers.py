@@ -33,7 +33,7 @@ loop's last value of the cache is the buffer cut to its length, so results are w
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -140,6 +140,12 @@ def _grown_axes(value: Value, state: Value, rank: int) -> set[int] | None:
         slot = node.outputs.index(value)
         found = [_grown_axes(branch.outputs[slot], state, rank) for branch in node.subgraphs()]
         return None if any(f is None for f in found) else set().union(*(f for f in found if f is not None))
+    if node is not None and node.op == "Gather" and node.inputs[0] is not None:  # grown, then reordered (beams)
+        inner = _grown_axes(node.inputs[0], state, rank)
+        return inner if inner and len(inner) == 1 and reordered(value, node.inputs[0], min(inner)) else None
+    if node is not None and node.op == "Attention" and rank == 4:
+        slot = node.outputs.index(value)  # present_key (1) grows past_key (input 4); present_value, past_value
+        return {2} if slot in (1, 2) and len(node.inputs) > slot + 3 and node.inputs[slot + 3] is state else None
     if node is None or node.op != "Concat" or len(node.inputs) != 2:
         return None
     axis = int(node.attrs.get("axis", 0)) % rank
@@ -151,6 +157,8 @@ def _read_in_body(loop: Loop, rec: Recurrence) -> bool:
     """Something in the body reads the state or the grown value besides the growth itself (else the value is
     growing-concat's, or unused)."""
     grow = rec.next.producer
+    if grow is not None and grow.op == "Attention":
+        return True  # it attends over the cache it grows
     finals = sum(1 for o in loop.loop_outputs if o.value is rec.state)
     state_readers = [u for u in rec.state.uses() if u.user is not grow]
     return len(state_readers) > finals or len(rec.next.uses()) > 1
@@ -189,6 +197,7 @@ class _Plan:
     #: shape vectors (unpadded) whose entry ``view.axis`` is a view's valid length, and scalars that are one
     shapes: dict[Value, Padded] = field(default_factory=dict)
     lengths: dict[Value, Padded] = field(default_factory=dict)
+    sums: dict[tuple[Value, int, Graph], Value] = field(default_factory=dict)
     #: (If, result slot, the views its branches yield there, the buffer and length results it gets)
     conditionals: list[tuple[If, int, list[Padded], Value, Value]] = field(default_factory=list)
 
@@ -271,9 +280,7 @@ class _Plan:
         """The carried value ``node`` grows: a Concat whose first operand is its state (or the state reordered)."""
         first = node.inputs[0] if node.op == "Concat" and node.inputs else None
         view = self.views.get(first) if first is not None else None
-        if view is None:
-            return None
-        return next((c for c in self.carried if view.length is self.views[c.rec.state].length), None)
+        return None if view is None else self.carried_by(view)
 
     def conditional(self, node: If) -> None:
         """An If: its branches are rewritten, and a result they yield padded views of one buffer for becomes a
@@ -306,7 +313,12 @@ class _Plan:
         axis = int(node.attrs.get("axis", 0)) % rank
         if view is None or view.length is not self.views[grown.rec.state].length or view.axis != axis or len(pieces) != 1:
             raise _no_rule(node, "it does not append one piece to the carried value along its grown axis")
-        piece, name = self.replaced.get(pieces[0], pieces[0]), grown.rec.state.name
+        self.views[node.outputs[0]] = self.write(b, node, grown, view, self.replaced.get(pieces[0], pieces[0]))
+
+    def write(self, b: Builder, node: Node, grown: _Carried, view: Padded, piece: Value) -> Padded:
+        """``piece`` written into ``view`` (of ``grown``'s buffer) at its valid length, along its axis."""
+        name, axis = grown.rec.state.name, view.axis
+        rank = len(grown.rec.init.shape or ())
         if piece in self.views:
             raise _no_rule(node, "the piece it appends grows too")
         step = piece.shape[axis] if piece.shape is not None and len(piece.shape) == rank else None
@@ -316,8 +328,7 @@ class _Plan:
         if grown.step is not None and grown.step != step:
             raise _no_rule(node, "the carried value grows by pieces of different lengths")
         grown.step, length = step, view.length
-        grown_length = b.op("Add", [length, b.const(np.array(step, np.int64), name=f"{name}_step_in")],
-                            name=f"{name}_length_next")
+        grown_length = self.plus(b, length, step)
         rows = b.const(np.arange(step, dtype=np.int64), name=f"{name}_rows")
         at = b.op("Add", [length, _along(b, rows, axis, rank, f"{name}_rows_along")], name=f"{name}_at")
         shape = b.op("Shape", [piece], name=f"{name}_piece_shape", dtype=I64, shape=(rank,))
@@ -326,7 +337,20 @@ class _Plan:
         # conditional that grows the cache in one (a broadcasting write would give a shape of its own)
         written = b.op("ScatterElements", [view.value, index, piece], {"axis": axis}, name=f"{name}_buffer_next",
                        dtype=piece.dtype)
-        self.views[node.outputs[0]] = Padded(written, axis, grown_length, view.positions, view.zero, view.least + step)
+        return Padded(written, axis, grown_length, view.positions, view.zero, view.least + step)
+
+    def plus(self, b: Builder, length: Value, rows: int) -> Value:
+        """``length + rows``, one value per graph: a write's new length and a mask made from the old length plus
+        the rows to come are then the same value, which is how padded values are matched."""
+        key = (length, rows, b.graph)
+        if key not in self.sums:
+            self.sums[key] = b.op("Add", [length, b.const(np.array(rows, np.int64), name=f"{length.name}_plus_{rows}")],
+                                  name=f"{length.name}_plus_{rows}_rows")
+        return self.sums[key]
+
+    def carried_by(self, view: Padded) -> _Carried | None:
+        """The carried value whose state ``view`` is (or a reordering of it)."""
+        return next((c for c in self.carried if view.length is self.views[c.rec.state].length), None)
 
     def follow_length(self, node: Node) -> None:
         """Track a valid length read from a padded value's shape (``Shape(x)[axis]``, cast or not) to a
@@ -342,6 +366,11 @@ class _Plan:
                 self.lengths[node.outputs[0]] = view
         elif node.op == "Cast" and first in self.lengths:
             self.lengths[node.outputs[0]] = self.lengths[first]
+        elif node.op == "Add" and any(v in self.lengths for v in node.inputs):
+            view = next(self.lengths[v] for v in node.inputs if v in self.lengths)
+            more = [constant_int(v) for v in node.inputs if v not in self.lengths]
+            if len(more) == 1 and more[0] is not None:  # the length a write of ``more`` rows will give
+                self.lengths[node.outputs[0]] = replace(view, length=self.plus(self.builder(node), view.length, more[0]))
         elif node.op == "Range" and node.inputs[1] in self.lengths:
             view, out = self.lengths[node.inputs[1]], node.outputs[0]
             if _number(node.inputs[0]) != 0 or _number(node.inputs[2]) != 1:
@@ -433,6 +462,9 @@ def _rule(plan: _Plan, b: Builder, node: Node) -> None:
     padded = [(k, views[v]) for k, v in enumerate(node.inputs) if v is not None and v in views]
     operands = [views[v].value if v is not None and v in views else v for v in node.inputs]
     facts = traits(node.op)
+    if node.op == "Attention":
+        _attention(plan, b, node)
+        return
     if out is None:
         raise _no_rule(node)
     rank = _result_rank(node, views)
@@ -545,6 +577,47 @@ def _matmul(plan: _Plan, b: Builder, node: Node, rank: int) -> None:
     axis = rank - 2 if rows else rank - 1
     made = b.op("MatMul", operands, name=f"{out.name}_padded", dtype=out.dtype, shape=_dim_unknown(out.shape, axis))
     views[out] = view.like(made, axis, view.zero)
+
+
+def _attention(plan: _Plan, b: Builder, node: Node) -> None:
+    """ONNX's Attention over cached keys and values (``past_key``/``past_value``, grown into ``present_*``): the
+    new keys and values are written into the buffers, and the attention reads the buffers with the positions
+    past the valid length masked out."""
+    views, out = plan.views, node.outputs[0]
+    past = [views.get(v) if v is not None else None for v in (node.input(4), node.input(5))]
+    if any(v is not None and v in views for v in node.inputs[:3]) or any(view is None for view in past):
+        raise _no_rule(node, "it reads the grown value other than as its past keys and values")
+    if int(node.attrs.get("is_causal", 0)) or node.input(6) is not None or _rank(node.inputs[0], views) != 4:
+        raise _no_rule(node, "it is causal, has padding lengths or takes 3-D inputs")
+    if any(o is not None and o.uses() for o in node.outputs[3:]):
+        raise _no_rule(node, "its scores are read")
+    presents = []
+    for view, new, slot in zip(past, node.inputs[1:3], (1, 2)):
+        assert view is not None and new is not None
+        grown = plan.carried_by(view)
+        if grown is None or view.axis != 2:
+            raise _no_rule(node, "its past keys or values are not a cache grown along the sequence axis")
+        presents.append(plan.write(b, node, grown, view, new))
+        if len(node.outputs) > slot:
+            views[node.outputs[slot]] = presents[-1]
+    keys, values = presents  # of one length: ONNX gives past keys and values one length, new ones another
+    valid = b.op("Less", [keys.positions, keys.length], name=f"{out.name}_valid")
+    allowed = b.op("Unsqueeze", [valid, b.const(np.array([0], np.int64), name=f"{out.name}_row")],
+                   name=f"{out.name}_allowed")
+    mask = node.input(3)
+    if mask is not None:
+        given = views.get(mask)
+        if given is None or given.axis != _rank(mask, views) - 1 or given.length is not keys.length:
+            raise _no_rule(node, "its mask is not padded as the keys are")
+        if given.value.dtype == BOOL:
+            allowed = b.op("And", [allowed, given.value], name=f"{out.name}_mask_valid")
+        else:
+            low = b.const(np.array(-np.inf, given.value.dtype), name=f"{out.name}_low")
+            allowed = b.op("Where", [allowed, given.value, low], name=f"{out.name}_mask_valid",
+                           dtype=given.value.dtype)
+    attended = b.op("Attention", [node.inputs[0], keys.value, values.value, allowed], dict(node.attrs),
+                    name=f"{out.name}_over_valid", dtype=out.dtype, shape=out.shape)
+    plan.replace(out, attended)
 
 
 #: What a reduction over the grown axis sees in the padding: the value that changes nothing.

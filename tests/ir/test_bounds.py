@@ -78,9 +78,8 @@ def test_a_computed_shape_bounds_what_it_sizes():
     assert b.entries(v["dims"]) == (30, 8, 7, 7)
     assert b.of(v["result"]) == (30, 8, 7, 7)
     assert b.of(v["wide"]) == (30, 8, 7, 7)
-    # a computed target [n, 2, 2]: n <= 30; the middle 2 is not known to be non-zero, and a 0 would copy
-    # the input's 4; the last has no input dim to copy
-    assert b.of(v["pairs"]) == (30, 4, 2)
+    # a computed target [n, 2, 2]: n <= 30, and its constant entries are the dims (shape refinement reads them)
+    assert b.of(v["pairs"]) == (30, 2, 2)
 
 
 def test_retinanet_candidates_per_level():

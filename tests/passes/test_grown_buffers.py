@@ -8,11 +8,14 @@ loop cannot be unrolled), and stacks what the body reads each trip; onnxruntime 
 from __future__ import annotations
 
 import numpy as np
+import onnx
+import onnx.parser
 import pytest
 
 from loopc.errors import PassError
 from loopc.ir import Loop
-from loopc.passes import GrownBuffers, Identities
+from loopc.frontend.onnx import import_model
+from loopc.passes import FixedRanges, GrownBuffers, Identities
 from tests.passes.alone import assert_matches_onnxruntime, load, loops, run_alone
 
 #: ``{reads}`` computes ``read`` (of type ``{read_type}``) from ``acc`` (the state) and ``acc_next`` (the grown
@@ -202,8 +205,6 @@ CAUSAL = """
 def test_a_mask_numbered_by_a_range_of_the_cache_length(cast: int, type_: str) -> None:
     """A sliding-window mask from ``Range(0, Shape(cache)[1])`` (the keys) and ``Range(n - 1, n)`` (the new
     query; fixed-ranges makes its count a constant): the keys' Range becomes the buffer's positions."""
-    from loopc.passes import FixedRanges
-
     proto, model_ = model(CAUSAL.format(cast=cast, type=type_), "float[T,2,1,3]", "float[2,1,3]")
     stats = run_alone(model_, FixedRanges(), GrownBuffers())
     assert stats["grown-buffers.buffers"] == 1 and stats.get("fixed-ranges.ranges", 0) == (type_ == "int64")
@@ -281,3 +282,61 @@ def test_a_branch_yielding_the_cache_grown_and_one_yielding_something_else_is_re
     _, model_ = load(text)
     with pytest.raises(PassError, match=r"no rule for a If .*padded in one and not the other"):
         run_alone(model_, Identities(), GrownBuffers())
+
+
+ATTENTION_23 = """<ir_version: 10, opset_import: ["" : 23]>
+g (int64 n, float[1,2,2,4] k0, float[1,2,2,4] v0, float[6,1,2,1,4] x, float[4,4] wq, float[4,4] wk{mask_input})
+    => (float[T,1,2,1,4] ys, float[1,2,K,4] keys, float[1,2,K,4] values) {{
+  go = Constant <value = bool {{1}}> ()
+  keys, values, ys = Loop (n, go, k0, v0) <body = b (int64 i, bool c, float[1,2,N,4] pk, float[1,2,N,4] pv)
+      => (bool c_out, float[1,2,M,4] pk_next, float[1,2,M,4] pv_next, float[1,2,1,4] y) {{
+    c_out = Identity(c)
+    row = Gather <axis = 0> (x, i)
+    q = MatMul(row, wq)
+    k = MatMul(row, wk)
+    v = Tanh(row)
+    {mask}
+    y, pk_next, pv_next = Attention <scale = 0.7> (q, k, v, {mask_name}, pk, pv)
+  }}>
+}}
+"""
+#: Every other cached position hidden: a mask over the keys' whole length, made from its Shape and a Range.
+ALTERNATE = """shape = Shape(pk)
+    two = Constant <value = int64 {2}> ()
+    past = Gather <axis = 0> (shape, two)
+    one = Constant <value = int64 {1}> ()
+    total = Add(past, one)
+    zero = Constant <value = int64 {0}> ()
+    positions = Range(zero, total, one)
+    parity = Mod(positions, two)
+    odd = Equal(parity, one)
+    newest = Sub(total, one)
+    last = Equal(positions, newest)
+    keep = Or(odd, last)
+    axes = Constant <value = int64[1] {0}> ()
+    mask = Unsqueeze(keep, axes)"""
+
+
+def attention_feeds(trips: int) -> dict[str, np.ndarray]:
+    rng = np.random.default_rng(trips)
+    return {"n": np.array(trips, np.int64), "k0": rng.standard_normal((1, 2, 2, 4)).astype(np.float32),
+            "v0": rng.standard_normal((1, 2, 2, 4)).astype(np.float32),
+            "x": rng.standard_normal((6, 1, 2, 1, 4)).astype(np.float32),
+            "wq": rng.standard_normal((4, 4)).astype(np.float32), "wk": rng.standard_normal((4, 4)).astype(np.float32)}
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["past-only", "with-a-mask"])
+def test_onnx_attention_over_past_keys_and_values_reads_the_buffers(masked: bool) -> None:
+    """Attention-23 with ``past_key``/``past_value`` carried and ``present_*`` fed back: the new keys and values
+    are written into the buffers, which the attention reads with the padding masked out (and the model's own
+    mask, padded as the keys, kept)."""
+    text = ATTENTION_23.format(mask_input="", mask=ALTERNATE if masked else "", mask_name="mask" if masked else "")
+    proto = onnx.parser.parse_model(text)
+    onnx.checker.check_model(proto)
+    model_ = import_model(proto)
+    stats = run_alone(model_, FixedRanges(), GrownBuffers())
+    assert stats["grown-buffers.buffers"] == 2
+    body_ops = [n.op for n in loops(model_.graph)[0].body.nodes]
+    assert body_ops.count("Attention") == 1 and "Range" not in body_ops
+    for trips in (1, 4):
+        assert_matches_onnxruntime(proto, model_, attention_feeds(trips), rtol=1e-5, atol=1e-5)

@@ -112,3 +112,21 @@ def test_a_size_the_data_decides_stays_unknown() -> None:
     x = np.array([[0, 1, 0], [2, 0, 0], [0, 0, 3], [0, 0, 0]], np.float32)
     (where,) = interpret(graph, {"x": x})
     np.testing.assert_array_equal(where, [[0, 1, 2], [1, 0, 2]])
+
+
+def test_a_reshape_target_assembled_from_known_and_unknown_pieces() -> None:
+    """``x.reshape(x.shape[0], 1, 0, 4)``: the constant pieces give dims 1 and 4, the 0 copies ``x``'s dim 2;
+    the first piece is computed from a value of unknown length and stays unknown."""
+    graph = ir("""
+        graph main(%x: f32[?,4,2,2], %n: i64[1]) -> (%y) {
+          %one: i64[1] = Constant() value=i64[1]:[1]
+          %rest: i64[2] = Constant() value=i64[2]:[0,4]
+          %target: i64[4] = Concat(%n, %one, %rest) axis=0
+          %y: f32[...] = Reshape(%x, %target)
+        }
+    """)
+    assert ShapeRefinement()(graph).modified
+    assert values(graph)["y"].shape == (None, 1, 2, 4)
+    x = np.arange(48, dtype=np.float32).reshape(3, 4, 2, 2)
+    (y,) = interpret(graph, {"x": x, "n": np.array([6], np.int64)})
+    np.testing.assert_array_equal(y, x.reshape(6, 1, 2, 4))

@@ -1,0 +1,66 @@
+"""ONNX's Attention-23 over a key/value cache it grows (``past_key``/``past_value`` carried, ``present_*`` fed
+back), through every pass, TensorRT's real builder and the simulator, against onnxruntime.
+
+grown-buffers writes each trip's keys and values into buffers of the loop's longest length and masks the
+positions not yet written, so the loop carries values of one shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import onnx.parser
+import onnxruntime as ort
+import pytest
+
+from loopc.frontend.onnx import import_model
+from loopc.passes import PassManager, default_passes
+from tests.backend.trt.oracle import build_and_simulate
+from tests.passes.test_grown_buffers import ALTERNATE, ATTENTION_23, attention_feeds
+
+
+@pytest.mark.parametrize("masked", [False, True], ids=["past-only", "with-a-mask"])
+def test_attention_over_a_grown_cache_builds_and_matches(masked: bool) -> None:
+    text = ATTENTION_23.format(mask_input="", mask=ALTERNATE if masked else "", mask_name="mask" if masked else "")
+    proto = onnx.parser.parse_model(text)
+    onnx.checker.check_model(proto)
+    model = import_model(proto)
+    model.graph = PassManager(default_passes()).run(model.graph)
+    oracle = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in proto.graph.output]
+    for trips in (1, 5):
+        feeds = attention_feeds(trips)
+        network, got = build_and_simulate(model, feeds)
+        assert network.num_layers > 0
+        for name, want in zip(names, oracle.run(names, feeds)):
+            assert got[name].shape == want.shape, name
+            np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+ROPE = """q_plain = MatMul(row, wq)
+    k_plain = MatMul(row, wk)
+    shape_pk = Shape(pk)
+    axis2 = Constant <value = int64 {2}> ()
+    position = Gather <axis = 0> (shape_pk, axis2)
+    one_by_one = Constant <value = int64[2] {1, 1}> ()
+    position_ids = Reshape(position, one_by_one)
+    q = RotaryEmbedding <num_heads = 2> (q_plain, cos_cache, sin_cache, position_ids)
+    k = RotaryEmbedding <num_heads = 2> (k_plain, cos_cache, sin_cache, position_ids)"""
+
+
+def test_rotary_positions_from_the_cache_length() -> None:
+    """RotaryEmbedding-23 on the new query and key at the position the cache's length gives."""
+    angles = np.outer(np.arange(16), 1.0 / 10000 ** (np.arange(2) / 2)).astype(np.float32)
+    text = ATTENTION_23.format(mask_input=", float[16,2] cos_cache, float[16,2] sin_cache", mask="", mask_name="")
+    text = text.replace("q = MatMul(row, wq)\n    k = MatMul(row, wk)", ROPE)
+    proto = onnx.parser.parse_model(text)
+    onnx.checker.check_model(proto)
+    model = import_model(proto)
+    model.graph = PassManager(default_passes()).run(model.graph)
+    assert sum(1 for _, n in model.graph.walk() if n.op == "RotaryEmbedding") == 2
+    oracle = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in proto.graph.output]
+    feeds = {**attention_feeds(4), "cos_cache": np.cos(angles), "sin_cache": np.sin(angles)}
+    got = build_and_simulate(model, feeds)[1]
+    for name, want in zip(names, oracle.run(names, feeds)):
+        np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5, err_msg=name)
