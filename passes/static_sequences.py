@@ -13,8 +13,10 @@ a sequence of static length is a list of tensor values known at compile time::
 
 Positions count from the end when negative, and an absent one is the end, as ONNX defines. A list whose
 length or positions are not static is left as it is (which values form one list, and when it is static:
-:mod:`loopc.passes._sequence_lengths`); only its ``SequenceLength`` reads become constants when its length
-is known, which can make a loop over the list's elements one of a constant count.
+:mod:`loopc.passes._sequence_lengths`), but for two steps that make it static on the next run: its
+``SequenceLength`` reads become constants when its length is known, and a loop over its elements
+(``for i in range(len(caches))``: a constant count, positions computed from the counter) is unrolled, so
+that constant folding turns the positions into constants.
 """
 
 from __future__ import annotations
@@ -25,18 +27,31 @@ from loopc.ir import Graph, If, Loop, LoopOutput, Node, Recurrence, Value
 from loopc.ir.builder import Builder
 from loopc.ir.core import Shape
 from loopc.passes._sequence_lengths import MAKERS, READERS, SequenceLengths, position, sequence_lengths, split_sizes
+from loopc.passes._util import computed_from
+from loopc.passes.unroll import cannot_unroll, unroll
 from loopc.passes.manager import PassResult
+
+
+#: Ops that read or edit a sequence at a position.
+POSITIONED = ("SequenceAt", "SequenceInsert", "SequenceErase")
 
 
 class StaticSequences:
     name = "static-sequences"
 
     def __call__(self, graph: Graph) -> PassResult:
-        rewrite = _Rewrite(sequence_lengths(graph))
+        lengths = sequence_lengths(graph)
+        rewrite = _Rewrite(lengths)
         rewrite.graph(graph)
         for g, node in reversed(rewrite.dead):
             g.remove(node)
-        stats = {"sequences": len(rewrite.parts), "reads": rewrite.reads, "carried": rewrite.carried}
+        unrolled = 0
+        for g, node in graph.structured():
+            if isinstance(node, Loop) and node.graph is g and _indexes_by_trip(node, lengths) and not cannot_unroll(node):
+                unroll(g, node)
+                unrolled += 1
+        stats = {"sequences": len(rewrite.parts), "reads": rewrite.reads, "carried": rewrite.carried,
+                 "unrolled": unrolled}
         stats = {k: v for k, v in stats.items() if v}
         return PassResult(graph, bool(stats), stats)
 
@@ -185,6 +200,19 @@ class _Rewrite:
         node.set_outputs(outputs)
         for branch, yielded in zip(branches, yields):
             branch.set_outputs(yielded)
+
+
+def _indexes_by_trip(loop: Loop, lengths: SequenceLengths) -> bool:
+    """Whether ``loop``'s body reads or edits a list of known length at a position computed from its counter:
+    ``for i in range(len(caches))`` over the layers, whose trips, written out, read constant positions."""
+    if loop.counter is None:
+        return False
+    for node in loop.body.nodes:
+        source, at = node.input(0), node.input(2 if node.op == "SequenceInsert" else 1)
+        if node.op in POSITIONED and source is not None and lengths.trusted_length(source) is not None and \
+                at is not None and loop.counter in computed_from(at):
+            return True
+    return False
 
 
 def _either(*shapes: Shape | None) -> Shape | None:
