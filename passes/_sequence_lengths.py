@@ -30,15 +30,19 @@ class SequenceLengths:
 
     length: dict[Value, int | None] = field(default_factory=dict)
     _parent: dict[Value, Value] = field(default_factory=dict)
-    #: Lists (by a member) with a value or read that has no tensor form.
-    _refused: set[Value] = field(default_factory=set)
+    #: Lists (by a member) with a value or read that has no tensor form, with the first such found.
+    _refused: dict[Value, str] = field(default_factory=dict)
     #: Lists (by a member) whose lengths rest on a loop state keeping a length it does not keep.
-    _untrusted: set[Value] = field(default_factory=set)
+    _untrusted: dict[Value, str] = field(default_factory=dict)
 
     def static(self, value: Value) -> bool:
         """Whether ``value``'s list can become tensors."""
         root = self._root(value) if value in self.length else None
         return root is not None and root not in self._refused and root not in self._untrusted
+
+    def left_alone(self) -> dict[Value, str]:
+        """Why each list that stays a sequence does (by a member of the list)."""
+        return {**self._refused, **self._untrusted}
 
     def trusted_length(self, value: Value) -> int | None:
         """``value``'s length when it is known, whether or not its list is static."""
@@ -58,14 +62,13 @@ class SequenceLengths:
             self._parent[rb] = ra
             for marks in (self._refused, self._untrusted):
                 if rb in marks:
-                    marks.discard(rb)
-                    marks.add(ra)
+                    marks.setdefault(ra, marks.pop(rb))
 
-    def _refuse(self, value: Value) -> None:
-        self._refused.add(self._root(value))
+    def _refuse(self, value: Value, why: str) -> None:
+        self._refused.setdefault(self._root(value), f"{value.name!r} {why}")
 
-    def _distrust(self, value: Value) -> None:
-        self._untrusted.add(self._root(value))
+    def _distrust(self, value: Value, why: str) -> None:
+        self._untrusted.setdefault(self._root(value), f"{value.name!r} {why}")
 
 
 def sequence_lengths(graph: Graph) -> SequenceLengths:
@@ -74,10 +77,11 @@ def sequence_lengths(graph: Graph) -> SequenceLengths:
     _visit(found, graph)
     for value in list(found.length):
         if found.length[value] is None:
-            found._refuse(value)
+            found._refuse(value, "has a length known only at run time")
         for user, slot in value.uses():
             if not _understood(found, value, user, slot):
-                found._refuse(value)
+                what = user.describe() if isinstance(user, Node) else f"graph {user.name!r} as an output"
+                found._refuse(value, f"is read by {what}, which takes no list of tensors")
     return found
 
 
@@ -146,15 +150,16 @@ def _visit_node(found: SequenceLengths, node: Node) -> None:
             length[out] = n
         else:
             length[out] = None if n is None else n + 1 if node.op == "SequenceInsert" else n - 1
-            if position(node, 2 if node.op == "SequenceInsert" else 1, n, node.op == "SequenceInsert") is None:
-                found._refuse(source)
+            at = position(node, 2 if node.op == "SequenceInsert" else 1, n, node.op == "SequenceInsert")
+            if n is not None and at is None:
+                found._refuse(source, f"is edited by {node.describe()} at a position that is no constant in range")
         found._join(source, out)
     elif node.op in READERS and source in length:
         n = length[source]
-        if node.op == "SequenceAt" and position(node, 1, n) is None:
-            found._refuse(source)
-        if node.op == "ConcatFromSequence" and (not n or int(node.attrs.get("new_axis", 0)) not in (0, 1)):
-            found._refuse(source)
+        if node.op == "SequenceAt" and n is not None and position(node, 1, n) is None:
+            found._refuse(source, f"is read by {node.describe()} at a position that is no constant in range")
+        if node.op == "ConcatFromSequence" and (n == 0 or int(node.attrs.get("new_axis", 0)) not in (0, 1)):
+            found._refuse(source, f"is concatenated by {node.describe()}, empty or with new_axis not 0 or 1")
 
 
 def _visit_loop(found: SequenceLengths, loop: Loop) -> None:
@@ -168,15 +173,16 @@ def _visit_loop(found: SequenceLengths, loop: Loop) -> None:
         if rec in carried:
             found._join(rec.state, rec.next)
             if length.get(rec.next) != length[rec.state]:
-                found._distrust(rec.state)
+                found._distrust(rec.state, f"starts {length[rec.state]} long and is {length.get(rec.next)} long "
+                                           f"after a trip of {loop.describe()}")
         elif rec.next in length:
-            found._refuse(rec.next)  # a sequence carried from something that is not one
+            found._refuse(rec.next, f"is carried by {loop.describe()} from a value that is no list")
     for out in loop.loop_outputs:
         if out.value in length:
             length[out.result] = length[out.value]
             found._join(out.value, out.result)
             if out.kind != "last":
-                found._refuse(out.value)
+                found._refuse(out.value, f"is stacked by {loop.describe()}")
 
 
 def _visit_if(found: SequenceLengths, node: If) -> None:

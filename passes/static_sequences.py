@@ -21,6 +21,8 @@ that constant folding turns the positions into constants.
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 
 from loopc.ir import Graph, If, Loop, LoopOutput, Node, Recurrence, Value
@@ -32,6 +34,8 @@ from loopc.passes.unroll import cannot_unroll, unroll
 from loopc.passes.manager import PassResult
 
 
+log = logging.getLogger(__name__)
+
 #: Ops that read or edit a sequence at a position.
 POSITIONED = ("SequenceAt", "SequenceInsert", "SequenceErase")
 
@@ -41,6 +45,8 @@ class StaticSequences:
 
     def __call__(self, graph: Graph) -> PassResult:
         lengths = sequence_lengths(graph)
+        for why in lengths.left_alone().values():
+            log.debug("a list stays a sequence: %s", why)
         rewrite = _Rewrite(lengths)
         rewrite.graph(graph)
         for g, node in reversed(rewrite.dead):

@@ -17,6 +17,7 @@ from loopc.errors import LoopcError
 from loopc.ir import Graph
 from loopc.ir.interpret import interpret
 from loopc.passes import ConstantFolding, PassManager, StaticSequences, default_passes
+from loopc.passes._sequence_lengths import sequence_lengths
 from tests.passes.alone import HEADER, assert_matches_onnxruntime, load, loops, run_alone
 
 RNG = np.random.default_rng(11)
@@ -231,15 +232,15 @@ def test_a_loop_over_the_layers_is_unrolled_so_that_its_positions_are_constants(
 NEAR_MISSES = {
     "a position known only at run time": ("int64 k", "float[4,6]", """
   s = SequenceConstruct(x, y)
-  out = SequenceAt(s, k)""", {"k": np.array(-1, np.int64)}),
+  out = SequenceAt(s, k)""", {"k": np.array(-1, np.int64)}, "at a position that is no constant"),
     "split sizes known only at run time": ("int64[2] sizes", "float[?,6]", """
   s = SplitToSequence <axis = 0> (x, sizes)
   one = Constant <value = int64 {1}> ()
-  out = SequenceAt(s, one)""", {"sizes": np.array([1, 3], np.int64)}),
+  out = SequenceAt(s, one)""", {"sizes": np.array([1, 3], np.int64)}, "has a length known only at run time"),
     "a split of an axis of unknown length": ("float[?,6] z", "float[1,6]", """
   s = SplitToSequence <axis = 0> (z)
   zero = Constant <value = int64 {0}> ()
-  out = SequenceAt(s, zero)""", {"z": X}),
+  out = SequenceAt(s, zero)""", {"z": X}, "has a length known only at run time"),
 }
 NEAR = """
 g (float[4,6] x, float[4,6] y, {given}) => ({out} out) {{
@@ -249,10 +250,12 @@ g (float[4,6] x, float[4,6] y, {given}) => ({out} out) {{
 
 @pytest.mark.parametrize("case", list(NEAR_MISSES))
 def test_a_list_that_is_not_static_is_left_alone(case: str) -> None:
-    given, out, body, extra = NEAR_MISSES[case]
+    given, out, body, extra, why = NEAR_MISSES[case]
     text = NEAR.format(given=given, out=out, body=body)
     proto, model = load(text)
     before = sequence_ops(model.graph)
+    (reason,) = sequence_lengths(model.graph).left_alone().values()
+    assert why in reason
     assert run_alone(model, ConstantFolding(), StaticSequences()) == {}
     assert sequence_ops(model.graph) == before
     assert_matches_onnxruntime(proto, model, {"x": X, "y": Y, **extra})
@@ -275,6 +278,8 @@ g (int64 n, float[3] x) => (int64[?] lengths, float[3] newest) {
   newest = SequenceAt(final, last)
 }"""
     proto, model = load(text)
+    (reason,) = sequence_lengths(model.graph).left_alone().values()
+    assert "starts 1 long and is 2 long after a trip" in reason
     assert run_alone(model, ConstantFolding(), StaticSequences()) == {}
     assert "SequenceLength" in sequence_ops(model.graph)
     for trips in (0, 1, 4):
