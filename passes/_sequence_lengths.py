@@ -17,8 +17,9 @@ import numpy as np
 
 from loopc.ir import Graph, If, Loop, Node, Value, constant_int, constant_value
 
-#: Ops making a sequence from the sequence at operand 0 (and tensors) or from tensors alone.
+#: Ops making a sequence from the sequence at operand 0 (and a tensor).
 EDITS = ("SequenceInsert", "SequenceErase", "Identity")
+#: Ops making a sequence from tensors alone.
 MAKERS = ("SequenceConstruct", "SequenceEmpty", "SplitToSequence")
 #: Ops reading a sequence (operand 0) into a tensor: these have a tensor form for a static list.
 READERS = ("SequenceAt", "SequenceLength", "ConcatFromSequence")

@@ -88,10 +88,10 @@ class _Rewrite:
 
     def elements(self, graph: Graph, node: Node) -> list[Value]:
         """The tensors the sequence ``node`` makes holds."""
-        if node.op in MAKERS and node.op != "SplitToSequence":
-            return [v for v in node.inputs if v is not None]
         if node.op == "SplitToSequence":
             return self.split(graph, node)
+        if node.op in MAKERS:
+            return [v for v in node.inputs if v is not None]
         source = node.input(0)
         assert source is not None
         held = list(self.parts[source])
