@@ -30,6 +30,7 @@ from loopc.passes.sequence_accumulation import SequenceAccumulation
 from loopc.passes.shape_refinement import ShapeRefinement
 from loopc.passes.squeezed_rows import SqueezedRows
 from loopc.passes.static_conditionals import StaticConditionals
+from loopc.passes.static_sequences import StaticSequences
 from loopc.passes.steady_carries import SteadyCarries
 from loopc.passes.trip_limits import TripLimits
 from loopc.passes.unroll import Unroll
@@ -37,7 +38,7 @@ from loopc.passes.wavefront import Wavefront
 from loopc.passes.while_outputs import WhileOutputs
 
 __all__ = ["BoundedResize", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FixedRanges", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize",
-           "RowSlices", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StaticConditionals", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
+           "RowSlices", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StaticConditionals", "StaticSequences", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
 #: What only makes loops faster: each can be switched off (``--disable NAME``; ``-O0``: all of them).
@@ -59,7 +60,7 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = ())
     if unknown:
         raise ValueError(f"cannot disable {', '.join(unknown)}: the optimizations are {', '.join(OPTIMIZATIONS)}")
     passes: list[Pass] = [
-        ShapeRefinement(), ConstantFolding(), FixedRanges(), StaticConditionals(), Identities(), RowSlices(), SqueezedRows(), DroppedWrites(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
+        ShapeRefinement(), ConstantFolding(), FixedRanges(), StaticConditionals(), Identities(), StaticSequences(), RowSlices(), SqueezedRows(), DroppedWrites(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
         SequenceAccumulation(), GrowingConcat(), PastedResize(), BoundedResize(), SteadyCarries(), GrownBuffers(max_trips), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
         WhileOutputs(max_trips), DeadCode(),
     ]

@@ -329,6 +329,8 @@ def _kernel(node: Node) -> Kernel:
         return _grouped_conv_transpose(node)
     if node.op == "LRN":
         return _lrn(node)
+    if node.op == "SequenceInsert":
+        return _sequence_insert
     present = tuple(v is not None for v in node.inputs)
     types = tuple(str(v.dtype) for v in node.inputs if v is not None)
     key: tuple[Any, ...] | None = (node.op, _frozen(node.attrs), present, len(node.outputs), types)
@@ -386,6 +388,18 @@ def _lrn(node: Node) -> Kernel:
         return [(x / (bias + alpha / size * total) ** beta).astype(x.dtype)]
 
     return run
+
+
+def _sequence_insert(args: list[Any]) -> Sequence[Any]:
+    """ONNX's SequenceInsert: at ``position`` in [-n, n] (from the end when negative), else at the end. ONNX's
+    reference wraps position n to 0, which puts ``ks[-1] = k`` (an erase, then an insert at n) first."""
+    held, tensor = list(args[0]), args[1]
+    n = len(held)
+    at = n if len(args) < 3 or args[2] is None else int(np.asarray(args[2]).reshape(()))
+    if not -n <= at <= n:
+        raise InterpretError(f"SequenceInsert at position {at} of a sequence of {n} (it takes -{n} to {n})")
+    held.insert(at + n if at < 0 else at, tensor)
+    return [held]
 
 
 def _evaluator(node: Node) -> ReferenceEvaluator:

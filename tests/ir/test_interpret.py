@@ -471,3 +471,30 @@ def test_group_normalization_runs_its_function() -> None:
     (got,) = _one_node("GroupNormalization", {"x": x, "scale": scale, "bias": bias}, x.shape, num_groups=2,
                        epsilon=0.0)
     np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+def test_a_sequence_insert_at_the_end_position_appends() -> None:
+    """Erase the last element, then insert at n (TorchScript's ``ks[-1] = k``), and inserts at 0, at -1 and with no
+    position: the stacked result is what onnxruntime computes."""
+    import onnx.parser
+    import onnxruntime as ort
+
+    from loopc.frontend.onnx import import_model
+
+    proto = onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 17]>
+    g (float[2] a, float[2] b, float[2] c) => (float[5,2] out) {
+      s = SequenceConstruct(a, b)
+      one = Constant <value = int64 {1}> ()
+      rest = SequenceErase(s, one)
+      t = SequenceInsert(rest, c, one)
+      zero = Constant <value = int64 {0}> ()
+      u = SequenceInsert(t, b, zero)
+      back = Constant <value = int64 {-1}> ()
+      v = SequenceInsert(u, a, back)
+      w = SequenceInsert(v, c)
+      out = ConcatFromSequence <axis = 0, new_axis = 1> (w)
+    }""")
+    feeds = {"a": np.array([1, 2], np.float32), "b": np.array([3, 4], np.float32), "c": np.array([5, 6], np.float32)}
+    (want,) = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    np.testing.assert_array_equal(want, [[3, 4], [1, 2], [1, 2], [5, 6], [5, 6]])  # b, a, a, c, c by hand
+    np.testing.assert_array_equal(interpret(import_model(proto), feeds)[0], want)
