@@ -857,8 +857,6 @@ class Case:
 
 CASES: list[Case] = []
 
-#: A per-layer list of caches: the Sequence ops the TorchScript exporter writes for it have no TensorRT converter.
-SEQUENCE = "op 'SequenceConstruct' has no TensorRT converter"
 
 
 def _flatten(outputs: object) -> list[Tensor]:
@@ -1193,10 +1191,10 @@ def gpt2() -> None:
              " GELU), learned positions, width 16, vocab 16; the prompt fills each layer's K/V cache, then one token per"
              " trip, {caches}, the new position the cache's length, `if finished.all(): break` (EOS), list.append +"
              f" torch.stack, torch.jit.script, {TS}, dynamic batch and prompt_len")
-    for name, kind, caches, refusal in [
-        ("gpt2_greedy", GPT2Greedy, "the per-layer caches a list (`ks[i] = torch.cat([ks[i], k], 2)`)", SEQUENCE),
+    for name, kind, caches in [
+        ("gpt2_greedy", GPT2Greedy, "the per-layer caches a list (`ks[i] = torch.cat([ks[i], k], 2)`)"),
         ("gpt2_greedy_unrolled", GPT2GreedyUnrolledLayers,
-         "the two layers written out, each layer's K and V caches loop-carried tensors grown by torch.cat", None),
+         "the two layers written out, each layer's K and V caches loop-carried tensors grown by torch.cat"),
     ]:
         torch.manual_seed(40)
         model = kind().eval()
@@ -1214,7 +1212,7 @@ def gpt2() -> None:
         export_ts(name, model, make(0), ["tokens"],
                   {"prompt": {0: "batch", 1: "prompt_len"}, "tokens": {0: "batch", 1: "steps"}}, script=True)
         save_case(name, f"{name}.onnx", model, search(make, stops_early, name), about.format(caches=caches),
-                  refusal=refusal, other_sizes=search(lambda seed: make(seed, 3, 6), stops_early, f"{name} (other sizes)"))
+                  other_sizes=search(lambda seed: make(seed, 3, 6), stops_early, f"{name} (other sizes)"))
 
 
 def _strip_node_metadata(path: pathlib.Path) -> None:
