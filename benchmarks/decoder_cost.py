@@ -49,11 +49,10 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from loopc.corpus import Case, _one_line, load_corpus
+from loopc.fileio import load_arrays
 
-from loopc.corpus import Case, load_corpus  # noqa: E402
-from loopc.fileio import load_arrays  # noqa: E402
+ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 #: What a decoder's case description says it is.
 DECODER = re.compile(r"\bdecoder\b|\bgenerator\b|\bbeam search\b", re.IGNORECASE)
@@ -262,13 +261,12 @@ class Scope:
             macs += onnx_macs(node, [_shape(values.get(name)) for name in node.input],
                               [_shape(values.get(name)) for name in node.output])
             if node.op_type == "If":
-                taken = bool(np.asarray(values[node.input[0]]))
-                branch_macs, branch_nodes = self._branch(index, node, "then_branch" if taken else "else_branch",
-                                                         values)
-                if not branch_macs:  # a stop skipping the step's work: count the step
-                    other = self._branch(index, node, "else_branch" if taken else "then_branch", values)
-                    branch_macs, branch_nodes = other if other[0] else (branch_macs, branch_nodes)
-                macs, nodes = macs + branch_macs, nodes + branch_nodes
+                branches = ("then_branch", "else_branch")
+                taken, other = branches if bool(np.asarray(values[node.input[0]])) else branches[::-1]
+                branch = self._branch(index, node, taken, values)
+                if not branch[0]:  # a stop skipping the step's work (EOS ignored): count the step it skipped
+                    branch = max(branch, self._branch(index, node, other, values))
+                macs, nodes = macs + branch[0], nodes + branch[1]
         return values, macs, nodes
 
     def _branch(self, index: int, node: onnx.NodeProto, branch: str, values: Mapping[str, Value]) -> tuple[int, int]:
@@ -330,8 +328,8 @@ class HostLoop:
         loops = [node for node in model.graph.node if node.op_type == "Loop"]
         if not loops:
             raise ValueError("the model has no top-level Loop")
-        self.loop = max(loops, key=lambda node: len(node.attribute[0].g.node))
-        self.body = next(a.g for a in self.loop.attribute if a.name == "body")
+        self.loop = max(loops, key=lambda node: len(_body(node).node))
+        self.body = _body(self.loop)
         values = Scope(model.graph, model.opset_import).run(dict(inputs))
         self.outer = {name: values[name] for name in free_names(self.body)}
         self.init = [values[name] for name in self.loop.input[2:]]
@@ -339,8 +337,7 @@ class HostLoop:
         made = {out: node for node in self.body.node for out in node.output}
         formal = [i.name for i in self.body.input[2:]]
         #: which carried values are state: a value passed through unchanged (weights tf2onnx carries) is not
-        self.state = [not _passed_through(out.name, name, made)
-                      for out, name in zip(self.body.output[1:], formal)]
+        self.stateful = [not _passed_through(out.name, name, made) for out, name in zip(self.body.output[1:], formal)]
 
     def trips(self, count: int) -> Iterator[Trip]:
         """``count`` trips from the loop's initial values, the finished flags kept at theirs (EOS ignored)."""
@@ -351,9 +348,13 @@ class HostLoop:
                      **dict(zip(formal[2:], state))}
             values, macs, nodes = self.step.count(feeds)
             carried = [values[o.name] for o in self.body.output[1:1 + len(state)]]
-            yield Trip(macs, nodes, sum(_bytes(v) for v, kept in zip(state, self.state) if kept),
-                       sum(_bytes(v) for v, kept in zip(carried, self.state) if kept))
+            yield Trip(macs, nodes, sum(_bytes(v) for v, kept in zip(state, self.stateful) if kept),
+                       sum(_bytes(v) for v, kept in zip(carried, self.stateful) if kept))
             state = [first if _is_flag(first) else after for first, after in zip(self.init, carried)]
+
+
+def _body(loop: onnx.NodeProto) -> onnx.GraphProto:
+    return next(a.g for a in loop.attribute if a.name == "body")
 
 
 def _passed_through(name: str, formal: str, made: Mapping[str, onnx.NodeProto]) -> bool:
@@ -400,7 +401,6 @@ class Row:
 def measure(case: Case, prompt_len: int | None, tokens: int | None, build: bool = True) -> Row:
     """Count one decoder (see the module docstring); loopc's and the builder's errors go in the row."""
     import loopc
-    from loopc.errors import LoopcError
     from loopc.trt.config import build_serialized, builder_config
 
     model = onnx.load(str(case.model))
@@ -411,8 +411,8 @@ def measure(case: Case, prompt_len: int | None, tokens: int | None, build: bool 
         compiled = loopc.compile(pinned(model, inputs))
         if build:
             build_serialized(compiled.session, compiled.network, builder_config(compiled.session))
-    except LoopcError as exc:
-        row.error = "not built: " + str(exc).strip().splitlines()[0]
+    except Exception as exc:  # noqa: BLE001  (a model loopc or the builder cannot take is a result here)
+        row.error = "not built: " + _one_line(exc)
         return row
     loop = engine_loop(compiled.network)
     row.loops, row.layers, row.padded_macs = loop.loops, loop.layers, loop.macs
@@ -420,7 +420,10 @@ def measure(case: Case, prompt_len: int | None, tokens: int | None, build: bool 
     if row.tokens is None:
         row.error = "the loop has no constant bound; give --tokens"
         return row
-    row.trips = list(HostLoop(model, inputs).trips(row.tokens))
+    try:
+        row.trips = list(HostLoop(model, inputs).trips(row.tokens))
+    except Exception as exc:  # noqa: BLE001  (onnxruntime's or the counting's: said in the row)
+        row.error = "the model's step not counted: " + _one_line(exc)
     return row
 
 

@@ -7,7 +7,7 @@ import onnx
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
-from benchmarks.decoder_cost import HostLoop, count_network, onnx_macs
+from benchmarks.decoder_cost import HostLoop, benchmark_inputs, count_network, decoder_cases, onnx_macs, pinned
 
 WIDTH = 16
 F32 = TensorProto.FLOAT
@@ -112,3 +112,28 @@ def test_onnx_macs(op: str, shapes: list[tuple[int, ...]], out: tuple[int, ...],
     node = helper.make_node(op, [f"x{k}" for k in range(len(shapes))], ["y"])
     node.attribute.extend(helper.make_attribute(name, value) for name, value in attrs.items())
     assert onnx_macs(node, shapes, [out]) == expected
+
+
+def test_the_prompt_is_made_longer_by_repeating_it_and_the_length_input_asks_for_the_tokens() -> None:
+    graph = helper.make_graph(
+        [helper.make_node("Identity", ["prompt"], ["out"])], "g",
+        [helper.make_tensor_value_info("prompt", TensorProto.INT64, ["batch", "prompt_len"]),
+         helper.make_tensor_value_info("max_len", TensorProto.INT64, []),
+         helper.make_tensor_value_info("start", TensorProto.INT64, [])],
+        [helper.make_tensor_value_info("out", TensorProto.INT64, ["batch", "prompt_len"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    example = {"prompt": np.array([[5, 6, 7], [1, 2, 3]]), "max_len": np.array(12), "start": np.array(4)}
+    inputs = benchmark_inputs(model, example, 5, 20)
+    assert inputs["prompt"].tolist() == [[5, 6, 7, 5, 6], [1, 2, 3, 1, 2]]
+    assert int(inputs["max_len"]) == 20 and int(inputs["start"]) == 4  # only a max_* scalar is a length
+    fixed = pinned(model, inputs)
+    assert [i.name for i in fixed.graph.input] == ["prompt"]  # the scalars are constants now
+    assert [d.dim_value for d in fixed.graph.input[0].type.tensor_type.shape.dim] == [2, 5]
+
+
+def test_the_decoders_are_the_corpus_cases_that_say_so_one_per_model_file() -> None:
+    names = {case.name for case in decoder_cases()}
+    assert {"kv_cache_decoder", "beam_search", "tacotron_cat_decoder", "gpt2_static_cache",
+            "gpt2_static_cache_scripted", "greedy_decoder", "tf_while_greedy"} <= names
+    assert "greedy_decoder_max_len" not in names  # the same file as greedy_decoder
+    assert "yolo_nms" not in names and "lstm_cell_loop" not in names  # a box decode, a time loop: no decoders
