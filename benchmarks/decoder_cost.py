@@ -14,8 +14,8 @@ Per generated token, counted statically (no timing):
 
 * **loopc** (the one engine): the layers of one trip of its TensorRT loop and the multiply-accumulates (MACs)
   of the matrix products and convolutions in them. A growing cache is carried as a buffer of the bound's
-  length with a valid length beside it, so every trip attends over the whole buffer: the cost is the same at
-  every step, that of the last.
+  length with a valid length beside it, so every trip attends over the whole buffer, as the last step does:
+  the cost is the same at every step. (Products loopc hoists out of the loop are not in it.)
 * **the model's own step**: the original ONNX loop body run as a host loop runs it, one trip per call
   (onnxruntime), its carried values fed back, the MACs of each trip taken from the shapes that trip really
   had (attention over the valid length ``t``), in the branches it took. EOS is ignored, as a benchmark asks
