@@ -30,7 +30,8 @@ Then the deployment: one engine for the generation runs 1 launch where the host 
 copies the loop's carried state (caches, hidden state, the last token) between host and device; the host loop
 copies it in and out on every call: the bytes of the body's carried tensors on each trip, in and out, summed
 over the ``N`` trips (carried sequences, which only collect outputs, values carried through unchanged, such as
-the weights tf2onnx carries, and the condition are left out).
+the weights tf2onnx carries, and the condition are left out). Beside it, the same for a host loop of loopc's own
+step: every recurrence of its TensorRT loop (the padded buffers and their lengths), in and out, times ``N``.
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ class EngineLoop:
     bound: int | None  #: its constant trip count
     layers: int
     macs: int | None
+    state_bytes: int | None = None  #: of its recurrences, the carried state a step engine would take and give
 
 
 def engine_loop(network: Any) -> EngineLoop:
@@ -159,8 +161,10 @@ def engine_loop(network: Any) -> EngineLoop:
     names = {inside.name for inside in inner[chosen.name]}
     counts = [layer_macs(lay) for lay in net.layers
               if lay.type in PRODUCTS and getattr(_scope(lay), "name", None) in names]
+    carried = [rec.outputs[0] for lp in net.loops if lp.name == chosen.name for rec in lp.recurrences]
+    state = None if any(-1 in t.shape for t in carried) else sum(math.prod(t.shape) * t.dtype.itemsize for t in carried)
     return EngineLoop(len(outermost), chosen.trip_count, sum(lp.layers_per_iteration for lp in inner[chosen.name]),
-                      None if None in counts else sum(c for c in counts if c is not None))
+                      None if None in counts else sum(c for c in counts if c is not None), state)
 
 
 def layer_macs(layer: Any) -> int | None:
@@ -378,6 +382,7 @@ class Row:
     loops: int = 0
     layers: int = 0  #: in one trip of loopc's loop
     padded_macs: int | None = None  #: per trip of loopc's loop, every trip
+    padded_state: int | None = None  #: bytes of loopc's loop's carried values
     trips: list[Trip] = field(default_factory=list)  #: the model's own, t = 0 .. N-1
     error: str = ""
 
@@ -415,7 +420,7 @@ def measure(case: Case, prompt_len: int | None, tokens: int | None, build: bool 
         row.error = "not built: " + _one_line(exc)
         return row
     loop = engine_loop(compiled.network)
-    row.loops, row.layers, row.padded_macs = loop.loops, loop.layers, loop.macs
+    row.loops, row.layers, row.padded_macs, row.padded_state = loop.loops, loop.layers, loop.macs, loop.state_bytes
     row.tokens = loop.bound if loop.bound is not None else tokens
     if row.tokens is None:
         row.error = "the loop has no constant bound; give --tokens"
@@ -453,7 +458,7 @@ def _bytes_cell(count: int) -> str:
 
 HEADER = ["model", "prompt", "N (bound)", "loops", "layers/trip loopc", "ONNX nodes/step", "MACs/token loopc",
           "MACs/token model at t", "padded/valid at t", "padded/valid per generation", "launches",
-          "state bytes/token (first → last)", "host↔device bytes avoided", "note"]
+          "state bytes/token (first → last)", "host↔device bytes avoided", "same, loopc's padded state", "note"]
 
 
 def markdown(rows: Sequence[Row]) -> str:
@@ -471,7 +476,8 @@ def markdown(rows: Sequence[Row]) -> str:
                  "–".join(map(str, nodes[:: max(1, len(nodes) - 1)])), _cell(row.padded_macs), steps, ratios,
                  _cell(row.generation_ratio()), f"1 vs {row.tokens}",
                  f"{_bytes_cell(first.state_in + first.state_out)} → {_bytes_cell(last.state_in + last.state_out)}",
-                 _bytes_cell(row.copies_avoided()), ""]
+                 _bytes_cell(row.copies_avoided()),
+                 "–" if row.padded_state is None else _bytes_cell(2 * row.padded_state * len(row.trips)), ""]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

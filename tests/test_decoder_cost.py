@@ -88,6 +88,8 @@ def test_attention_over_a_grown_cache_costs_the_padded_length_in_loopcs_loop_and
     model = _attention_decoder(4)
     loop = count_network(model)
     assert (loop.loops, loop.bound, loop.macs) == (1, 4, 256 + 2 * WIDTH * 6)  # one loop; 448
+    # carried: the condition (a bool), h (16 float32), the buffer (6 positions x 16 float32), its length (int64)
+    assert loop.state_bytes == 1 + 64 + 6 * 64 + 8
     rng = np.random.default_rng(1)
     inputs = {"h0": rng.standard_normal((1, WIDTH)).astype(np.float32),
               "cache0": rng.standard_normal((1, 2, WIDTH)).astype(np.float32)}
