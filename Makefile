@@ -54,6 +54,7 @@ bench: $(STAMP)
 	$(PY) benchmarks/openvino_table.py
 	$(PY) benchmarks/compile_scaling.py --skip-trt-above 16000 --clock cpu --repeat 3
 	$(PY) benchmarks/loop_work.py
+	$(PY) benchmarks/decoder_cost.py
 
 fuzz: $(STAMP)
 	$(PY) benchmarks/fuzz_table.py --seed $(FUZZ_SEED) --count $(FUZZ_COUNT)

@@ -263,6 +263,61 @@ class KVCacheDecoder(nn.Module):
         return torch.stack(tokens, 1), k_cache
 
 
+class BeamSearchKV(nn.Module):
+    """Beam search (beam 3, batch 1) over a single-head attention decoder with K/V caches, as Hugging Face runs it.
+
+    The prompt fills the caches, tiled over the beams (``repeat``: Tile); each step appends the new key and value
+    with ``torch.cat``, attends over every cached position, takes ``topk`` over beam x vocab and then reorders both
+    caches, the history (also grown by ``torch.cat``) and the finished flags with ``index_select`` (the model's
+    ``_reorder_cache``); breaks when all beams have emitted EOS. Finished beams can only extend with EOS at no cost.
+    """
+
+    def __init__(self, vocab: int = 12, dim: int = 8, beam: int = 3, eos: int = 0) -> None:
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.wq = nn.Linear(dim, dim, bias=False)
+        self.wk = nn.Linear(dim, dim, bias=False)
+        self.wv = nn.Linear(dim, dim, bias=False)
+        self.out = nn.Linear(dim, vocab)
+        self.scale = 1.0 / math.sqrt(dim)
+        self.vocab, self.beam, self.eos = vocab, beam, eos
+        eos_row = torch.full((1, vocab), -1e4)
+        eos_row[0, eos] = 0.0
+        self.register_buffer("eos_row", eos_row)
+        init_scores = torch.full((beam,), -1e4)
+        init_scores[0] = 0.0
+        self.register_buffer("init_scores", init_scores)
+
+    def forward(self, prompt: Tensor, max_len: Tensor) -> tuple[Tensor, Tensor]:
+        x = self.embed(prompt).repeat(self.beam, 1, 1)
+        k_cache = self.wk(x)
+        v_cache = self.wv(x)
+        token = prompt[:, -1].repeat(self.beam)
+        scores = self.init_scores
+        finished = torch.zeros(self.beam, dtype=torch.bool)
+        history = torch.zeros((self.beam, 0), dtype=torch.long)
+        for _ in range(int(max_len)):
+            e = self.embed(token)
+            k_cache = torch.cat([k_cache, self.wk(e).unsqueeze(1)], 1)
+            v_cache = torch.cat([v_cache, self.wv(e).unsqueeze(1)], 1)
+            q = self.wq(e).unsqueeze(2)
+            attn = torch.softmax(torch.bmm(k_cache, q).squeeze(2) * self.scale, dim=1)
+            ctx = torch.bmm(attn.unsqueeze(1), v_cache).squeeze(1)
+            logp = torch.log_softmax(self.out(ctx + e), dim=1)
+            logp = torch.where(finished.unsqueeze(1), self.eos_row, logp)
+            top_scores, top_idx = torch.topk((scores.unsqueeze(1) + logp).reshape(-1), self.beam)
+            origin = torch.div(top_idx, self.vocab, rounding_mode="floor")
+            token = torch.remainder(top_idx, self.vocab)
+            k_cache = k_cache.index_select(0, origin)
+            v_cache = v_cache.index_select(0, origin)
+            history = torch.cat([history.index_select(0, origin), token.unsqueeze(1)], 1)
+            finished = torch.logical_or(finished.index_select(0, origin), token == self.eos)
+            scores = top_scores
+            if bool(finished.all()):
+                break
+        return history, scores
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Transformer and TTS decoders whose loops carry values grown by torch.cat and read in the same step
 # ---------------------------------------------------------------------------------------------------------------
@@ -1164,6 +1219,32 @@ def kv_cache() -> None:
               " dynamic batch and prompt_len")
 
 
+def beam_kv() -> None:
+    torch.manual_seed(15)
+    model = BeamSearchKV().eval()
+    with torch.no_grad():
+        model.out.bias[model.eos] += 0.3
+
+    def make(seed: int, prompt_len: int = 3) -> dict[str, Tensor]:
+        rng = np.random.default_rng(seed)
+        return {"prompt": torch.from_numpy(rng.integers(1, 12, size=(1, prompt_len))), "max_len": scalar(12)}
+
+    def stops_early(inp: dict[str, Tensor]) -> bool:
+        history, scores = model(*inp.values())
+        gaps = (scores[:-1] - scores[1:]).abs().min()
+        return 4 <= history.shape[1] <= 9 and bool(gaps > 1e-3) and bool((history[:, :2] != model.eos).all())
+
+    export_ts("beam_search_kv", model, make(0), ["sequences", "scores"],
+              {"prompt": {1: "prompt_len"}, "sequences": {1: "steps"}}, script=True)
+    save_case("beam_search_kv", "beam_search_kv.onnx", model, search(make, stops_early, "beam_search_kv"),
+              "beam search over a transformer-style decoder (beam 3, batch 1; single-head attention, width 8, vocab 12):"
+              " the prompt's K/V caches tiled over the beams (repeat -> Tile), per step the new key and value appended"
+              " with torch.cat and attended over, topk over beam x vocab, then index_select reorders both caches, the"
+              " torch.cat-grown history and the finished flags (Hugging Face's _reorder_cache), break when all beams"
+              f" end, torch.jit.script, {TS}, dynamic prompt_len",
+              other_sizes=make(1, 5))
+
+
 def _margin(head: nn.Module, run: Callable[[], object]) -> float:
     """The smallest gap between the two largest logits ``head`` gave in ``run``: a near tie could flip an argmax."""
     gaps: list[float] = []
@@ -1475,6 +1556,7 @@ GROUPS: dict[str, Callable[[], None]] = {
     "beam": beam,
     "ctc": ctc,
     "kv_cache": kv_cache,
+    "beam_kv": beam_kv,
     "higher_order": higher_order,
     "cell_loops": cell_loops,
     "gpt2": gpt2,
