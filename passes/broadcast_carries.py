@@ -79,6 +79,7 @@ def broadcast_of(loop: Loop, rec: Recurrence) -> Node | None:
 
 
 def _runs_trip_0(loop: Loop) -> bool:
+    """Whether every run of ``loop`` runs its first trip: no condition to stop it first, at least one trip."""
     return loop.condition is None and runs_a_trip(loop)
 
 
@@ -161,6 +162,7 @@ def _hoist(outer: Graph, loop: Loop, rec: Recurrence, expand: Node) -> None:
 
 
 def _has_rows(it: LoopIterator) -> bool:
+    """Whether ``it``'s source has a row to read in every run (a static length of at least one)."""
     length = it.source.shape[it.axis] if it.source.shape is not None else None
     return isinstance(length, int) and length >= 1
 
