@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Collection
 
 from loopc.passes.bounded_resize import BoundedResize
+from loopc.passes.broadcast_carries import BroadcastCarries
 from loopc.passes.constant_folding import ConstantFolding
 from loopc.passes.counted_loops import CountedLoops
 from loopc.passes.dead_code import DeadCode
@@ -37,7 +38,7 @@ from loopc.passes.unroll import Unroll
 from loopc.passes.wavefront import Wavefront
 from loopc.passes.while_outputs import WhileOutputs
 
-__all__ = ["BoundedResize", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FixedRanges", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize",
+__all__ = ["BoundedResize", "BroadcastCarries", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FixedRanges", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize",
            "RowSlices", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StaticConditionals", "StaticSequences", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
@@ -61,7 +62,7 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = ())
         raise ValueError(f"cannot disable {', '.join(unknown)}: the optimizations are {', '.join(OPTIMIZATIONS)}")
     passes: list[Pass] = [
         ShapeRefinement(), ConstantFolding(), FixedRanges(), StaticConditionals(), Identities(), StaticSequences(), RowSlices(), SqueezedRows(), DroppedWrites(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
-        SequenceAccumulation(), GrowingConcat(), PastedResize(), BoundedResize(), SteadyCarries(), GrownBuffers(max_trips), Unroll(), GatherToIterator(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
+        SequenceAccumulation(), GrowingConcat(), PastedResize(), BoundedResize(), SteadyCarries(), GrownBuffers(max_trips), Unroll(), GatherToIterator(), BroadcastCarries(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
         WhileOutputs(max_trips), DeadCode(),
     ]
     return [p for p in passes if p.name not in disabled]

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value, constant_int, constant_value
+from loopc.ir.bounds import Bounder
 from loopc.ir.builder import Builder
 from loopc.ir.ops import traits
 
@@ -35,6 +36,16 @@ def constant_trips(loop: Loop) -> int | None:
     """``loop``'s trip count when it is a constant (as written: not yet saturated), else None."""
     value = constant_value(loop.trip_count)
     return None if value is None else int(np.asarray(value).reshape(-1)[0])
+
+
+def runs_a_trip(loop: Loop) -> bool:
+    """Whether every run of ``loop`` runs at least one trip, from its trip count (a condition, which may stop
+    it before the first, is the caller's to rule out)."""
+    trips = constant_trips(loop)
+    if trips is not None:
+        return trips >= 1
+    interval = Bounder().interval(loop.trip_count)
+    return interval is not None and interval[0] >= 1
 
 
 def trips_run(outer: Graph, loop: Loop) -> Value:
@@ -193,7 +204,8 @@ def _iterated_dim(value: Value, axis: int) -> tuple[Value, int] | None:
 
 def shape_entry_source(vector: Value, index: int) -> int | tuple[Value, int] | None:
     """What entry ``index`` of the int64 vector ``vector`` is: a constant, or (tensor, axis) when it is that
-    dim of the tensor; read through Concat, Slice, Cast, Unsqueeze and Gather of a ``Shape``."""
+    dim of the tensor; read through Concat, Slice, Cast, Unsqueeze and Gather of a ``Shape`` (of a scalar, or of
+    constant entries of the vector)."""
     array = constant_value(vector)
     if array is not None:
         flat = np.asarray(array).reshape(-1)
@@ -212,6 +224,11 @@ def shape_entry_source(vector: Value, index: int) -> int | tuple[Value, int] | N
         return shape_entry_source(node.inputs[0], index)
     if node.op == "Unsqueeze" and node.inputs[0] is not None and node.inputs[0].shape == ():
         return _scalar_source(node.inputs[0])
+    if node.op == "Gather" and int(node.attrs.get("axis", 0)) == 0 and node.inputs[0] is not None:
+        picks = constant_value(node.inputs[1])
+        if picks is None or np.ndim(picks) != 1 or not 0 <= index < np.size(picks) or int(picks[index]) < 0:
+            return None
+        return shape_entry_source(node.inputs[0], int(picks[index]))
     if node.op == "Slice" and node.inputs[0] is not None and len(node.inputs) >= 3:
         first = constant_int(node.inputs[1])
         step = constant_int(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else 1

@@ -4,11 +4,12 @@ jax's ``x.at[i].set(v)`` (``FILL_OR_DROP``), as jax2onnx writes it, drops out-of
 gathering the indices and updates at ``NonZero(mask)``. NonZero's length follows its data, which
 TensorRT's builder cannot place in a loop (``makeScopeNodesContiguous``). The same writes happen when
 every index is kept and a dropped one is sent to a row appended past the end of axis 0, cut off after:
-``Slice(ScatterND(Concat(x, spare), Where(mask, idx, [n, 0...]), v), 0, n)``. The kept rows are
-written exactly as before; the spare row, written or not, is not in the result.
+``Slice(ScatterND(Concat(x, x[:1]), Where(mask, idx, [n, 0...]), v), 0, n)``. The kept rows are
+written exactly as before; the spare row, written or not, is not in the result. The spare is a copy of
+the first row rather than a constant so that its other dims may be dynamic (a decoder's batch).
 
 When: the indices and updates are both gathered on axis 0 at the positions of one 1-D mask, axis 0 of
-the data has a static length ``n``, and the scatter has no reduction.
+the data has a static length ``n`` of at least one row, and the scatter has no reduction.
 """
 
 from __future__ import annotations
@@ -44,13 +45,16 @@ def _rewrite(g: Graph, scatter: Node) -> bool:
             or not isinstance(depth, int) or indices.shape[0] != mask.shape[0]:
         return False
     rows = data.shape[0]
+    if rows < 1:
+        return False
     made: list[Node] = []
     b = Builder(g, made).standing_for(scatter)
     name = scatter.outputs[0].name
-    spare_shape = (1, *data.shape[1:])
-    if not all(isinstance(d, int) for d in spare_shape):
-        return False
-    spare = b.const(np.zeros(spare_shape, data.dtype), name=f"{name}_spare")
+    ends = [b.const(np.array([at], np.int64), name=f"{name}_{what}") for what, at in (("from", 0), ("to", rows))]
+    axis = b.const(np.array([0], np.int64), name=f"{name}_axis")
+    first = b.const(np.array([1], np.int64), name=f"{name}_one_row")
+    spare = b.op("Slice", [data, ends[0], first, axis], name=f"{name}_spare", dtype=data.dtype,
+                 shape=(1, *data.shape[1:]))
     padded = b.op("Concat", [data, spare], {"axis": 0}, name=f"{name}_padded", dtype=data.dtype,
                   shape=(rows + 1, *data.shape[1:]))
     column = b.op("Unsqueeze", [mask, b.const(np.array([1], np.int64), name=f"{name}_column")],
@@ -59,8 +63,7 @@ def _rewrite(g: Graph, scatter: Node) -> bool:
     sent = b.op("Where", [column, indices, elsewhere], name=f"{name}_indices", dtype=indices.dtype,
                 shape=indices.shape)
     written = b.op("ScatterND", [padded, sent, updates], name=f"{name}_all", dtype=data.dtype, shape=padded.shape)
-    ends = [b.const(np.array([at], np.int64), name=f"{name}_{what}") for what, at in (("from", 0), ("to", rows))]
-    b.op("Slice", [written, *ends, b.const(np.array([0], np.int64), name=f"{name}_axis")], out=Value(
+    b.op("Slice", [written, *ends, axis], out=Value(
         f"{name}_kept_rows", data.dtype, data.shape))
     result = made[-1].outputs[0]
     g.insert_before(scatter, made)

@@ -18,12 +18,11 @@ from collections.abc import Mapping
 import numpy as np
 
 from loopc.ir import Graph, Loop, Node, Value
-from loopc.ir.bounds import Bounder
 from loopc.ir.builder import MAX_DATA, refine
 from loopc.ir.core import Shape
 from loopc.ir.ops import traits
 from loopc.passes._peeling import peel_first
-from loopc.passes._util import constant_trips
+from loopc.passes._util import runs_a_trip
 from loopc.passes.constant_folding import fold
 from loopc.passes.manager import PassResult
 
@@ -45,7 +44,7 @@ class SteadyCarries:
 def steady_shapes(loop: Loop) -> dict[Value, Shape | None] | None:
     """Each body value's shape from the second trip on, when some state's shape changes on the first trip
     only and ``loop`` can be peeled; else None."""
-    if loop.condition is not None or not _runs_a_trip(loop) or any(o.kind == "reverse" for o in loop.loop_outputs) \
+    if loop.condition is not None or not runs_a_trip(loop) or any(o.kind == "reverse" for o in loop.loop_outputs) \
             or any(it.reverse for it in loop.iterators) or any(n.subgraphs() for n in loop.body.nodes):
         return None
     if not all(_static(r.init.shape) for r in loop.recurrences):
@@ -97,15 +96,6 @@ def _peel(outer: Graph, loop: Loop, steady: dict[Value, Shape | None]) -> None:
     for out in loop.loop_outputs:
         if out.kind == "last" and _static(steady.get(out.value)):
             out.result.shape = steady[out.value]
-
-
-def _runs_a_trip(loop: Loop) -> bool:
-    """Whether every run of ``loop`` runs at least one trip (from its trip count: there is no condition)."""
-    trips = constant_trips(loop)
-    if trips is not None:
-        return trips >= 1
-    interval = Bounder().interval(loop.trip_count)
-    return interval is not None and interval[0] >= 1
 
 
 def _static(shape: Shape | None) -> bool:

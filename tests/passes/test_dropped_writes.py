@@ -55,3 +55,18 @@ def test_updates_gathered_at_other_positions_stay() -> None:
     _, model = load(text)
     assert run_alone(model, ConstantFolding(), DroppedWrites()) == {}
     assert "NonZero" in [node.op for node in model.graph.nodes]
+
+
+def test_rows_of_a_dynamic_width_get_a_spare_row_copied_from_the_data() -> None:
+    """Rows whose width is known only at run time (a decoder's batch): no constant spare row could have it."""
+    text = DROPPING.format(updates="v").replace("float[5,2] x", "float[5,N] x").replace(
+        "float[3,2] v", "float[3,N] v").replace("float[5,2] y", "float[5,N] y")
+    proto, model = load(text)
+    assert run_alone(model, ConstantFolding(), DroppedWrites(), DeadCode()).get("dropped-writes.scatters") == 1
+    assert "NonZero" not in [node.op for node in model.graph.nodes]
+    for width in (1, 4):
+        x = np.arange(5 * width, dtype=np.float32).reshape(5, width)
+        v = -np.arange(1, 3 * width + 1, dtype=np.float32).reshape(3, width)
+        for indices in ([3, 7, 0], [9, -1, 9]):
+            idx = np.array(indices, np.int64).reshape(3, 1)
+            assert_matches_onnxruntime(proto, model, {"x": x, "idx": idx, "v": v})

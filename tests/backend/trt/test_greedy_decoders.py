@@ -11,11 +11,14 @@ is simulated.
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import onnx.parser
 import pytest
 
 from loopc.backend.trt import to_network
+from loopc.compiler import build
 from loopc.errors import BackendError
 from loopc.frontend.onnx import import_model
 from loopc.passes import PassManager, default_passes
@@ -216,3 +219,60 @@ def test_the_tf2onnx_strided_read_of_the_last_token_builds_and_matches_onnxrunti
             for _ in range(STEPS - 1):
                 want.append(int(np.argmax(TABLE[want[-1]] @ OUT)))
             np.testing.assert_array_equal(got[b], want)
+
+
+def batched_greedy() -> str:
+    """:func:`greedy` over a dynamic batch of starts (jax2onnx's symbolic ``B``), its tokens written as rows of a
+    ``[STEPS, B]`` buffer by the FILL_OR_DROP write, until every row has ended or ``STEPS`` are out."""
+    write = DROPPING_WRITE.replace("all_upd = Reshape (tok2, one1)", "all_upd = Unsqueeze (tok2, axis0)")
+    return f"""{HEADER}
+g (int64[B] start) => (int64[{STEPS},B] tokens) {{
+    go = Constant <value = bool {{1}}> ()
+    zero = Constant <value = int64 {{0}}> ()
+    rows = Constant <value = int64[1] {{{STEPS}}}> ()
+    batch = Shape (start)
+    buf_shape = Concat <axis = 0> (rows, batch)
+    buf0 = ConstantOfShape <value = int64[1] {{0}}> (buf_shape)
+    i_out, tok_out, tokens = Loop ("", go, zero, start, buf0) <body = body (int64 it, bool c, int64 i, int64[B] tok,
+            int64[{STEPS},B] buf) => (bool c2, int64 i2, int64[B] tok2, int64[{STEPS},B] buf2) {{
+        table = Constant <value = float[{VOCAB},{WIDTH}] {{{floats(TABLE)}}}> ()
+        out = Constant <value = float[{WIDTH},{VOCAB}] {{{floats(OUT)}}}> ()
+        axis0 = Constant <value = int64[1] {{0}}> ()
+        one1 = Constant <value = int64[1] {{1}}> ()
+        embedded = Gather <axis = 0> (table, tok)
+        logits = MatMul (embedded, out)
+        tok2 = ArgMax <axis = 1, keepdims = 0> (logits)
+        shape11 = Constant <value = int64[2] {{1, 1}}> ()
+        {write}
+        buf2 = ScatterND (buf, idx, upd)
+        one = Constant <value = int64 {{1}}> ()
+        i2 = Add (i, one)
+        steps = Constant <value = int64 {{{STEPS}}}> ()
+        more = Less (i2, steps)
+        eos = Constant <value = int64 {{{VOCAB - 1}}}> ()
+        ended = Equal (tok2, eos)
+        ended_n = Cast <to = 7> (ended)
+        all_n = ReduceMin <keepdims = 0> (ended_n)
+        all_ended = Cast <to = 9> (all_n)
+        going = Not (all_ended)
+        c2 = And (more, going)
+    }}>
+}}"""
+
+
+def test_a_dropping_write_over_a_dynamic_batch_builds_and_matches_onnxruntime(tmp_path: pathlib.Path) -> None:
+    """jax2onnx's decoder with a symbolic batch: the spare row is a copy of the buffer's first row (a constant
+    could not have the batch's length), so the NonZero goes and the loop builds, under loopc's default profile
+    and at each batch run."""
+    report = build(onnx.parser.parse_model(batched_greedy()), tmp_path / "batched.plan", warn=lambda message: None)
+    assert len(report.loops) == 1
+    feeds = [np.array([1, 4, 0], np.int64), np.array([5, 2], np.int64), np.array([5, 5], np.int64)]
+    check_through_passes(batched_greedy(), [{"start": s} for s in feeds])
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(onnx.parser.parse_model(batched_greedy()).SerializeToString(),
+                                   providers=["CPUExecutionProvider"])
+    (got,) = session.run(None, {"start": feeds[2]})
+    ended_at_once = np.zeros((STEPS, 2), np.int64)
+    ended_at_once[0] = VOCAB - 1  # both rows' first token is the end token (see by_hand(5)): one trip runs
+    np.testing.assert_array_equal(got, ended_at_once)

@@ -29,9 +29,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 VOCAB, EMBED, HIDDEN, MAX_LEN, EOS = 12, 8, 16, 12, 0
 TOOL = f"jax2onnx {version('jax2onnx')} (jax {jax.__version__}), its default opset 23"
 
-#: loopc's refusal for a case at a known limit (the corpus test checks it is stated): the ScatterND's indices come
-#: from a NonZero in the body, a shape computed in each trip.
-REFUSALS = {"jax_while_greedy": "TensorRT's builder cannot build (makeScopeNodesContiguous)"}
+#: loopc's refusal for a case at a known limit (the corpus test checks it is stated); none today.
+REFUSALS: dict[str, str] = {}
 
 
 def _weights(seed: int) -> dict[str, np.ndarray]:

@@ -1,5 +1,5 @@
-"""Make the OpenVINO IR corpus from TensorFlow: ``tf.scan`` and a Keras GRU with masking, read by OpenVINO's
-TensorFlow frontend (``openvino.convert_model`` on the TF object, then ``openvino.save_model``), as users do.
+"""Make the OpenVINO IR corpus from TensorFlow: ``tf.scan``, a Keras GRU with masking and a greedy decoder in a
+``tf.while_loop``, read by OpenVINO's TensorFlow frontend (``openvino.convert_model`` on the TF object, then ``openvino.save_model``), as users do.
 
 Run outside the test suite, in a venv of its own (loopc never depends on TensorFlow):
 
@@ -45,9 +45,6 @@ class Case:
 
 CASES: list[Case] = []
 
-#: A TensorList the frontend carries as a [N, 1, 1] placeholder that the first trip broadcasts to full size.
-PLACEHOLDER = "has shape [?,1,1] when the loop starts"
-
 
 def _uniform(seed: int, *shape: int) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-0.6, 0.6, shape).astype(np.float32)
@@ -64,7 +61,8 @@ def _run_openvino(model: ov.Model, feeds: dict[str, np.ndarray]) -> dict[str, np
 
 
 def save_case(name: str, about: str, converted: ov.Model, eager: Callable[[dict[str, np.ndarray]], list[np.ndarray]],
-              feeds: dict[str, np.ndarray], other: dict[str, np.ndarray], refusal: str | None = None) -> None:
+              feeds: dict[str, np.ndarray], other: dict[str, np.ndarray], refusal: str | None = None,
+              names: tuple[str, ...] | None = None) -> None:
     """Save the IR, read it back, and check OpenVINO's CPU plugin against TF eager on both inputs."""
     # The frontend also returns the TensorList placeholder it made for tf.scan's TensorArray (a [T, 1, 1]
     # Broadcast, not an output of the TF function): dropped, so that the IR has the function's outputs only.
@@ -74,7 +72,7 @@ def save_case(name: str, about: str, converted: ov.Model, eager: Callable[[dict[
     # It names each output by every TF tensor it stands for (``Identity:0``, ``transpose_1:0``; which one
     # ``get_any_name`` returns is not fixed); one name each keeps the corpus keyed stably.
     for k, port in enumerate(converted.outputs):
-        port.get_tensor().set_names({"y" if len(converted.outputs) == 1 else f"y{k}"})
+        port.get_tensor().set_names({names[k] if names else "y" if len(converted.outputs) == 1 else f"y{k}"})
     xml = HERE / f"{name}.xml"
     ov.save_model(converted, xml, compress_to_fp16=False)
     model = ov.Core().read_model(xml)
@@ -115,7 +113,7 @@ def tf_scan_rnn() -> None:
               "Elman RNN (h = tanh(x W + h U + b), hidden 8) over time with tf.scan on the time-major input, every"
               " state stacked, a tf.function with dynamic batch and time",
               ov.convert_model(fn), lambda f: [fn(tf.constant(f["x"])).numpy()], feeds,
-              {"x": _sequence(11, 3, 7)}, refusal=PLACEHOLDER)
+              {"x": _sequence(11, 3, 7)})
 
 
 def keras_gru_masking() -> None:
@@ -143,7 +141,51 @@ def keras_gru_masking() -> None:
               f" after their lengths, Keras {importlib.metadata.version('keras')} functional model,"
               " convert_model on the model itself, dynamic batch and time",
               converted, lambda f: [np.asarray(model(f["x"], training=False))], padded(21, 3, 6, [6, 4, 2]),
-              padded(22, 2, 9, [5, 9]), refusal=PLACEHOLDER)
+              padded(22, 2, 9, [5, 9]))
+
+
+def tf_while_greedy() -> None:
+    """A batched greedy decoder (a tanh RNN cell over embedded tokens, argmax) in a ``tf.while_loop`` until every row
+    has emitted EOS or ``STEPS`` tokens are out, each step's tokens written to a ``TensorArray``; dynamic batch."""
+    vocab, embed, steps, eos = 10, 6, 8, 0
+    table, w_x, w_h = _uniform(30, vocab, embed), _uniform(31, embed, H), _uniform(32, H, H)
+    w_out = np.random.default_rng(33).uniform(-1.0, 1.0, (H, vocab)).astype(np.float32)
+    b_out = np.zeros(vocab, np.float32)
+    b_out[eos] = 1.0  # so that rows end within the steps
+
+    @tf.function(input_signature=[tf.TensorSpec([None, H], tf.float32, name="h0"),
+                                  tf.TensorSpec([None], tf.int32, name="start")])
+    def fn(h0: tf.Tensor, start: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor]:
+        def cond(i: tf.Tensor, h: tf.Tensor, token: tf.Tensor, done: tf.Tensor, tokens: tf.TensorArray) -> tf.Tensor:
+            return tf.logical_and(i < steps, tf.logical_not(tf.reduce_all(done)))
+
+        def body(i: tf.Tensor, h: tf.Tensor, token: tf.Tensor, done: tf.Tensor, tokens: tf.TensorArray) -> tuple:
+            h = tf.tanh(tf.gather(table, token) @ w_x + h @ w_h)
+            token = tf.where(done, eos, tf.cast(tf.argmax(h @ w_out + b_out, axis=-1), tf.int32))
+            return i + 1, h, token, tf.logical_or(done, token == eos), tokens.write(i, token)
+
+        init = (0, h0, start, tf.zeros([tf.shape(start)[0]], tf.bool), tf.TensorArray(tf.int32, size=steps))
+        i, _, _, _, tokens = tf.while_loop(cond, body, init)
+        return tf.transpose(tokens.stack()), i
+
+    def feeds(seed: int, batch: int) -> dict[str, np.ndarray]:
+        rng = np.random.default_rng(seed)
+        return {"h0": rng.standard_normal((batch, H)).astype(np.float32),
+                "start": rng.integers(1, vocab, batch).astype(np.int32)}
+
+    def stops_early(seed: int, batch: int) -> dict[str, np.ndarray] | None:
+        example = feeds(seed, batch)
+        _, trips = fn(tf.constant(example["h0"]), tf.constant(example["start"]))
+        return example if 2 <= int(trips) < steps else None
+
+    example = next(f for f in (stops_early(seed, 3) for seed in range(40, 400)) if f is not None)
+    save_case("tf_while_greedy",
+              f"batched greedy decoder (tanh RNN cell, hidden {H}, vocab {vocab}, argmax) in a tf.while_loop until every"
+              f" row has emitted EOS or {steps} tokens are out, each step's tokens written to a TensorArray of"
+              f" {steps} (a [{steps}, 1] placeholder the first trip broadcasts to [{steps}, batch]), finished rows emit"
+              " EOS; returns the tokens and the steps run; a tf.function with dynamic batch",
+              ov.convert_model(fn), lambda f: [t.numpy() for t in fn(tf.constant(f["h0"]), tf.constant(f["start"]))], example,
+              feeds(41, 5), names=("tokens", "steps"))
 
 
 def write_toml() -> None:
@@ -161,6 +203,7 @@ def write_toml() -> None:
 def main() -> None:
     tf_scan_rnn()
     keras_gru_masking()
+    tf_while_greedy()
     write_toml()
 
 
