@@ -95,9 +95,10 @@ def merge_stacked_axis(b: Builder, stacked: Value, piece: Value, axis: int, name
     return b.op("Reshape", [stacked, target], name=f"{name}_merged")
 
 
-def computed_from(value: Value) -> Iterator[Value]:
-    """``value`` and every value it is computed from, each once; the walk stops at ``Shape``/``Size``,
-    whose results are a tensor's dims, not its data (what TensorRT's shape calculations may read)."""
+def computed_from(value: Value, within: Graph | None = None, through_shapes: bool = False) -> Iterator[Value]:
+    """``value`` and every value it is computed from, each once (by nodes of ``within`` only, when given); the
+    walk stops at ``Shape``/``Size``, whose results are a tensor's dims, not its data (what TensorRT's shape
+    calculations may read), unless ``through_shapes``."""
     seen: set[Value] = set()
     stack = [value]
     while stack:
@@ -107,7 +108,8 @@ def computed_from(value: Value) -> Iterator[Value]:
         seen.add(current)
         yield current
         node = current.producer
-        if node is not None and not traits(node.op).shape_only:
+        if node is not None and (within is None or node.graph is within) and (
+                through_shapes or not traits(node.op).shape_only):
             stack.extend(v for v in node.inputs if v is not None)
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value
 from loopc.ir.bounds import Bounder
 from loopc.ir.builder import Builder
-from loopc.passes._util import I64, runs_a_trip, shape_entry_source, trips_run
+from loopc.passes._util import I64, computed_from, runs_a_trip, shape_entry_source, trips_run
 from loopc.passes.manager import PassResult
 
 
@@ -96,17 +96,7 @@ def _computed_from(value: Value, body: Graph) -> set[Node]:
 
 def _values_from(value: Value, body: Graph) -> set[Value]:
     """``value`` and the values of ``body`` (nodes and parameters) it is computed from, through ``Shape`` too."""
-    seen: set[Value] = set()
-    stack = [value]
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        node = current.producer
-        if node is not None and node.graph is body:
-            stack.extend(v for v in node.inputs if v is not None)
-    return seen
+    return set(computed_from(value, within=body, through_shapes=True))
 
 
 def _feeds_only(node: Node, on_the_way: set[Node], target: Value) -> bool:

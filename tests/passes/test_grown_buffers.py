@@ -340,3 +340,11 @@ def test_onnx_attention_over_past_keys_and_values_reads_the_buffers(masked: bool
     assert body_ops.count("Attention") == 1 and "Range" not in body_ops
     for trips in (1, 4):
         assert_matches_onnxruntime(proto, model_, attention_feeds(trips), rtol=1e-5, atol=1e-5)
+
+
+def test_a_causal_attention_over_past_keys_is_refused_naming_it() -> None:
+    text = ATTENTION_23.format(mask_input="", mask="", mask_name="").replace(
+        "Attention <scale = 0.7>", "Attention <scale = 0.7, is_causal = 1>")
+    model_ = import_model(onnx.parser.parse_model(text))
+    with pytest.raises(PassError, match=r"no rule for a Attention .*it is causal"):
+        run_alone(model_, GrownBuffers())

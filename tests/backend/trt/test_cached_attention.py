@@ -64,3 +64,38 @@ def test_rotary_positions_from_the_cache_length() -> None:
     got = build_and_simulate(model, feeds)[1]
     for name, want in zip(names, oracle.run(names, feeds)):
         np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+STATIC_CACHE = """<ir_version: 11, opset_import: ["" : 24]>
+g (int64 n, float[1,2,6,4] cache0, float[6,1,2,1,4] x, float[1,2,1,4] q) => (float[T,1,2,1,4] ys, float[1,2,6,4] cache) {
+  go = Constant <value = bool {1}> ()
+  cache, ys = Loop (n, go, cache0) <body = b (int64 i, bool c, float[1,2,6,4] kv) => (bool c_out, float[1,2,6,4] kv_next, float[1,2,1,4] y) {
+    c_out = Identity(c)
+    row = Gather <axis = 0> (x, i)
+    one = Constant <value = int64[1] {1}> ()
+    at = Reshape(i, one)
+    kv_next = TensorScatter <axis = 2> (kv, row, at)
+    keys_t = Transpose <perm = [0, 1, 3, 2]> (kv_next)
+    scores = MatMul(q, keys_t)
+    weights = Softmax <axis = -1> (scores)
+    y = MatMul(weights, kv_next)
+  }>
+}
+"""
+
+
+def test_a_static_cache_written_by_tensor_scatter_at_the_counter() -> None:
+    """TensorScatter-24 writes each trip's row at its position in a cache of fixed length, read in the same trip."""
+    proto = onnx.parser.parse_model(STATIC_CACHE)
+    onnx.checker.check_model(proto)
+    model = import_model(proto)
+    model.graph = PassManager(default_passes()).run(model.graph)
+    oracle = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
+    names = [o.name for o in proto.graph.output]
+    rng = np.random.default_rng(5)
+    feeds = {"n": np.array(4, np.int64), "cache0": np.zeros((1, 2, 6, 4), np.float32),
+             "x": rng.standard_normal((6, 1, 2, 1, 4)).astype(np.float32),
+             "q": rng.standard_normal((1, 2, 1, 4)).astype(np.float32)}
+    got = build_and_simulate(model, feeds)[1]
+    for name, want in zip(names, oracle.run(names, feeds)):
+        np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5, err_msg=name)
