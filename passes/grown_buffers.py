@@ -45,7 +45,6 @@ from loopc.ir.ops import traits
 from loopc.passes._resample import tensor_type
 from loopc.passes._util import TO_THE_END, as_i64, listed_axes, reordered
 from loopc.passes.manager import PassResult
-from loopc.passes.shape_refinement import ShapeRefinement
 from loopc.passes.unroll import cannot_unroll
 
 BOOL = np.dtype(np.bool_)
@@ -93,7 +92,6 @@ class GrownBuffers:
                  and _read_in_body(loop, rec)]
         if not grown:
             return 0
-        ShapeRefinement()(loop.body)  # the pieces' lengths, which earlier passes of this round made knowable
         before: list[Node] = []
         bound = self._bound(Builder(outer, before), loop)
         if bound is None:
