@@ -54,6 +54,9 @@ from loopc.corpus import Case, _one_line, load_corpus
 from loopc.fileio import load_arrays
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.loop_work import cell  # noqa: E402  (after the path: run as a script)
 
 #: What a decoder's case description says it is.
 DECODER = re.compile(r"\bdecoder\b|\bgenerator\b|\bbeam search\b", re.IGNORECASE)
@@ -441,14 +444,6 @@ def count_network(model: onnx.ModelProto) -> EngineLoop:
 
 # -- the report ----------------------------------------------------------------------------------
 
-def _cell(value: Any) -> str:
-    if value is None:
-        return "–"
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return f"{value:,}" if isinstance(value, int) else str(value)
-
-
 def _bytes_cell(count: int) -> str:
     for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if count >= size:
@@ -468,13 +463,13 @@ def markdown(rows: Sequence[Row]) -> str:
             lines.append(f"| {row.name} |" + " |" * (len(HEADER) - 2) + f" {row.error} |")
             continue
         at = row.at()
-        steps = ", ".join(f"{_cell(row.trips[t].macs)} ({t})" for t in at)
-        ratios = ", ".join(f"{_cell(row.ratio(t))} ({t})" for t in at)
+        steps = ", ".join(f"{cell(row.trips[t].macs)} ({t})" for t in at)
+        ratios = ", ".join(f"{cell(row.ratio(t))} ({t})" for t in at)
         first, last = row.trips[0], row.trips[-1]
         nodes = sorted({trip.nodes for trip in row.trips})
-        cells = [row.name, _cell(row.prompt_len), _cell(row.tokens), _cell(row.loops), _cell(row.layers),
-                 "–".join(map(str, nodes[:: max(1, len(nodes) - 1)])), _cell(row.padded_macs), steps, ratios,
-                 _cell(row.generation_ratio()), f"1 vs {row.tokens}",
+        cells = [row.name, cell(row.prompt_len), cell(row.tokens), cell(row.loops), cell(row.layers),
+                 "–".join(map(str, nodes[:: max(1, len(nodes) - 1)])), cell(row.padded_macs), steps, ratios,
+                 cell(row.generation_ratio()), f"1 vs {row.tokens}",
                  f"{_bytes_cell(first.state_in + first.state_out)} → {_bytes_cell(last.state_in + last.state_out)}",
                  _bytes_cell(row.copies_avoided()),
                  "–" if row.padded_state is None else _bytes_cell(2 * row.padded_state * len(row.trips)), ""]

@@ -388,7 +388,8 @@ COLUMNS = [("loops", "loops"), ("layers/iter", "layers_per_iteration"), ("matmul
            ("serial kernels", "serial_kernels"), ("build s", "build_seconds")]
 
 
-def _cell(value: Any) -> str:
+def cell(value: Any) -> str:
+    """One table cell: a dash for nothing, two decimals, thousands separated."""
     if value is None:
         return "–"
     if isinstance(value, float):
@@ -402,12 +403,12 @@ def markdown(rows: list[Row]) -> str:
     for row in rows:
         for tool in ("loopc", "parser"):
             work: Work = getattr(row, tool)
-            cells = [_cell(getattr(work, key)) if not work.error else "" for _, key in COLUMNS]
+            cells = [cell(getattr(work, key)) if not work.error else "" for _, key in COLUMNS]
             lines.append(f"| {row.name} | {tool} | " + " | ".join(cells) + f" | {work.error} |")
         for label, limit in (("limit", row.limit), ("limit, wavefront", row.wavefront)):
             if limit is not None:
-                cells = ["", "", "", _cell(limit.macs_per_iteration), "", "", "0", "", _cell(limit.kernels_per_trip),
-                         "", _cell(limit.serial_kernels), ""]
+                cells = ["", "", "", cell(limit.macs_per_iteration), "", "", "0", "", cell(limit.kernels_per_trip),
+                         "", cell(limit.serial_kernels), ""]
                 lines.append(f"| {row.name} | {label} | " + " | ".join(cells) + " |  |")
     return "\n".join(lines)
 

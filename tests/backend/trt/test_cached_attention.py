@@ -8,33 +8,16 @@ positions not yet written, so the loop carries values of one shape.
 from __future__ import annotations
 
 import numpy as np
-import onnx
-import onnx.parser
-import onnxruntime as ort
 import pytest
 
-from loopc.frontend.onnx import import_model
-from loopc.passes import PassManager, default_passes
-from tests.backend.trt.oracle import build_and_simulate
+from tests.backend.trt.test_onnx_control_flow import check_through_passes
 from tests.passes.test_grown_buffers import ALTERNATE, ATTENTION_23, attention_feeds
 
 
 @pytest.mark.parametrize("masked", [False, True], ids=["past-only", "with-a-mask"])
 def test_attention_over_a_grown_cache_builds_and_matches(masked: bool) -> None:
     text = ATTENTION_23.format(mask_input="", mask=ALTERNATE if masked else "", mask_name="mask" if masked else "")
-    proto = onnx.parser.parse_model(text)
-    onnx.checker.check_model(proto)
-    model = import_model(proto)
-    model.graph = PassManager(default_passes()).run(model.graph)
-    oracle = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [o.name for o in proto.graph.output]
-    for trips in (1, 5):
-        feeds = attention_feeds(trips)
-        network, got = build_and_simulate(model, feeds)
-        assert network.num_layers > 0
-        for name, want in zip(names, oracle.run(names, feeds)):
-            assert got[name].shape == want.shape, name
-            np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5, err_msg=name)
+    check_through_passes(text, [attention_feeds(1), attention_feeds(5)], rtol=1e-5, atol=1e-5)
 
 
 ROPE = """q_plain = MatMul(row, wq)
@@ -53,17 +36,9 @@ def test_rotary_positions_from_the_cache_length() -> None:
     angles = np.outer(np.arange(16), 1.0 / 10000 ** (np.arange(2) / 2)).astype(np.float32)
     text = ATTENTION_23.format(mask_input=", float[16,2] cos_cache, float[16,2] sin_cache", mask="", mask_name="")
     text = text.replace("q = MatMul(row, wq)\n    k = MatMul(row, wk)", ROPE)
-    proto = onnx.parser.parse_model(text)
-    onnx.checker.check_model(proto)
-    model = import_model(proto)
-    model.graph = PassManager(default_passes()).run(model.graph)
-    assert sum(1 for _, n in model.graph.walk() if n.op == "RotaryEmbedding") == 2
-    oracle = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [o.name for o in proto.graph.output]
     feeds = {**attention_feeds(4), "cos_cache": np.cos(angles), "sin_cache": np.sin(angles)}
-    got = build_and_simulate(model, feeds)[1]
-    for name, want in zip(names, oracle.run(names, feeds)):
-        np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5, err_msg=name)
+    model = check_through_passes(text, [feeds], rtol=1e-5, atol=1e-5)
+    assert sum(1 for _, n in model.graph.walk() if n.op == "RotaryEmbedding") == 2
 
 
 STATIC_CACHE = """<ir_version: 11, opset_import: ["" : 24]>
@@ -86,16 +61,8 @@ g (int64 n, float[1,2,6,4] cache0, float[6,1,2,1,4] x, float[1,2,1,4] q) => (flo
 
 def test_a_static_cache_written_by_tensor_scatter_at_the_counter() -> None:
     """TensorScatter-24 writes each trip's row at its position in a cache of fixed length, read in the same trip."""
-    proto = onnx.parser.parse_model(STATIC_CACHE)
-    onnx.checker.check_model(proto)
-    model = import_model(proto)
-    model.graph = PassManager(default_passes()).run(model.graph)
-    oracle = ort.InferenceSession(proto.SerializeToString(), providers=["CPUExecutionProvider"])
-    names = [o.name for o in proto.graph.output]
     rng = np.random.default_rng(5)
     feeds = {"n": np.array(4, np.int64), "cache0": np.zeros((1, 2, 6, 4), np.float32),
              "x": rng.standard_normal((6, 1, 2, 1, 4)).astype(np.float32),
              "q": rng.standard_normal((1, 2, 1, 4)).astype(np.float32)}
-    got = build_and_simulate(model, feeds)[1]
-    for name, want in zip(names, oracle.run(names, feeds)):
-        np.testing.assert_allclose(got[name], want, rtol=1e-5, atol=1e-5, err_msg=name)
+    check_through_passes(STATIC_CACHE, [feeds], rtol=1e-5, atol=1e-5)

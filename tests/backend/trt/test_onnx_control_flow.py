@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from loopc.ir import Model
+
 from tests.backend.trt.oracle import check_onnx
 
 HEADER = '<ir_version: 8, opset_import: ["" : 19]>'
@@ -80,8 +82,10 @@ def test_inner_loop_reading_rows_up_to_the_outer_counter():
         }}""", {"x": np.arange(8, dtype=np.float32).reshape(4, 2), "acc0": np.zeros(2, np.float32)})
 
 
-def check_through_passes(text: str, feeds: list[dict[str, np.ndarray]]) -> None:
-    """The model through loopc's passes, the real builder and the simulator, against onnxruntime, per feed."""
+def check_through_passes(text: str, feeds: list[dict[str, np.ndarray]], rtol: float = 1e-6,
+                         atol: float = 0.0) -> Model:
+    """The model through loopc's passes, the real builder and the simulator, against onnxruntime, per feed;
+    the model after the passes."""
     import onnx
     import onnxruntime as ort
 
@@ -99,7 +103,8 @@ def check_through_passes(text: str, feeds: list[dict[str, np.ndarray]]) -> None:
         got = build_and_simulate(model, feed)[1]
         for name, want in zip(names, oracle.run(names, feed)):
             assert got[name].shape == want.shape, name
-            np.testing.assert_allclose(got[name], want, rtol=1e-6, err_msg=name)
+            np.testing.assert_allclose(got[name], want, rtol=rtol, atol=atol, err_msg=name)
+    return model
 
 
 def test_while_loop_stacking_on_a_later_axis():

@@ -1162,9 +1162,7 @@ def beam() -> None:
         return {"memory": rnd(rng, 6, 12), "max_len": scalar(12)}
 
     def stops_early(inp: dict[str, Tensor]) -> bool:
-        history, scores = model(*inp.values())
-        gaps = (scores[:-1] - scores[1:]).abs().min()
-        return 4 <= history.shape[1] <= 9 and bool(gaps > 1e-3) and bool((history[:, :2] != model.eos).all())
+        return _beams_end_apart(model, inp)
 
     export_ts("beam_search", model, make(0), ["sequences", "scores"],
               {"memory": {0: "src_len"}, "sequences": {1: "steps"}}, script=True)
@@ -1230,9 +1228,7 @@ def beam_kv() -> None:
         return {"prompt": torch.from_numpy(rng.integers(1, 12, size=(1, prompt_len))), "max_len": scalar(12)}
 
     def stops_early(inp: dict[str, Tensor]) -> bool:
-        history, scores = model(*inp.values())
-        gaps = (scores[:-1] - scores[1:]).abs().min()
-        return 4 <= history.shape[1] <= 9 and bool(gaps > 1e-3) and bool((history[:, :2] != model.eos).all())
+        return _beams_end_apart(model, inp)
 
     export_ts("beam_search_kv", model, make(0), ["sequences", "scores"],
               {"prompt": {1: "prompt_len"}, "sequences": {1: "steps"}}, script=True)
@@ -1243,6 +1239,14 @@ def beam_kv() -> None:
               " torch.cat-grown history and the finished flags (Hugging Face's _reorder_cache), break when all beams"
               f" end, torch.jit.script, {TS}, dynamic prompt_len",
               other_sizes=make(1, 5))
+
+
+def _beams_end_apart(model: nn.Module, inp: dict[str, Tensor]) -> bool:
+    """A beam search's example worth keeping: it ends after 4 to 9 steps, its beams' scores are not near ties,
+    and no beam ends in its first two tokens."""
+    history, scores = model(*inp.values())
+    gaps = (scores[:-1] - scores[1:]).abs().min()
+    return 4 <= history.shape[1] <= 9 and bool(gaps > 1e-3) and bool((history[:, :2] != model.eos).all())
 
 
 def _margin(head: nn.Module, run: Callable[[], object]) -> float:
