@@ -28,7 +28,7 @@ shape, the interpreter refuses rather than guess.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -241,9 +241,9 @@ class _Interpreter:
         """The body split in two: the nodes the condition needs (run before it is tested), the rest."""
         plan = self._plans.get(loop)
         if plan is None:
-            body = list(loop.body.nodes)
-            needed = _needed_by(body, loop.condition) if loop.condition is not None else set()
-            plan = self._plans[loop] = ([n for n in body if n in needed], [n for n in body if n not in needed])
+            first = loop.condition_nodes()
+            chosen = set(first)
+            plan = self._plans[loop] = (first, [n for n in loop.body.nodes if n not in chosen])
         return plan
 
     def empty_element(self, loop: Loop, out: LoopOutput, sources: list[Any], inits: list[Any]) -> Any:
@@ -290,28 +290,6 @@ class _Interpreter:
         if length is None:
             raise InterpretError(f"{what}: a padded loop's concatenated output needs max_trips or a trip count")
         return padded(result, out.axis, trips, length, what, InterpretError)
-
-
-def _needed_by(body: list[Node], value: Value) -> set[Node]:
-    """The nodes of ``body`` that ``value`` depends on (through the graphs nested in them too)."""
-    producers = {out: node for node in body for out in node.outputs}
-    needed: set[Node] = set()
-    pending = [value]
-    while pending:
-        node = producers.get(pending.pop())
-        if node is not None and node not in needed:
-            needed.add(node)
-            pending.extend(_reads(node))
-    return needed
-
-
-def _reads(node: Node) -> Iterator[Value]:
-    """Every value ``node`` reads: its inputs and, in its nested graphs, every operand and result."""
-    yield from (v for v in node.inputs if v is not None)
-    for sub in node.subgraphs():
-        yield from sub.outputs
-        for inner in sub.nodes:
-            yield from _reads(inner)
 
 
 # --- plain nodes: ONNX's reference evaluator, one per distinct node form ----------------------------

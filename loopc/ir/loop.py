@@ -24,7 +24,7 @@ concatenated outputs, which TensorRT needs as a build-time length.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Literal
 
@@ -152,6 +152,21 @@ class Loop(Node):
 
     def subgraphs(self) -> list[Graph]:
         return [self.body]
+
+    def condition_nodes(self) -> list[Node]:
+        """The body nodes the condition is computed by (through the graphs nested in them too), in body order:
+        what runs before a trip's condition is tested."""
+        if self._condition is None:
+            return []
+        producers = {out: node for node in self.body.nodes for out in node.outputs}
+        needed: set[Node] = set()
+        pending = [self._condition]
+        while pending:
+            node = producers.get(pending.pop())
+            if node is not None and node not in needed:
+                needed.add(node)
+                pending.extend(_reads(node))
+        return [node for node in self.body.nodes if node in needed]
 
     # --- the loop's own operands ---------------------------------------------------------------------
 
@@ -352,6 +367,15 @@ class Loop(Node):
             self.update(self._recurrences[slot - nexts], next=value)
         else:
             self.update(self._loop_outputs[slot - values], value=value)
+
+
+def _reads(node: Node) -> Iterator[Value]:
+    """Every value ``node`` reads: its inputs and, in its nested graphs, every operand and result."""
+    yield from (v for v in node.inputs if v is not None)
+    for sub in node.subgraphs():
+        yield from sub.outputs
+        for inner in sub.nodes:
+            yield from _reads(inner)
 
 
 class If(Node):

@@ -1,0 +1,30 @@
+"""The ONNX backend: the loop IR after the passes back to an ONNX model (``loopc export``)."""
+
+from __future__ import annotations
+
+import onnx
+import onnx_graphsurgeon as gs
+from onnx import helper
+
+from loopc.backend.onnx.opset import all_nodes, export_opset
+from loopc.backend.onnx.writer import Writer
+from loopc.ir import Model
+
+PRODUCER = "loopc"
+
+
+def to_onnx(model: Model) -> onnx.ModelProto:
+    """``model`` as an ONNX model, stamped with the oldest opset that reads it (see :mod:`.opset`)."""
+    from loopc import __version__
+
+    graph = Writer(model).main_graph()
+    proto = gs.export_onnx(graph, do_type_check=True)
+    opset = export_opset(all_nodes(proto.graph))
+    del proto.opset_import[:]
+    proto.opset_import.append(helper.make_opsetid("", opset))
+    proto.ir_version = helper.find_min_ir_version_for(list(proto.opset_import))
+    proto.producer_name, proto.producer_version = PRODUCER, __version__
+    return proto
+
+
+__all__ = ["to_onnx"]
