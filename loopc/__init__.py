@@ -13,11 +13,12 @@ if TYPE_CHECKING:  # the entry points import their modules on first call, so tha
     import onnx
 
     from loopc.compiler import BuildReport, Compiled
+    from loopc.exporter import ExportReport
     from loopc.fileio import OutputFile
 
 __version__ = "0.1.0"
 
-__all__ = ["InternalError", "LoopcError", "SimulationError", "__version__", "build", "compile", "run", "simulate"]
+__all__ = ["InternalError", "LoopcError", "SimulationError", "__version__", "build", "compile", "export", "run", "simulate"]
 
 
 def simulate(network: Any, inputs: Mapping[str, Any], **kwargs: Any) -> dict[str, np.ndarray]:
@@ -47,3 +48,11 @@ def build(model: onnx.ModelProto | str | os.PathLike[str], output: str | os.Path
     from loopc.compiler import build as _build
 
     return _build(model, output, **kwargs)
+
+
+def export(model: onnx.ModelProto | str | os.PathLike[str], output: str | os.PathLike[str] | OutputFile,
+           **kwargs: Any) -> ExportReport:
+    """Canonicalize a model's loops and write it back as ONNX; see :func:`loopc.exporter.export`."""
+    from loopc.exporter import export as _export
+
+    return _export(model, output, **kwargs)

@@ -147,6 +147,10 @@ def _dim_before(value: Value, axis: int) -> tuple[Value, int] | None:
         return None
     if traits(node.op).same_shape:
         return data, axis
+    if traits(node.op).elementwise and value.shape is not None:
+        return _broadcast_dim(node, len(value.shape), axis)
+    if node.op == "MatMul" and len(data.shape) >= 2 and axis < len(data.shape) - 1 and _rank(node.input(1)) == 2:
+        return data, axis  # the batch dims and rows of x·W
     if node.op in ("Unsqueeze", "Squeeze"):
         axes = constant_value(node.inputs[1]) if len(node.inputs) > 1 and node.inputs[1] is not None else None
         if axes is None:
@@ -170,6 +174,20 @@ def _dim_before(value: Value, axis: int) -> tuple[Value, int] | None:
     if node.op == "Resize" and len(node.inputs) > 3 and node.inputs[3] is not None:
         return (data, axis) if same_dim(shape_entry_source(node.inputs[3], axis), data, axis) else None
     return None
+
+
+def _broadcast_dim(node: Node, rank: int, axis: int) -> tuple[Value, int] | None:
+    """The operand an elementwise result's dim ``axis`` comes from: the one operand of full rank, when every
+    other one is too short to reach that dim (it broadcasts along the leading dims it lacks)."""
+    full = [v for v in node.inputs if v is not None and _rank(v) == rank]
+    others = [v for v in node.inputs if v is not None and v not in full]
+    if len(full) != 1 or any(_rank(v) is None or rank - _rank(v) <= axis for v in others):  # type: ignore[operator]
+        return None
+    return full[0], axis
+
+
+def _rank(value: Value | None) -> int | None:
+    return None if value is None or value.shape is None else len(value.shape)
 
 
 def same_dim(source: int | tuple[Value, int] | None, value: Value, axis: int) -> bool:

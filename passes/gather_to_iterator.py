@@ -16,7 +16,7 @@ import numpy as np
 from loopc.ir import Graph, Loop, LoopIterator, Node, Value, constant_value
 from loopc.ir.builder import I64, Builder
 from loopc.passes._induction import Affine, Induction
-from loopc.passes._util import TO_THE_END, lower_bounds, vector_entries
+from loopc.passes._util import TO_THE_END, lower_bounds, same_dim, vector_entries
 from loopc.passes.manager import PassResult
 
 
@@ -42,11 +42,14 @@ class GatherToIterator:
             if data is None or not induction.invariant(data) or node.op not in ("Gather", "Slice"):
                 continue
             axis = _gather_axis(induction, node) if node.op == "Gather" else _slice_axis(induction, node)
+            reverse = node.op == "Gather" and axis is None and _reversed_index(induction, node, data)
+            if reverse:
+                axis = int(node.attrs.get("axis", 0))
             rank = len(data.shape) if data.shape is not None else None
             if axis is None or (axis < 0 and rank is None):
                 continue
             axis = axis + rank if axis < 0 and rank is not None else axis
-            if outer is not graph and not _length_of(data, axis, count):
+            if (outer is not graph or reverse) and not trip_long(data, axis, count):
                 # cutting data to the trips would put a Slice in the enclosing loop's body, and
                 # TensorRT's builder fails on such an iterator input (makeScopeNodesContiguous)
                 continue
@@ -55,7 +58,8 @@ class GatherToIterator:
             b = Builder(loop.body, restored)
             element = b.value(f"{out.name}_iter", out.dtype,
                               None if data.shape is None else data.shape[:axis] + data.shape[axis + 1:])
-            loop.add_iterator(LoopIterator(element, _first_trips(outer, loop, data, axis), axis))
+            loop.add_iterator(LoopIterator(element, data if reverse else _first_trips(outer, loop, data, axis), axis,
+                                           reverse))
             if node.op == "Slice":  # x[i:i+1] keeps the axis x[i] drops
                 axes = b.const(np.array([axis], np.int64), name=f"{out.name}_axis")
                 element = b.op("Unsqueeze", [element, axes], name=f"{out.name}_kept", dtype=out.dtype, shape=out.shape)
@@ -73,7 +77,7 @@ def _first_trips(outer: Graph, loop: Loop, data: Value, axis: int) -> Value:
     (the rows past the last trip are never read)."""
     count = loop.trip_count
     assert count is not None
-    if _length_of(data, axis, count):
+    if trip_long(data, axis, count):
         return data
     nodes: list[Node] = []
     b = Builder(outer, nodes)
@@ -99,7 +103,38 @@ def _length_of(data: Value, axis: int, count: Value) -> bool:
     if node is None or node.op != "Gather" or node.inputs[0] is None or node.inputs[0].producer is None:
         return False
     shape = node.inputs[0].producer
-    return shape.op == "Shape" and shape.inputs[0] is data and not shape.attrs and _is(node.inputs[1], axis)
+    index = constant_value(node.inputs[1])
+    if shape.op != "Shape" or shape.attrs or shape.inputs[0] is None or index is None or np.size(index) != 1:
+        return False
+    measured, at = shape.inputs[0], int(np.asarray(index).reshape(-1)[0])
+    return (measured is data and at == axis) or same_dim((measured, at), data, axis) or _same_symbol(
+        measured, at, data, axis)
+
+
+def _same_symbol(a: Value, i: int, b: Value, j: int) -> bool:
+    """Whether dim ``i`` of ``a`` and dim ``j`` of ``b`` carry one symbolic name (in ONNX, one size)."""
+    if a.shape is None or b.shape is None or not (-len(a.shape) <= i < len(a.shape) and -len(b.shape) <= j < len(b.shape)):
+        return False
+    return isinstance(a.shape[i], str) and a.shape[i] == b.shape[j]
+
+
+def trip_long(data: Value, axis: int, count: Value) -> bool:
+    """Whether ``data`` is provably ``count`` long along ``axis``, as an iterator of a loop of ``count`` trips must be
+    for TensorRT's builder: by its dims, or because it is already cut to ``count``."""
+    return _length_of(data, axis, count) or _cut_to(data, axis, count)
+
+
+def _cut_to(data: Value, axis: int, count: Value) -> bool:
+    """Whether ``data`` is already some tensor's first ``count`` rows along ``axis`` (this pass's own cut, read
+    back from an export)."""
+    node = data.producer
+    if node is None or node.op != "Slice" or len(node.inputs) != 4:
+        return False
+    end = node.inputs[2].producer if node.inputs[2] is not None else None
+    bound = end.inputs[0] if end is not None and end.op in ("Reshape", "Unsqueeze") else None
+    if bound is not None and bound is not count and bound.producer is not None and bound.producer.op == "Cast":
+        bound = bound.producer.inputs[0]
+    return bound is count and _is(node.inputs[1], 0) and _is(node.inputs[3], axis)
 
 
 def _gather_axis(induction: Induction, node: Node) -> int | None:
@@ -152,6 +187,25 @@ def _strided_axis(induction: Induction, node: Node) -> int | None:
     one_row = (steps_list[k] >= TO_THE_END and (ends[k] or 0) >= TO_THE_END) or (
         steps_list[k] == 1 and isinstance(end_k, Value) and induction.affine(end_k) == Affine(None, 1, 1))
     return axes_list[k] if whole and one_row else None
+
+
+def _reversed_index(induction: Induction, node: Node, data: Value) -> bool:
+    """Whether ``node`` is ``Gather(data, n - 1 - t)`` on trip ``t``, ``n`` being ``data``'s length along the
+    gathered axis: a reversed iterator (given that ``data`` is as long as the loop runs trips)."""
+    index = node.inputs[1]
+    found = induction.affine(index) if index is not None and index.shape == () else None
+    if found is None or found.step != -1 or data.shape is None:
+        return False
+    axis = int(node.attrs.get("axis", 0)) % max(len(data.shape), 1)
+    if found.base is None:
+        return isinstance(data.shape[axis], int) and found.const == data.shape[axis] - 1
+    base, const = found.base, found.const
+    if const == 0 and base.producer is not None and base.producer.op == "Sub" and _is(base.producer.inputs[1], 1):
+        base, const = base.producer.inputs[0], -1  # type: ignore[assignment]
+    length = base.producer if base is not None else None
+    measured = length.inputs[0].producer if length is not None and length.op == "Gather" and length.inputs[0] else None
+    return (const == -1 and measured is not None and measured.op == "Shape" and not measured.attrs
+            and measured.inputs[0] is data and _is(length.inputs[1], axis))  # type: ignore[union-attr]
 
 
 def _is_trip(induction: Induction, value: Value) -> bool:

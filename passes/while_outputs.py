@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.errors import PassError
-from loopc.ir import Graph, Loop, LoopOutput, Node, constant_int
+from loopc.ir import Graph, Loop, LoopOutput, Node, Value, constant_int
 from loopc.ir.builder import Builder
 from loopc.passes._util import first_rows, trips_run
 from loopc.passes.manager import PassResult, broken
@@ -43,13 +43,18 @@ class WhileOutputs:
                 raise PassError(f"{node.describe()}: a reversed output of a loop that can stop early is not supported")
             if node.trip_count is None and node.max_trips is None:
                 self._bound(g, node, stacked[0])
-            trips = trips_run(g, node)
             length = constant_int(node.max_trips if node.max_trips is not None else node.trip_count)
-            for out in reversed(stacked):
+            for out in stacked:
                 if out.result.shape is not None:  # now as long as the length input, not the trips run
                     dims = list(out.result.shape)
                     dims[out.axis] = length
                     out.result.shape = tuple(dims)
+            counted = _trips_counted(node)
+            stacked = [o for o in stacked if not _already_cut(o, counted)]
+            if not stacked:
+                continue
+            trips = trips_run(g, node)
+            for out in reversed(stacked):
                 nodes: list[Node] = []
                 exact = first_rows(Builder(g, nodes), out.result, trips, out.axis)
                 out.result.replace_all_uses_with(exact)
@@ -71,3 +76,27 @@ class WhileOutputs:
         before: list[Node] = []
         loop.set_max_trips(Builder(outer, before).const(np.array(self.max_trips, np.int64), name=f"{loop.name}_max_trips"))
         outer.insert_before(loop, before)
+
+
+def _trips_counted(loop: Loop) -> set[Value]:
+    """The "last" outputs of ``loop`` that count its trips: a recurrence from 0 stepping by 1 (:func:`trips_run`)."""
+    counters = {rec.state for rec in loop.recurrences if constant_int(rec.init) == 0 and rec.next.producer is not None
+                and rec.next.producer.op == "Add" and rec.next.producer.inputs[0] is rec.state
+                and constant_int(rec.next.producer.inputs[1]) == 1}
+    return {o.result for o in loop.loop_outputs if o.kind == "last" and o.value in counters}
+
+
+def _already_cut(out: LoopOutput, counted: set[Value]) -> bool:
+    """Whether every reader of ``out`` already cuts it to the trips run (:func:`first_rows`), as a model this pass
+    once ran on does (a ``loopc export``, read back): cutting again would only add a second Slice."""
+    uses = out.result.uses()
+    return bool(uses) and all(_is_cut(use.user, out, counted) for use in uses)
+
+
+def _is_cut(user: Node | Graph, out: LoopOutput, counted: set[Value]) -> bool:
+    if not isinstance(user, Node) or user.op != "Slice" or len(user.inputs) != 4 or user.inputs[0] is not out.result:
+        return False
+    end = user.inputs[2].producer if user.inputs[2] is not None else None
+    bound = end.inputs[0] if end is not None and end.op in ("Unsqueeze", "Reshape") else None
+    return (bound in counted and constant_int(user.inputs[1]) == 0
+            and constant_int(user.inputs[3]) == out.axis)

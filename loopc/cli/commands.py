@@ -1,4 +1,4 @@
-"""The subcommands: ``build``, ``inspect``, ``run`` and ``ops``."""
+"""The subcommands: ``build``, ``export``, ``inspect``, ``run`` and ``ops``."""
 
 from __future__ import annotations
 
@@ -139,6 +139,44 @@ def build(
         f"wrote {output}: {report.engine_bytes} bytes, {report.layers} layers, {len(report.all_loops())} loop(s); "
         f"compile {report.compile_seconds:.2f} s, build {report.build_seconds:.2f} s"
     )
+    if report_file:
+        report_file.write(lambda handle: handle.write(report.to_json().encode()))
+
+
+@cli.command()
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the .onnx.")
+@click.option("--shapes", help="Input shapes to fix before the passes run, trtexec style: x:1x3x224,y:4.")
+@click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
+@click.option("--report", "report_path", type=click.Path(dir_okay=False),
+              help="Write a JSON report here: ops, nodes and loops of the input and of the export, what each pass did.")
+@click.option("--dump-ir", is_flag=True, help="Print the IR after the frontend and after each pass that changes it.")
+@optimization_options
+@frontend_options
+@limit_option
+@verbose_option
+def export(model: str, output: str, shapes: str | None, max_trips: int | None, report_path: str | None,
+           dump_ir: bool, disabled: tuple[str, ...], frontend: str | None, weights: str | None) -> None:
+    """Canonicalize MODEL's loops as ``build`` does and write the result as ONNX, for runtimes that read ONNX
+    themselves (trtexec, onnxruntime's TensorRT provider, Triton). MODEL may be ONNX or OpenVINO IR."""
+    from loopc.exporter import export as export_onnx
+    from loopc.profiles import parse_shapes
+
+    out_file = OutputFile(output, "-o")
+    report_file = OutputFile(report_path, "--report") if report_path else None
+    _outputs(out_file, *([report_file] if report_file else []), reads=(model, weights))
+    report = export_onnx(model, out_file, max_trips=max_trips, shapes=parse_shapes(shapes), disabled=disabled,
+                         frontend=frontend, weights=weights, dump_ir=_dump_ir if dump_ir else None)
+    say = _teller(out_file, report_file)
+    before, after = report.before, report.after
+    say(f"wrote {output}: opset {report.opset}, {after.nodes} nodes (input {before.nodes}), {after.loops} loop(s) "
+        f"(input {before.loops}), {after.conditionals} conditional(s) (input {before.conditionals}); "
+        f"{report.seconds:.2f} s")
+    changes = report.op_changes()
+    if changes:
+        say("  ops: " + ", ".join(f"{op} {delta:+d}" for op, delta in changes.items()))
+    if report.passes:
+        say("  passes: " + ", ".join(f"{name} {count}" for name, count in report.passes.items()))
     if report_file:
         report_file.write(lambda handle: handle.write(report.to_json().encode()))
 

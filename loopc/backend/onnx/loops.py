@@ -26,6 +26,7 @@ from onnx import helper
 from loopc.backend.onnx.writer import _dims
 from loopc.errors import BackendError
 from loopc.ir import Loop, LoopOutput, Value
+from loopc.passes.gather_to_iterator import trip_long
 
 if TYPE_CHECKING:
     from loopc.backend.onnx.writer import Scope, Writer
@@ -43,10 +44,15 @@ def write_loop(w: Writer, loop: Loop, scope: Scope, out: list[gs.Node]) -> None:
     inner: Scope = ChainMap({}, scope)
     i = w.variable(f"{name}_i", I64, [])
     cond_in = w.variable(f"{name}_cond", BOOL, loop.condition.shape if loop.condition is not None else [])
+    trips = w.read(scope, loop.trip_count, what) if loop.trip_count is not None else gs.Variable.empty()
+    if loop.trip_count is not None and loop.trip_count.dtype != I64:
+        trips = w.op(out, "Cast", [trips], f"{name}_M", I64, [], {"to": helper.np_dtype_to_tensor_dtype(I64)})
     if loop.counter is not None:
         inner[loop.counter] = _as(w, body, i, loop.counter)
     for it in loop.iterators:
         source = w.read(scope, it.source, what)
+        if loop.trip_count is not None and not trip_long(it.source, it.axis, loop.trip_count):
+            source = _first_rows(w, out, source, it.axis, trips)
         index = w.op(body, "Sub", [_last_index(w, out, source, it.axis), i], f"{it.param.name}_index", I64, []) \
             if it.reverse else i
         inner[it.param] = w.op(body, "Gather", [source, index], it.param.name, it.param.dtype, it.param.shape,
@@ -89,20 +95,18 @@ def write_loop(w: Writer, loop: Loop, scope: Scope, out: list[gs.Node]) -> None:
                                                                                        rec.state.dtype)
     scans = [w.variable(f"{o.result.name}_scan", o.result.dtype) if o.kind == "reverse" or o.axis else
              w.variable(o.result.name, o.result.dtype, _stacked_shape(loop, o)) for o in stacked]
-    trips = w.read(scope, loop.trip_count, what) if loop.trip_count is not None else gs.Variable.empty()
-    if loop.trip_count is not None and loop.trip_count.dtype != I64:
-        trips = w.op(out, "Cast", [trips], f"{name}_M", I64, [], {"to": helper.np_dtype_to_tensor_dtype(I64)})
     graph = w.subgraph(loop.body, [i, cond_in, *states], body, yields)
     out.append(gs.Node("Loop", name=w.fresh(name), attrs={"body": graph},
                        inputs=[trips, cond_init, *(w.read(scope, r.init, what) for r in carried)],
                        outputs=[*finals.values(), *scans]))
-    for o in lasts:
+    for o in lasts:  # the first "last" output of a state is the carried final, any other a copy of it
         final = finals.get(o.value)
         if final is None:
             raise BackendError(f"{what}: 'last' output {o.result.name!r} reads {o.value.name!r}, not a recurrence "
                                "state")
-        scope[o.result] = final if final.name == o.result.name else w.op(
-            out, "Identity", [final], o.result.name, o.result.dtype, _dims(o.result.shape))
+        first = next(f for f in lasts if f.value is o.value)
+        scope[o.result] = final if first is o else w.op(out, "Identity", [final], o.result.name, o.result.dtype,
+                                                        o.result.shape)
     for o, scan in zip(stacked, scans):
         scope[o.result] = _placed(w, loop, o, scan, out)
 
@@ -113,6 +117,18 @@ def _as(w: Writer, nodes: list[gs.Node], tensor: gs.Tensor, value: Value) -> gs.
         return tensor
     return w.op(nodes, "Cast", [tensor], value.name, value.dtype, value.shape,
                 {"to": helper.np_dtype_to_tensor_dtype(value.dtype)})
+
+
+def _first_rows(w: Writer, out: list[gs.Node], source: gs.Tensor, axis: int, trips: gs.Tensor) -> gs.Tensor:
+    """``source`` cut to the loop's ``trips`` along ``axis``. The IR's iterators are that long (TensorRT's builder
+    wants them so), often by how a pass made them; written out, the cut shows it to whoever reads the export."""
+    end = w.op(out, "Reshape", [trips, w.const(out, np.array([1], np.int64), f"{source.name}_trips_dims")],
+               f"{source.name}_trips_end", I64, [1])
+    starts, axes = (w.const(out, np.array([v], np.int64), f"{source.name}_trips_{part}")
+                    for part, v in (("start", 0), ("axis", axis)))
+    shape = getattr(source, "shape", None)
+    return w.op(out, "Slice", [source, starts, end, axes], f"{source.name}_trips", source.dtype,
+                None if shape is None else [None if k == axis else d for k, d in enumerate(shape)])
 
 
 def _last_index(w: Writer, out: list[gs.Node], source: gs.Tensor, axis: int) -> gs.Tensor:

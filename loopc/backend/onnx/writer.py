@@ -29,6 +29,7 @@ class Writer:
     def __init__(self, model: Model) -> None:
         self.model = model
         self._taken: set[str] = set()
+        self._main_nodes: list[gs.Node] = []
 
     # --- names and tensors --------------------------------------------------------------------------------
 
@@ -63,9 +64,11 @@ class Writer:
         nodes.append(gs.Node(op, name=out.name, attrs=attrs or {}, inputs=list(inputs), outputs=[out]))
         return out
 
-    def const(self, nodes: list[gs.Node], array: Any, base: str) -> gs.Variable:
-        """A constant written as a ``Constant`` node, which every scope may hold."""
+    def const(self, nodes: list[gs.Node], array: Any, base: str) -> gs.Tensor:
+        """A constant: an initializer of the main graph, a ``Constant`` node in a nested one."""
         array = np.asarray(array)
+        if nodes is self._main_nodes:
+            return gs.Constant(self.fresh(base), array)
         return self.op(nodes, "Constant", [], base, array.dtype, array.shape,
                        {"value": gs.Constant(self.fresh(f"{base}_value"), array)})
 
@@ -82,8 +85,8 @@ class Writer:
             tensor = gs.Variable(value.name, dtype=value.dtype, shape=_dims(value.shape))
             scope[value] = tensor
             inputs.append(tensor)
-        nodes: list[gs.Node] = []
-        self.nodes(graph.nodes, scope, nodes, main=True)
+        nodes = self._main_nodes
+        self.nodes(graph.nodes, scope, nodes)
         outputs = self.yields(nodes, [self.read(scope, value, "the model's outputs") for _, value in
                                       self.model.outputs()], graph.name, names)
         return gs.Graph(nodes=nodes, inputs=inputs, outputs=outputs, name=graph.name or "main")
@@ -109,7 +112,7 @@ class Writer:
             result.append(out)
         return result
 
-    def nodes(self, nodes: Iterable[Node], scope: Scope, out: list[gs.Node], main: bool = False) -> None:
+    def nodes(self, nodes: Iterable[Node], scope: Scope, out: list[gs.Node]) -> None:
         """Write ``nodes`` into ``out``, binding their results in ``scope``."""
         from loopc.backend.onnx.loops import write_loop
 
@@ -118,9 +121,8 @@ class Writer:
                 write_loop(self, node, scope, out)
             elif isinstance(node, If):
                 self.conditional(node, scope, out)
-            elif node.op == "Constant" and main:
-                result = node.outputs[0]
-                scope[result] = gs.Constant(self.fresh(result.name), np.asarray(node.attrs["value"]))
+            elif node.op == "Constant" and out is self._main_nodes and set(node.attrs) == {"value"}:
+                scope[node.outputs[0]] = self.const(out, node.attrs["value"], node.outputs[0].name)
             else:
                 self.plain(node, scope, out)
 
