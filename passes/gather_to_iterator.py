@@ -198,7 +198,8 @@ def _reversed_index(induction: Induction, node: Node, data: Value) -> bool:
         return False
     axis = int(node.attrs.get("axis", 0)) % max(len(data.shape), 1)
     if found.base is None:
-        return isinstance(data.shape[axis], int) and found.const == data.shape[axis] - 1
+        size = data.shape[axis]
+        return isinstance(size, int) and found.const == size - 1
     base, const = found.base, found.const
     if const == 0 and base.producer is not None and base.producer.op == "Sub" and _is(base.producer.inputs[1], 1):
         base, const = base.producer.inputs[0], -1  # type: ignore[assignment]

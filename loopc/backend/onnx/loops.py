@@ -73,8 +73,8 @@ def write_loop(w: Writer, loop: Loop, scope: Scope, out: list[gs.Node]) -> None:
         cond_init = w.read(scope, cond_rec.init, what)
     elif loop.condition is not None:
         cond_init = _condition(w, loop, scope, out, _first_trip(w, loop, scope, out))
-    else:
-        cond_init = gs.Variable.empty()
+    else:  # always true; given rather than omitted, since TensorRT's parser needs the body's cond input bound
+        cond_init = w.const(out, np.array(True), f"{name}_true")
 
     w.nodes(loop.body.nodes, inner, body)
 
