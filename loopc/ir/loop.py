@@ -165,7 +165,7 @@ class Loop(Node):
             node = producers.get(pending.pop())
             if node is not None and node not in needed:
                 needed.add(node)
-                pending.extend(_reads(node))
+                pending.extend(reads(node))
         return [node for node in self.body.nodes if node in needed]
 
     # --- the loop's own operands ---------------------------------------------------------------------
@@ -369,13 +369,13 @@ class Loop(Node):
             self.update(self._loop_outputs[slot - values], value=value)
 
 
-def _reads(node: Node) -> Iterator[Value]:
+def reads(node: Node) -> Iterator[Value]:
     """Every value ``node`` reads: its inputs and, in its nested graphs, every operand and result."""
     yield from (v for v in node.inputs if v is not None)
     for sub in node.subgraphs():
         yield from sub.outputs
         for inner in sub.nodes:
-            yield from _reads(inner)
+            yield from reads(inner)
 
 
 class If(Node):

@@ -17,6 +17,7 @@ runtime that pads (TensorRT's parser) and in one that does not.
 from __future__ import annotations
 
 from collections import ChainMap
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -25,7 +26,8 @@ from onnx import helper
 
 from loopc.backend.onnx.writer import _dims
 from loopc.errors import BackendError
-from loopc.ir import Loop, LoopOutput, Value
+from loopc.ir import Loop, LoopIterator, LoopOutput, Recurrence, Value
+from loopc.ir.loop import reads
 from loopc.passes.gather_to_iterator import trip_long
 
 if TYPE_CHECKING:
@@ -49,10 +51,11 @@ def write_loop(w: Writer, loop: Loop, scope: Scope, out: list[gs.Node]) -> None:
         trips = w.op(out, "Cast", [trips], f"{name}_M", I64, [], {"to": helper.np_dtype_to_tensor_dtype(I64)})
     if loop.counter is not None:
         inner[loop.counter] = _as(w, body, i, loop.counter)
+    sources: dict[LoopIterator, gs.Tensor] = {}
     for it in loop.iterators:
-        source = w.read(scope, it.source, what)
+        source = sources[it] = w.read(scope, it.source, what)
         if loop.trip_count is not None and not trip_long(it.source, it.axis, loop.trip_count):
-            source = _first_rows(w, out, source, it.axis, trips)
+            source = sources[it] = _first_rows(w, out, source, it.axis, trips)
         index = w.op(body, "Sub", [_last_index(w, out, source, it.axis), i], f"{it.param.name}_index", I64, []) \
             if it.reverse else i
         inner[it.param] = w.op(body, "Gather", [source, index], it.param.name, it.param.dtype, it.param.shape,
@@ -72,7 +75,7 @@ def write_loop(w: Writer, loop: Loop, scope: Scope, out: list[gs.Node]) -> None:
     if cond_rec is not None:
         cond_init = w.read(scope, cond_rec.init, what)
     elif loop.condition is not None:
-        cond_init = _condition(w, loop, scope, out, _first_trip(w, loop, scope, out))
+        cond_init = _condition(w, loop, scope, out, _first_trip(w, loop, sources, scope, out))
     else:  # always true; given rather than omitted, since TensorRT's parser needs the body's cond input bound
         cond_init = w.const(out, np.array(True), f"{name}_true")
 
@@ -81,7 +84,7 @@ def write_loop(w: Writer, loop: Loop, scope: Scope, out: list[gs.Node]) -> None:
     if cond_rec is not None:
         cond_out = w.read(inner, cond_rec.next, what)
     elif loop.condition is not None:
-        cond_out = _condition(w, loop, inner, body, _next_trip(w, loop, scope, inner, body, i, out))
+        cond_out = _condition(w, loop, inner, body, _next_trip(w, loop, sources, inner, body, i, out))
     else:
         cond_out = cond_in
     stacked = [o for o in loop.loop_outputs if o.kind != "last"]
@@ -140,55 +143,57 @@ def _last_index(w: Writer, out: list[gs.Node], source: gs.Tensor, axis: int) -> 
                 f"{source.name}_last", I64, [])
 
 
-def _reads_of_condition(loop: Loop) -> set[Value]:
-    from loopc.ir.loop import _reads
-
-    return {v for node in loop.condition_nodes() for v in _reads(node)} | {loop.condition}  # type: ignore[arg-type]
-
-
-def _first_trip(w: Writer, loop: Loop, scope: Scope, out: list[gs.Node]) -> dict[Value, gs.Tensor]:
-    """The parameters of trip 0 that the condition reads, as tensors before the loop."""
-    read = _reads_of_condition(loop)
+def _bound(w: Writer, loop: Loop, sources: dict[LoopIterator, gs.Tensor], nodes: list[gs.Node],
+           counter: Callable[[], gs.Tensor], index: Callable[[LoopIterator], gs.Tensor],
+           state: Callable[[Recurrence], gs.Tensor], tag: str) -> dict[Value, gs.Tensor]:
+    """The parameters the condition reads, bound for one trip: the counter, each iterator's element at
+    ``index(it)`` of its source, each recurrence's ``state(rec)``."""
+    read = {v for node in loop.condition_nodes() for v in reads(node)} | {loop.condition}
     bound: dict[Value, gs.Tensor] = {}
     if loop.counter is not None and loop.counter in read:
-        bound[loop.counter] = w.const(out, np.array(0, loop.counter.dtype or I64), f"{loop.counter.name}_first")
+        bound[loop.counter] = counter()
     for it in loop.iterators:
         if it.param in read:
-            source = w.read(scope, it.source, loop.describe())
-            index = _last_index(w, out, source, it.axis) if it.reverse else w.const(out, np.array(0, np.int64),
-                                                                                   f"{it.param.name}_zero")
-            bound[it.param] = w.op(out, "Gather", [source, index], f"{it.param.name}_first", it.param.dtype,
+            bound[it.param] = w.op(nodes, "Gather", [sources[it], index(it)], f"{it.param.name}_{tag}", it.param.dtype,
                                    it.param.shape, {"axis": it.axis})
-    for rec in loop.recurrences:
-        if rec.state in read:
-            bound[rec.state] = w.read(scope, rec.init, loop.describe())
+    bound.update({rec.state: state(rec) for rec in loop.recurrences if rec.state in read})
     return bound
 
 
-def _next_trip(w: Writer, loop: Loop, scope: Scope, inner: Scope, body: list[gs.Node], i: gs.Tensor,
-               out: list[gs.Node]) -> dict[Value, gs.Tensor]:
+def _first_trip(w: Writer, loop: Loop, sources: dict[LoopIterator, gs.Tensor], scope: Scope,
+                out: list[gs.Node]) -> dict[Value, gs.Tensor]:
+    """The parameters of trip 0 that the condition reads, as tensors before the loop."""
+    def counter() -> gs.Tensor:
+        assert loop.counter is not None
+        return w.const(out, np.array(0, loop.counter.dtype or I64), f"{loop.counter.name}_first")
+
+    def index(it: LoopIterator) -> gs.Tensor:
+        return _last_index(w, out, sources[it], it.axis) if it.reverse else w.const(out, np.array(0, np.int64),
+                                                                                   f"{it.param.name}_zero")
+
+    return _bound(w, loop, sources, out, counter, index, lambda rec: w.read(scope, rec.init, loop.describe()), "first")
+
+
+def _next_trip(w: Writer, loop: Loop, sources: dict[LoopIterator, gs.Tensor], inner: Scope, body: list[gs.Node],
+               i: gs.Tensor, out: list[gs.Node]) -> dict[Value, gs.Tensor]:
     """The parameters of the next trip that the condition reads, as tensors at the end of this one's body. An
     iterator's next element is read clamped to its source: past the end, no trip is left to test."""
-    read = _reads_of_condition(loop)
-    bound: dict[Value, gs.Tensor] = {}
     step = w.op(body, "Add", [i, w.const(body, np.array(1, np.int64), f"{loop.name}_step")], f"{loop.name}_next_i",
                 I64, [])
-    if loop.counter is not None and loop.counter in read:
-        bound[loop.counter] = _as(w, body, step, loop.counter)
-    for it in loop.iterators:
-        if it.param in read:
-            source = w.read(scope, it.source, loop.describe())
-            last = _last_index(w, out, source, it.axis)
-            index = w.op(body, "Max", [w.op(body, "Sub", [last, step], f"{it.param.name}_back", I64, []),
-                                       w.const(body, np.array(0, np.int64), f"{it.param.name}_zero")],
-                         f"{it.param.name}_next_index", I64, []) if it.reverse else \
-                w.op(body, "Min", [step, last], f"{it.param.name}_next_index", I64, [])
-            bound[it.param] = w.op(body, "Gather", [source, index], f"{it.param.name}_next", it.param.dtype,
-                                   it.param.shape, {"axis": it.axis})
-    for rec in loop.recurrences:
-        if rec.state in read:
-            bound[rec.state] = w.read(inner, rec.next, loop.describe())
-    return bound
+
+    def counter() -> gs.Tensor:
+        assert loop.counter is not None
+        return _as(w, body, step, loop.counter)
+
+    def index(it: LoopIterator) -> gs.Tensor:
+        last = _last_index(w, out, sources[it], it.axis)
+        if not it.reverse:
+            return w.op(body, "Min", [step, last], f"{it.param.name}_next_index", I64, [])
+        back = w.op(body, "Sub", [last, step], f"{it.param.name}_back", I64, [])
+        return w.op(body, "Max", [back, w.const(body, np.array(0, np.int64), f"{it.param.name}_zero")],
+                    f"{it.param.name}_next_index", I64, [])
+
+    return _bound(w, loop, sources, body, counter, index, lambda rec: w.read(inner, rec.next, loop.describe()), "next")
 
 
 def _condition(w: Writer, loop: Loop, scope: Scope, nodes: list[gs.Node], bound: dict[Value, gs.Tensor]) -> gs.Tensor:
