@@ -20,6 +20,7 @@ import onnx
 from loopc.errors import LoopcError
 from loopc.fileio import OutputFile
 from loopc.ir import Model, format_graph
+from loopc.onnx_graphs import all_nodes
 
 #: protobuf's limit on one serialized message, which an ONNX file without external data is.
 PROTOBUF_LIMIT = 2**31 - 1
@@ -36,8 +37,6 @@ class ModelSummary:
 
     @classmethod
     def of(cls, model: onnx.ModelProto) -> ModelSummary:
-        from loopc.backend.onnx.opset import all_nodes
-
         ops = Counter(node.op_type for node in all_nodes(model.graph))
         return cls(sum(ops.values()), ops["Loop"] + ops["Scan"], ops["If"], dict(sorted(ops.items())))
 

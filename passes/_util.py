@@ -74,6 +74,22 @@ def first_rows(b: Builder, padded: Value, count: Value, axis: int) -> Value:
     return b.op("Slice", [padded, start, end, axes], name=f"{padded.name}_cut")
 
 
+def rows_cut(value: Value) -> tuple[Value, Value, int] | None:
+    """``(source, count, axis)`` when ``value`` is ``source``'s first ``count`` rows along ``axis``, written as
+    :func:`first_rows` writes it (its end ``count`` unsqueezed or reshaped to one entry, cast first or not)."""
+    node = value.producer
+    if node is None or node.op != "Slice" or len(node.inputs) != 4 or node.inputs[0] is None:
+        return None
+    end = node.inputs[2].producer if node.inputs[2] is not None else None
+    count = end.inputs[0] if end is not None and end.op in ("Unsqueeze", "Reshape") else None
+    if count is not None and count.producer is not None and count.producer.op == "Cast":
+        count = count.producer.inputs[0]
+    axis = constant_int(node.inputs[3])
+    if count is None or axis is None or constant_int(node.inputs[1]) != 0:
+        return None
+    return node.inputs[0], count, axis
+
+
 def merge_stacked_axis(b: Builder, stacked: Value, piece: Value, axis: int, name: str) -> Value:
     """Merge axes ``axis`` and ``axis + 1`` of ``stacked`` (pieces of ``piece``'s shape stacked on a new
     ``axis``): concatenating the pieces along ``axis``. ``piece`` needs a known rank."""

@@ -16,7 +16,7 @@ import numpy as np
 from loopc.ir import Graph, Loop, LoopIterator, Node, Value, constant_value
 from loopc.ir.builder import I64, Builder
 from loopc.passes._induction import Affine, Induction
-from loopc.passes._util import TO_THE_END, lower_bounds, same_dim, vector_entries
+from loopc.passes._util import TO_THE_END, lower_bounds, rows_cut, same_dim, vector_entries
 from loopc.passes.manager import PassResult
 
 
@@ -121,20 +121,8 @@ def _same_symbol(a: Value, i: int, b: Value, j: int) -> bool:
 def trip_long(data: Value, axis: int, count: Value) -> bool:
     """Whether ``data`` is provably ``count`` long along ``axis``, as an iterator of a loop of ``count`` trips must be
     for TensorRT's builder: by its dims, or because it is already cut to ``count``."""
-    return _length_of(data, axis, count) or _cut_to(data, axis, count)
-
-
-def _cut_to(data: Value, axis: int, count: Value) -> bool:
-    """Whether ``data`` is already some tensor's first ``count`` rows along ``axis`` (this pass's own cut, read
-    back from an export)."""
-    node = data.producer
-    if node is None or node.op != "Slice" or len(node.inputs) != 4:
-        return False
-    end = node.inputs[2].producer if node.inputs[2] is not None else None
-    bound = end.inputs[0] if end is not None and end.op in ("Reshape", "Unsqueeze") else None
-    if bound is not None and bound is not count and bound.producer is not None and bound.producer.op == "Cast":
-        bound = bound.producer.inputs[0]
-    return bound is count and _is(node.inputs[1], 0) and _is(node.inputs[3], axis)
+    cut = rows_cut(data)
+    return _length_of(data, axis, count) or (cut is not None and cut[1:] == (count, axis))
 
 
 def _gather_axis(induction: Induction, node: Node) -> int | None:

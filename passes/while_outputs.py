@@ -17,7 +17,7 @@ import numpy as np
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, LoopOutput, Node, Value, constant_int
 from loopc.ir.builder import Builder
-from loopc.passes._util import first_rows, trips_run
+from loopc.passes._util import first_rows, rows_cut, trips_run
 from loopc.passes.manager import PassResult, broken
 
 
@@ -90,13 +90,6 @@ def _already_cut(out: LoopOutput, counted: set[Value]) -> bool:
     """Whether every reader of ``out`` already cuts it to the trips run (:func:`first_rows`), as a model this pass
     once ran on does (a ``loopc export``, read back): cutting again would only add a second Slice."""
     uses = out.result.uses()
-    return bool(uses) and all(_is_cut(use.user, out, counted) for use in uses)
-
-
-def _is_cut(user: Node | Graph, out: LoopOutput, counted: set[Value]) -> bool:
-    if not isinstance(user, Node) or user.op != "Slice" or len(user.inputs) != 4 or user.inputs[0] is not out.result:
-        return False
-    end = user.inputs[2].producer if user.inputs[2] is not None else None
-    bound = end.inputs[0] if end is not None and end.op in ("Unsqueeze", "Reshape") else None
-    return (bound in counted and constant_int(user.inputs[1]) == 0
-            and constant_int(user.inputs[3]) == out.axis)
+    cuts = [rows_cut(use.user.outputs[0]) if isinstance(use.user, Node) and use.user.outputs else None for use in uses]
+    return bool(uses) and all(cut is not None and cut[0] is out.result and cut[1] in counted and cut[2] == out.axis
+                              for cut in cuts)

@@ -6,9 +6,10 @@ import onnx
 import onnx_graphsurgeon as gs
 from onnx import helper
 
-from loopc.backend.onnx.opset import all_nodes, export_opset
+from loopc.backend.onnx.opset import export_opset
 from loopc.backend.onnx.writer import Writer
 from loopc.ir import Model
+from loopc.onnx_graphs import all_nodes
 
 PRODUCER = "loopc"
 

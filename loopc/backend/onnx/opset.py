@@ -45,14 +45,3 @@ def _history(op: str) -> list[defs.OpSchema]:
 def _max_inputs(schema: defs.OpSchema) -> int:
     variadic = any(i.option == defs.OpSchema.FormalParameterOption.Variadic for i in schema.inputs)
     return 2**31 if variadic else len(schema.inputs)
-
-
-def all_nodes(graph: onnx.GraphProto) -> Iterable[onnx.NodeProto]:
-    """Every node of ``graph`` and of the graphs nested in its nodes."""
-    for node in graph.node:
-        yield node
-        for attr in node.attribute:
-            if attr.type == onnx.AttributeProto.GRAPH:
-                yield from all_nodes(attr.g)
-            for sub in attr.graphs:
-                yield from all_nodes(sub)

@@ -12,12 +12,14 @@ values apart, binds the function's attributes and picks the body for the model's
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
 import onnx
 import onnx.defs
 import onnx.inliner
 import onnx.shape_inference
+
+from loopc.onnx_graphs import all_nodes, subgraphs
 
 log = logging.getLogger(__name__)
 
@@ -83,11 +85,11 @@ def _prepared(model: onnx.ModelProto, op: str, opset: int) -> onnx.ModelProto:
         copy.CopyFrom(model)
     copy.graph.value_info.append(onnx.helper.make_tensor_value_info("", onnx.TensorProto.UNDEFINED, None))
     # The inliner looks types up in the main graph only: the bodies' values are declared there too.
-    for graph in _subgraphs(copy.graph):
+    for graph in subgraphs(copy.graph):
         copy.graph.value_info.extend([*graph.input, *graph.value_info])
     defaults = [a.default_value for a in onnx.defs.get_schema(op, opset).attributes.values()
                 if a.default_value.name]
-    for node in _nodes(copy.graph):
+    for node in all_nodes(copy.graph):
         if node.op_type == op and node.domain in ("", "ai.onnx"):
             present = {a.name for a in node.attribute}
             node.attribute.extend(d for d in defaults if d.name not in present)
@@ -102,21 +104,5 @@ def _declaring(model: onnx.ModelProto, value_info: Iterable[onnx.ValueInfoProto]
     return model
 
 
-def _subgraphs(graph: onnx.GraphProto) -> Iterator[onnx.GraphProto]:
-    """The graphs ``graph``'s nodes hold (loop and branch bodies), at every depth."""
-    for node in graph.node:
-        for attr in node.attribute:
-            for body in ([attr.g] if attr.type == onnx.AttributeProto.GRAPH else attr.graphs):
-                yield body
-                yield from _subgraphs(body)
-
-
-def _nodes(graph: onnx.GraphProto) -> Iterator[onnx.NodeProto]:
-    """Every node of ``graph`` and of the graphs its nodes hold."""
-    yield from graph.node
-    for body in _subgraphs(graph):
-        yield from body.node
-
-
 def _op_types(graph: onnx.GraphProto) -> set[str]:
-    return {n.op_type for n in _nodes(graph) if n.domain in ("", "ai.onnx")}
+    return {n.op_type for n in all_nodes(graph) if n.domain in ("", "ai.onnx")}

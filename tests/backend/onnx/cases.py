@@ -32,17 +32,15 @@ class ExportCase:
     atol: float = 1e-5
 
 
-def onnxruntime_outputs(model: onnx.ModelProto | pathlib.Path, feeds: dict[str, np.ndarray],
-                        aliases: dict[str, str] | None = None) -> dict[str, np.ndarray]:
-    """onnxruntime's outputs by name; an input it lacks is fed by one of its other names (``aliases``)."""
+def onnxruntime_outputs(model: onnx.ModelProto | pathlib.Path, feeds: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """onnxruntime's outputs by name, fed the inputs the model has."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
     source = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
     session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
-    by_name = {**{alias: name for name, alias in (aliases or {}).items()}}
-    fed = {i.name: feeds[i.name] if i.name in feeds else feeds[by_name[i.name]] for i in session.get_inputs()}
+    fed = {i.name: feeds[i.name] for i in session.get_inputs()}
     return dict(zip([o.name for o in session.get_outputs()], session.run(None, fed)))
 
 
