@@ -53,6 +53,9 @@ class ExportReport:
     optimizations: dict[str, bool] = field(default_factory=dict)
     seconds: float = 0.0
     bytes: int = 0
+    #: The external weights file, when written (``--external-data`` or a model past 2 GiB).
+    data_output: str = ""
+    data_bytes: int = 0
 
     def op_changes(self) -> dict[str, int]:
         """Each op whose count changed, by how much (negative: fewer in the export)."""
@@ -102,23 +105,44 @@ def export_model(
 def export(
     model: onnx.ModelProto | str | os.PathLike[str],
     output: str | os.PathLike[str] | OutputFile,
+    *,
+    external_data: bool = False,
     **kwargs: Any,
 ) -> ExportReport:
-    """Write ``model`` after loopc's passes to ``output`` as ONNX (atomically); see :func:`export_model`."""
+    """Write ``model`` after loopc's passes to ``output`` as ONNX (atomically); see :func:`export_model`.
+
+    The weights go to ``<output>.data`` beside it when ``external_data`` asks, and whenever the model would be
+    past protobuf's 2 GiB limit on one file; the data file is written first, so the model never names a
+    file that is not there yet.
+    """
     out = output if isinstance(output, OutputFile) else OutputFile(output)
     proto, report = export_model(model, **kwargs)
+    if external_data or proto.ByteSize() > PROTOBUF_LIMIT:
+        report.data_output, report.data_bytes = write_weights_beside(proto, out)
     data = serialized(proto)
     out.write(lambda handle: handle.write(data))
     report.output, report.bytes = out.path, len(data)
     return report
 
 
+def write_weights_beside(proto: onnx.ModelProto, out: OutputFile) -> tuple[str, int]:
+    """Move ``proto``'s weights to ``<out>.data`` and write that file; its path and size."""
+    from loopc.backend.onnx.external_data import move_weights
+
+    if not out.is_file():
+        raise LoopcError(f"-o {out.path}: external weights need the model written to a file, not a device or pipe")
+    data_file = OutputFile(out.path + ".data", "the external data file")
+    pieces = move_weights(proto, os.path.basename(data_file.target))
+    data_file.write(lambda handle: [handle.write(piece) for piece in pieces])
+    return data_file.path, sum(map(len, pieces))
+
+
 def serialized(proto: onnx.ModelProto) -> bytes:
-    """The model's bytes; one past protobuf's 2 GiB limit is refused by name rather than written broken."""
+    """The model's bytes; one still past protobuf's 2 GiB limit is refused by name rather than written broken."""
     size = proto.ByteSize()
     if size > PROTOBUF_LIMIT:
-        raise LoopcError(f"the exported model is {size} bytes, past protobuf's 2 GiB limit on one ONNX file; "
-                         "loopc does not write external weight files")
+        raise LoopcError(f"the exported model is {size} bytes without its external weights, past protobuf's "
+                         "2 GiB limit on one ONNX file")
     return proto.SerializeToString()
 
 

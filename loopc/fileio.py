@@ -66,6 +66,10 @@ class OutputFile:
         else:
             self._check_folder()
 
+    def is_file(self) -> bool:
+        """Whether the output is a regular file (replaced atomically), not a device or FIFO written through."""
+        return self._fd is None
+
     def same_file(self, other: str | os.PathLike[str]) -> bool:
         """Whether ``other`` (an input, another output) is the file this output would replace."""
         return self._fd is None and os.path.realpath(other) == self.target

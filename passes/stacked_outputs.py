@@ -33,6 +33,7 @@ class StackedOutputs:
                     continue
                 if out.kind == "concat" and node.condition is None and all(_reverses(r, out) for r in readers):
                     node.update(out, kind="reverse")
+                    out.result.learn_shape(readers[0].outputs[0].shape)  # type: ignore[union-attr]
                 elif out.axis == 0 and (axis := _moved_to(readers)) is not None:
                     node.update(out, axis=axis)
                     out.result.shape = readers[0].outputs[0].shape  # type: ignore[union-attr]

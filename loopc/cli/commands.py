@@ -151,12 +151,15 @@ def build(
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
               help="Write a JSON report here: ops, nodes and loops of the input and of the export, what each pass did.")
 @click.option("--dump-ir", is_flag=True, help="Print the IR after the frontend and after each pass that changes it.")
+@click.option("--external-data", is_flag=True,
+              help="Write the weights to OUTPUT.data beside the model (done anyway past protobuf's 2 GiB limit).")
 @optimization_options
 @frontend_options
 @limit_option
 @verbose_option
 def export(model: str, output: str, shapes: str | None, max_trips: int | None, report_path: str | None,
-           dump_ir: bool, disabled: tuple[str, ...], frontend: str | None, weights: str | None) -> None:
+           dump_ir: bool, external_data: bool, disabled: tuple[str, ...], frontend: str | None,
+           weights: str | None) -> None:
     """Canonicalize MODEL's loops as ``build`` does and write the result as ONNX, for runtimes that read ONNX
     themselves (trtexec, onnxruntime's TensorRT provider, Triton). MODEL may be ONNX or OpenVINO IR."""
     from loopc.exporter import export as export_onnx
@@ -165,13 +168,16 @@ def export(model: str, output: str, shapes: str | None, max_trips: int | None, r
     out_file = OutputFile(output, "-o")
     report_file = OutputFile(report_path, "--report") if report_path else None
     _outputs(out_file, *([report_file] if report_file else []), reads=(model, weights))
-    report = export_onnx(model, out_file, max_trips=max_trips, shapes=parse_shapes(shapes), disabled=disabled,
-                         frontend=frontend, weights=weights, dump_ir=_dump_ir if dump_ir else None)
+    report = export_onnx(model, out_file, external_data=external_data, max_trips=max_trips,
+                         shapes=parse_shapes(shapes), disabled=disabled, frontend=frontend, weights=weights,
+                         dump_ir=_dump_ir if dump_ir else None)
     say = _teller(out_file, report_file)
     before, after = report.before, report.after
     say(f"wrote {output}: opset {report.opset}, {after.nodes} nodes (input {before.nodes}), {after.loops} loop(s) "
         f"(input {before.loops}), {after.conditionals} conditional(s) (input {before.conditionals}); "
         f"{report.seconds:.2f} s")
+    if report.data_output:
+        say(f"  weights: {report.data_output} ({report.data_bytes} bytes)")
     changes = report.op_changes()
     if changes:
         say("  ops: " + ", ".join(f"{op} {delta:+d}" for op, delta in changes.items()))

@@ -64,6 +64,14 @@ class Value:
     def is_used(self) -> bool:
         return bool(self._uses)
 
+    def learn_shape(self, shape: Shape | None) -> None:
+        """Take the dims ``shape`` knows that this value does not (a value standing in for another of the same
+        shape keeps what was known of either); shapes of another rank teach nothing."""
+        if shape is None or (self.shape is not None and len(self.shape) != len(shape)):
+            return
+        mine = self.shape if self.shape is not None else (None,) * len(shape)
+        self.shape = tuple(old if old is not None else new for old, new in zip(mine, shape))
+
     def replace_all_uses_with(self, new: Value) -> int:
         """Make every read of this value read ``new``; returns how many reads moved."""
         if new is self:

@@ -73,3 +73,47 @@ def test_optimizations_can_be_left_out(tmp_path: pathlib.Path) -> None:
     code, text = export(str(SAMPLES / "running_sum.onnx"), "-o", str(out), "-O0", "--report", str(tmp_path / "r.json"))
     assert code == 0, text
     assert not any(json.loads((tmp_path / "r.json").read_text())["optimizations"].values())
+
+
+MODELS = pathlib.Path(__file__).resolve().parents[1] / "models"
+
+
+def test_external_data_puts_the_weights_beside_the_model(tmp_path: pathlib.Path) -> None:
+    """``--external-data``: the model keeps its small tensors and names the data file for the rest; ONNX's
+    checker, onnxruntime and loopc itself read the pair, and the outputs match the framework's."""
+    source = MODELS / "torch" / "lstm_bidir_2layer.onnx"
+    out = tmp_path / "lstm.onnx"
+    code, text = export(str(source), "-o", str(out), "--external-data")
+    assert code == 0, text
+    data = tmp_path / "lstm.onnx.data"
+    model = onnx.load(out, load_external_data=False)
+    external = [t for t in model.graph.initializer if t.data_location == onnx.TensorProto.EXTERNAL]
+    assert external and all(t.ByteSize() < 1024 for t in model.graph.initializer if t not in external)
+    assert {e.value for t in external for e in t.external_data if e.key == "location"} == {"lstm.onnx.data"}
+    assert f"weights: {data} ({data.stat().st_size} bytes)" in text
+    onnx.checker.check_model(str(out), full_check=True)
+    feeds = dict(np.load(MODELS / "torch" / "lstm_bidir_2layer.inputs.npz"))
+    want = dict(np.load(MODELS / "torch" / "lstm_bidir_2layer.expected.npz"))
+    got = onnxruntime_outputs(out, feeds)
+    for name, expected in want.items():
+        np.testing.assert_allclose(got[name], expected, rtol=1e-4, atol=1e-5)
+    again = tmp_path / "again.onnx"
+    code, text = export(str(out), "-o", str(again))
+    assert code == 0, text
+    assert not (tmp_path / "again.onnx.data").exists()
+    np.testing.assert_array_equal(onnxruntime_outputs(again, feeds)[next(iter(want))], got[next(iter(want))])
+
+
+def test_a_model_past_protobufs_limit_gets_external_data(tmp_path: pathlib.Path, monkeypatch) -> None:
+    """Past the 2 GiB limit (lowered here, so that the test stays small) the weights go beside the model
+    without being asked; an output that cannot have a file beside it is refused."""
+    from loopc import exporter
+
+    monkeypatch.setattr(exporter, "PROTOBUF_LIMIT", 65536)
+    source = MODELS / "torch_whole" / "tacotron_decoder.onnx"
+    out = tmp_path / "big.onnx"
+    code, text = export(str(source), "-o", str(out))
+    assert code == 0, text
+    assert (tmp_path / "big.onnx.data").stat().st_size > 0 and out.stat().st_size < 65536
+    code, text = export(str(source), "-o", "/dev/null")
+    assert code == EXIT_INPUT and "external weights need the model written to a file" in text

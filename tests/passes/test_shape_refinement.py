@@ -130,3 +130,74 @@ def test_a_reshape_target_assembled_from_known_and_unknown_pieces() -> None:
     x = np.arange(48, dtype=np.float32).reshape(3, 4, 2, 2)
     (y,) = interpret(graph, {"x": x, "n": np.array([6], np.int64)})
     np.testing.assert_array_equal(y, x.reshape(6, 1, 2, 4))
+
+
+def test_a_state_takes_its_initial_dims_when_the_body_keeps_them() -> None:
+    """``h`` starts as ``h0`` (2x3) and each trip gives ``tanh(h * row + h)``, which is 2x3 again whenever
+    ``h`` is: by induction over the trips ``h`` is always 2x3, and so is the loop's last value of it."""
+    graph = ir("""
+        graph main(%x: f32[5,3], %h0: f32[2,3]) -> (%hn) {
+          %n: i64[] = Constant() value=i64[]:[5]
+          %hn: f32[...] = loop count=%n {
+            iterator %row: f32[3] = %x[axis 0]
+            recurrence %h: f32[?,?] = %h0 -> %next
+            %scaled: f32[...] = Mul(%h, %row)
+            %sum: f32[...] = Add(%scaled, %h)
+            %next: f32[...] = Tanh(%sum)
+            last %hn = %h
+          }
+        }
+    """)
+    assert ShapeRefinement()(graph).modified
+    verify(graph)
+    loop = next(node for node in graph.nodes if isinstance(node, Loop))
+    assert loop.recurrences[0].state.shape == (2, 3)
+    assert [values(graph)[name].shape for name in ("scaled", "sum", "next", "hn")] == [(2, 3)] * 4
+    x = np.linspace(-1, 1, 15, dtype=np.float32).reshape(5, 3)
+    h = np.linspace(0.5, -0.5, 6, dtype=np.float32).reshape(2, 3)
+    (hn,) = interpret(graph, {"x": x, "h0": h})
+    for row in x:
+        h = np.tanh(h * row + h)
+    np.testing.assert_allclose(hn, h, rtol=1e-6)
+
+
+def test_a_state_the_body_grows_keeps_its_unknown_dim() -> None:
+    """``acc`` starts with one row and each trip appends one: assuming the initial [1, 3] gives the next trip
+    [2, 3], so the assumption is dropped, and every value it taught is forgotten with it."""
+    graph = ir("""
+        graph main(%x: f32[4,3], %first: f32[1,3]) -> (%all) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %axes: i64[1] = Constant() value=i64[1]:[0]
+          %all: f32[...] = loop count=%n {
+            iterator %row: f32[3] = %x[axis 0]
+            recurrence %acc: f32[?,3] = %first -> %grown
+            %piece: f32[...] = Unsqueeze(%row, %axes)
+            %grown: f32[...] = Concat(%acc, %piece) axis=0
+            last %all = %acc
+          }
+        }
+    """)
+    ShapeRefinement()(graph)
+    verify(graph)
+    loop = next(node for node in graph.nodes if isinstance(node, Loop))
+    assert loop.recurrences[0].state.shape == (None, 3)
+    assert values(graph)["piece"].shape == (1, 3) and values(graph)["grown"].shape == (None, 3)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    first = np.full((1, 3), -1, np.float32)
+    (everything,) = interpret(graph, {"x": x, "first": first})
+    np.testing.assert_array_equal(everything, np.concatenate([first, x]))
+
+
+def test_a_constant_of_shape_target_assembled_from_known_and_unknown_pieces() -> None:
+    """``zeros(n, 8, 14, 14)`` with ``n`` computed: the known pieces give the last three dims."""
+    graph = ir("""
+        graph main(%n: i64[1]) -> (%y) {
+          %rest: i64[3] = Constant() value=i64[3]:[8,14,14]
+          %target: i64[4] = Concat(%n, %rest) axis=0
+          %y: f32[...] = ConstantOfShape(%target) value=f32[1]:[0]
+        }
+    """)
+    assert ShapeRefinement()(graph).modified
+    assert values(graph)["y"].shape == (None, 8, 14, 14)
+    (y,) = interpret(graph, {"n": np.array([2], np.int64)})
+    np.testing.assert_array_equal(y, np.zeros((2, 8, 14, 14), np.float32))

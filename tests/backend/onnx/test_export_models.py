@@ -18,27 +18,6 @@ from tests.backend.onnx.cases import ExportCase, export_cases, onnxruntime_outpu
 
 CASES = export_cases()
 
-#: Exports a second export changes, and models whose export loopc builds with other loops, and why: known gaps,
-#: each expected to fail (strictly: a gap that closes must come off its list).
-_CACHE_BRANCH = "the If that grows the cache in the loop comes back with 9 more layers in a branch (not analysed yet)"
-NOT_FIXED_POINTS: dict[str, str] = {
-    "onnxscript/onnxscript_while_history": "a second export writes its nodes in another order (not analysed yet)",
-    "torch/scan_discounted_returns": "the second export loses the output's symbolic dims and moves a reversal",
-    "torch/gpt2_greedy": _CACHE_BRANCH,
-    "torch/gpt2_greedy_unrolled": _CACHE_BRANCH,
-    "torch/gpt2_static_cache_scripted": _CACHE_BRANCH,
-    "torch/beam_search_kv": "a second export differs in the reordered caches' writes (not analysed yet)",
-    "torch_whole/mask_rcnn": "a second export folds 4 more nodes of the detector's post-processing",
-}
-OTHER_LOOPS: dict[str, str] = {name: _CACHE_BRANCH for name in
-                               ("torch/gpt2_greedy", "torch/gpt2_greedy_unrolled", "torch/gpt2_static_cache_scripted")}
-
-
-def known(table: dict[str, str]) -> list[object]:
-    return [pytest.param(c, id=c.id, marks=pytest.mark.xfail(reason=table[c.id], strict=True)) if c.id in table
-            else pytest.param(c, id=c.id) for c in CASES]
-
-
 @pytest.fixture(scope="module")
 def exports() -> dict[str, onnx.ModelProto]:
     return {}
@@ -60,14 +39,14 @@ def test_export_is_valid_onnx_and_matches_the_reference(case: ExportCase, export
     assert result.ok, result.detail
 
 
-@pytest.mark.parametrize("case", known(NOT_FIXED_POINTS))
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_exporting_the_export_changes_nothing(case: ExportCase, exports: dict[str, onnx.ModelProto]) -> None:
     first = exported(case, exports)
     second, _ = export_model(first, max_trips=case.max_trips)
     assert canonical(second) == canonical(first)
 
 
-@pytest.mark.parametrize("case", known(OTHER_LOOPS))
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_building_the_export_gives_the_same_loops(case: ExportCase, exports: dict[str, onnx.ModelProto]) -> None:
     original = compile(case.model, max_trips=case.max_trips).report.loops
     again = compile(exported(case, exports), max_trips=case.max_trips).report.loops
