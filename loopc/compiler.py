@@ -22,6 +22,7 @@ from loopc.errors import BackendError
 from loopc.fileio import OutputFile, load_arrays
 from loopc.fingerprint import LoopInfo, NetworkInfo, Node, describe_network
 from loopc.ir import Graph, Model, format_graph
+from loopc.precision import Precision, PrecisionReport
 from loopc.profiles import InputProfile, ShapeProfile
 from loopc.trt.config import Session, build_serialized, builder_config
 
@@ -42,6 +43,8 @@ class BuildReport:
     engine_bytes: int = 0
     #: The optimization profile each input was built with, and where it came from.
     inputs: dict[str, InputProfile] = field(default_factory=dict)
+    #: What ``--fp16`` / ``--bf16`` did, when asked.
+    precision: PrecisionReport | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -59,6 +62,7 @@ class Compiled:
     session: Session
     network: Any
     report: BuildReport
+    precision: Precision = Precision()
 
 
 def load_ir(model: onnx.ModelProto | str | os.PathLike[str], frontend: str | None = None,
@@ -92,15 +96,18 @@ def compile(  # noqa: A001  (the public name users expect)
     frontend: str | None = None,
     weights: str | os.PathLike[str] | None = None,
     disabled: Collection[str] = (),
+    precision: Precision = Precision(),
 ) -> Compiled:
     """Import, canonicalize and convert ``model`` to a TensorRT network (not yet built).
 
     ``max_trips`` bounds while loops with scan outputs (see :func:`loopc.frontend.onnx.import_model`);
     ``progress`` is told each stage as it starts; ``frontend`` and ``weights`` go to :func:`load_ir`;
-    ``disabled`` names optimization passes not to run (:data:`loopc.passes.OPTIMIZATIONS`).
+    ``disabled`` names optimization passes not to run (:data:`loopc.passes.OPTIMIZATIONS`); ``precision``
+    asks for a half-precision network (see :mod:`loopc.precision`).
     """
     from loopc.backend.trt.network import to_network
     from loopc.passes import OPTIMIZATIONS
+    from loopc.trt import is_rtx
 
     say = progress or (lambda stage: None)
     start = time.perf_counter()
@@ -109,14 +116,37 @@ def compile(  # noqa: A001  (the public name users expect)
     if dump_ir:
         dump_ir("frontend", format_graph(ir.graph))
     say("canonicalizing loops")
-    stats = optimize(ir, (lambda name, g: dump_ir(name, format_graph(g))) if dump_ir else None, max_trips, disabled)
+    dump = (lambda name, g: dump_ir(name, format_graph(g))) if dump_ir else None
+    stats = optimize(ir, dump, max_trips, disabled)
+    halved = None
+    if precision and is_rtx():
+        say(f"retyping to {precision.half}")
+        halved = to_half(ir, precision, dump)
     say("converting to a TensorRT network")
     session, network = to_network(ir)
     report = BuildReport(ir.source, passes=stats, layers=network.num_layers,
                          optimizations={name: name not in disabled for name in OPTIMIZATIONS})
+    if precision:
+        report.precision = halved or PrecisionReport(precision.half or "", precision.half_state, by="builder flag")
     report.loops = describe_network(network).loops
     report.compile_seconds = time.perf_counter() - start
-    return Compiled(ir, session, network, report)
+    return Compiled(ir, session, network, report, precision)
+
+
+def to_half(model: Model, precision: Precision, dump: Callable[[str, Graph], None] | None = None) -> PrecisionReport:
+    """Retype ``model`` for a half-precision network (TensorRT-RTX), once (a cast it makes is a model's cast to
+    the next run), then drop what that left unread."""
+    from loopc.ir import verify
+    from loopc.passes import DeadCode, PassManager
+    from loopc.passes.half_precision import HalfPrecision
+
+    half_pass = HalfPrecision(precision.half or "fp16", precision.half_state)
+    half_pass(model.graph)
+    verify(model.graph, after=f"pass {half_pass.name}")
+    if dump is not None:
+        dump(half_pass.name, model.graph)
+    model.graph = PassManager([DeadCode()], dump=dump).run(model.graph)
+    return PrecisionReport.of_pass(precision, half_pass)
 
 
 def build(
@@ -127,6 +157,8 @@ def build(
     inputs: Mapping[str, Any] | str | os.PathLike[str] | None = None,
     target: str | None = None,
     fp16: bool = False,
+    bf16: bool = False,
+    half_state: bool = False,
     max_trips: int | None = None,
     dump_ir: Callable[[str, str], None] | None = None,
     progress: Callable[[str], None] | None = None,
@@ -140,13 +172,23 @@ def build(
     Dynamic inputs take their profile from ``shapes``, then from the example ``inputs`` (arrays by
     name, or an ``.npz``), then loopc's default range (see :mod:`loopc.profiles`); ``warn`` is told
     each default chosen (default: :func:`warnings.warn`). ``report.inputs`` records every input's profile.
+    ``fp16`` / ``bf16`` build in half precision (``half_state``: loop state too; see :mod:`loopc.precision`);
+    the float32 engine is then built as well, for its size in ``report.precision``.
     """
+    precision = Precision.of(fp16, bf16, half_state)
     plan_file = output if isinstance(output, OutputFile) else OutputFile(output)
     examples = load_arrays(inputs) if isinstance(inputs, (str, os.PathLike)) else dict(inputs or {})
-    compiled = compile(model, max_trips=max_trips, dump_ir=dump_ir, progress=progress, frontend=frontend,
-                       weights=weights, disabled=disabled)
-    return build_compiled(compiled, plan_file, shapes=shapes, inputs=examples, target=target, fp16=fp16,
-                          progress=progress, warn=warn)
+    options: dict[str, Any] = dict(max_trips=max_trips, frontend=frontend, weights=weights, disabled=disabled)
+    compiled = compile(model, dump_ir=dump_ir, progress=progress, precision=precision, **options)
+    report = build_compiled(compiled, plan_file, shapes=shapes, inputs=examples, target=target, progress=progress,
+                            warn=warn)
+    if report.precision is not None:
+        if progress:
+            progress("building the float32 engine, for its size")
+        reference = compile(model, **options)
+        report.precision.fp32_engine_bytes = len(build_plan(reference, shapes=shapes, inputs=examples, target=target,
+                                                            warn=lambda message: None)[0])
+    return report
 
 
 def build_compiled(
@@ -156,7 +198,6 @@ def build_compiled(
     shapes: ShapeProfile | None = None,
     inputs: Mapping[str, Any] | None = None,
     target: str | None = None,
-    fp16: bool = False,
     progress: Callable[[str], None] | None = None,
     warn: Callable[[str], None] | None = None,
 ) -> BuildReport:
@@ -164,6 +205,22 @@ def build_compiled(
 
     Returns a report of its own: ``compiled.report`` with this build's profile, time and size.
     """
+    if progress:
+        progress("building the engine")
+    plan, report = build_plan(compiled, shapes=shapes, inputs=inputs, target=target, warn=warn)
+    output.write(lambda handle: handle.write(plan))
+    return report
+
+
+def build_plan(
+    compiled: Compiled,
+    *,
+    shapes: ShapeProfile | None = None,
+    inputs: Mapping[str, Any] | None = None,
+    target: str | None = None,
+    warn: Callable[[str], None] | None = None,
+) -> tuple[bytes, BuildReport]:
+    """The serialized engine of a compiled network, and its report (see :func:`build_compiled`)."""
     from loopc.feeds import input_specs, prepare_inputs
 
     session, network = compiled.session, compiled.network
@@ -171,12 +228,10 @@ def build_compiled(
     if inputs:
         checked = prepare_inputs(input_specs(network, compiled.model), inputs, partial=True, origin="--inputs: ")
         profile = dataclasses.replace(profile, examples={**profile.examples, **checked})
-    cfg = builder_config(session, target=target, fp16=fp16)
+    cfg = builder_config(session, target=target, precision=compiled.precision)
     dims = {v.name: tuple(v.shape) for v in compiled.model.graph.inputs if v.shape is not None}
     report = dataclasses.replace(compiled.report)
     report.inputs = profile.apply(session.builder, network, cfg, dim_names=dims, warn=warn or _warn)
-    if progress:
-        progress("building the engine")
     start = time.perf_counter()
     try:
         plan = build_serialized(session, network, cfg)
@@ -188,8 +243,7 @@ def build_compiled(
                            "shapes or values with --shapes or --inputs)") from exc
     report.build_seconds = time.perf_counter() - start
     report.engine_bytes = len(plan)
-    output.write(lambda handle: handle.write(plan))
-    return report
+    return plan, report
 
 
 def _warn(message: str) -> None:

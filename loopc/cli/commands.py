@@ -14,6 +14,7 @@ from loopc.frontend import FRONTENDS
 from loopc.fileio import OutputFile, load_arrays, save_arrays
 from loopc.limits import DEFAULT_MAX_TENSOR_BYTES, format_bytes, parse_size, tensor_limit
 from loopc.picture import FORMATS as PICTURE_FORMATS
+from loopc.precision import Precision, PrecisionReport
 from loopc.sim import DEFAULT_MAX_ITERATIONS, supported_layer_types
 
 if TYPE_CHECKING:
@@ -49,6 +50,27 @@ def optimization_options(command: F) -> F:
     return click.option("-O", "opt_level", type=click.IntRange(0, 1), default=1, show_default=True, is_eager=True,
                         expose_value=False, callback=lambda ctx, param, value: ctx.params.update(opt_level=value),
                         help="Optimization level: -O0 runs only the passes a build needs.")(command)
+
+
+def _precision(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
+    """--fp16, --bf16 and --fp16-state, folded into one :class:`loopc.precision.Precision`."""
+    from loopc.precision import Precision
+
+    return Precision.of(ctx.params.pop("fp16", False), ctx.params.pop("bf16", False), bool(value))
+
+
+def precision_options(command: F) -> F:
+    """``--fp16`` / ``--bf16`` / ``--fp16-state``: a half-precision network (see :mod:`loopc.precision`)."""
+    command = click.option(
+        "--fp16-state", "precision", is_flag=True, callback=_precision,
+        help="With --fp16/--bf16: keep loop-carried state (and its update) in half too, not float32.")(command)
+    for flag, what in (("--bf16", "bfloat16"), ("--fp16", "float16")):
+        command = click.option(flag, is_flag=True, is_eager=True, expose_value=False,
+                               callback=lambda ctx, param, value: ctx.params.update({param.name: value}),
+                               help=f"Compute in {what} what may be: products and activations; accumulations, "
+                                    "normalizations, softmax, shape work and loop state stay float32. "
+                                    "(Datacenter TensorRT: its builder flag.)")(command)
+    return command
 
 
 def _tensor_limit(ctx: click.Context, param: click.Parameter, text: str | None) -> None:
@@ -97,7 +119,7 @@ def _dump_ir(stage: str, text: str) -> None:
 @click.option("-i", "--inputs", "inputs_path", type=click.Path(dir_okay=False),
               help=".npz of example inputs: their shapes (and shape-tensor values) pin the profile.")
 @click.option("--target", help="Compute capability to build for, e.g. sm89 (default: the GPU present, else sm89).")
-@click.option("--fp16", is_flag=True, help="Allow FP16 kernels.")
+@precision_options
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write a JSON build report here.")
 @click.option("--dump-ir", is_flag=True, help="Print the IR after the frontend and after each pass that changes it.")
@@ -107,8 +129,9 @@ def _dump_ir(stage: str, text: str) -> None:
 @verbose_option
 def build(
     model: str, output: str, shapes: str | None, min_shapes: str | None, opt_shapes: str | None,
-    max_shapes: str | None, inputs_path: str | None, target: str | None, fp16: bool, max_trips: int | None,
-    report_path: str | None, dump_ir: bool, disabled: tuple[str, ...], frontend: str | None, weights: str | None,
+    max_shapes: str | None, inputs_path: str | None, target: str | None, precision: Precision,
+    max_trips: int | None, report_path: str | None, dump_ir: bool, disabled: tuple[str, ...], frontend: str | None,
+    weights: str | None,
 ) -> None:
     """Compile MODEL into a TensorRT engine whose loops are TensorRT loops.
 
@@ -123,8 +146,9 @@ def build(
     _outputs(plan_file, *([report_file] if report_file else []), reads=(model, inputs_path, weights))
     examples = load_arrays(inputs_path) if inputs_path else {}
     profile = ShapeProfile.from_specs(shapes, min_shapes, opt_shapes, max_shapes, examples)
-    report = build_engine(model, plan_file, shapes=profile, inputs=examples, target=target, fp16=fp16,
-                          max_trips=max_trips, dump_ir=_dump_ir if dump_ir else None,
+    report = build_engine(model, plan_file, shapes=profile, inputs=examples, target=target,
+                          fp16=precision.half == "fp16", bf16=precision.half == "bf16",
+                          half_state=precision.half_state, max_trips=max_trips, dump_ir=_dump_ir if dump_ir else None,
                           progress=lambda stage: click.echo(f"loopc: {stage} ...", err=True),
                           warn=lambda message: click.echo(f"loopc: warning: {message}", err=True),
                           frontend=frontend, weights=weights, disabled=disabled)
@@ -139,8 +163,22 @@ def build(
         f"wrote {output}: {report.engine_bytes} bytes, {report.layers} layers, {len(report.all_loops())} loop(s); "
         f"compile {report.compile_seconds:.2f} s, build {report.build_seconds:.2f} s"
     )
+    if report.precision is not None:
+        _say_precision(say, report.precision, report.engine_bytes)
     if report_file:
         report_file.write(lambda handle: handle.write(report.to_json().encode()))
+
+
+def _say_precision(say: Callable[[str], None], precision: PrecisionReport, engine_bytes: int) -> None:
+    if precision.by != "loopc":
+        say(f"  {precision.half}: TensorRT's builder flag chooses each layer's precision")
+        return
+    ratio = f" ({engine_bytes / precision.fp32_engine_bytes:.2f}x)" if precision.fp32_engine_bytes else ""
+    say(f"  {precision.half}: {precision.half_nodes} node(s) in half, {precision.weights} weight(s) stored in half, "
+        f"{precision.casts} cast(s); float32 build {precision.fp32_engine_bytes} bytes{ratio}")
+    kept = precision.kept_by_reason()
+    if kept:
+        say("  left in float32: " + "; ".join(f"{count} {reason}" for reason, count in kept.items()))
 
 
 @cli.command()
@@ -246,11 +284,12 @@ def _ir_loops(graph: Graph, name: str) -> str:
 @click.option("--max-iterations", type=click.IntRange(min=1), default=DEFAULT_MAX_ITERATIONS, show_default=True,
               help="A loop still running after this many trips is an error (sim only).")
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
+@precision_options
 @limit_option
 @verbose_option
 def run(
     model: str, inputs_path: str | None, output_path: str | None, executor: str, frontend: str, max_iterations: int,
-    max_trips: int | None, weights: str | None,
+    max_trips: int | None, weights: str | None, precision: Precision,
 ) -> None:
     """Run MODEL on the inputs and print (or save) its outputs."""
     output_file = OutputFile(output_path, "-o") if output_path else None
@@ -258,7 +297,7 @@ def run(
         _outputs(output_file, reads=(model, inputs_path, weights))
     inputs = load_arrays(inputs_path) if inputs_path else {}
     outputs = api.run(model, inputs, executor=executor, frontend=frontend, max_iterations=max_iterations,
-                      max_trips=max_trips, weights=weights)
+                      max_trips=max_trips, weights=weights, precision=precision)
     say = _teller(output_file)
     if output_file:
         save_arrays(output_file, outputs)

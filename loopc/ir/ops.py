@@ -22,6 +22,11 @@ import numpy as np
 #: How an elementwise op's operands broadcast: NumPy-style among all of them ("multi"), or the
 #: later operands to the first one's shape ("uni": PRelu's slope), or not at all (None).
 Broadcast = Literal["multi", "uni"] | None
+#: In which type an op computes when the model runs in half precision (see :mod:`loopc.passes.half_precision`):
+#: in half ("half": products, arithmetic, activations), in float32 whatever its operands ("float": what
+#: accumulates many terms or normalizes, where half's 11 bits lose the result), or in its operands' type
+#: ("follow": what moves, selects or compares elements, which rounds nothing).
+Precision = Literal["half", "float", "follow"]
 #: How :mod:`loopc.passes._batching` runs an op on operands with a new leading (trip) axis.
 LiftRule = Literal["elementwise", "axis", "axes", "matmul", "gemm", "transpose", "slice", "reshape", "expand"]
 
@@ -107,6 +112,8 @@ class OpTraits:
         lift: how the op runs on operands with a new leading trip axis, None when loopc has no rule.
         matrix_product: multiplies matrices (MatMul, Gemm, Conv, ...): the heavy work worth moving a
             loop's computation for.
+        precision: the type it computes in when the model runs in half (see :data:`Precision`); float32
+            unless the record says otherwise.
     """
 
     op: str
@@ -125,6 +132,7 @@ class OpTraits:
     numpy: Callable[..., Any] | None = None
     lift: Lift | None = None
     matrix_product: bool = False
+    precision: Precision = "float"
 
     @property
     def axis(self) -> AxisParam | None:
@@ -161,97 +169,108 @@ _AXES_OPERAND = (AxisParam("axes", operand=1, many=True),)
 # ------------------------------------------------------------------------------ elementwise ops
 
 _UNARY: dict[str, Any] = dict(elementwise=True, same_shape=True, lift=Lift("elementwise"))
-_add(["Abs", "Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "BitwiseNot", "Cast", "Ceil", "Celu", "Cos", "Cosh",
-      "Elu", "Erf", "Exp", "Floor", "Gelu", "HardSigmoid", "HardSwish", "IsInf", "IsNaN", "LeakyRelu", "Log", "Mish",
-      "Reciprocal", "Relu", "Round", "Selu", "Shrink", "Sigmoid", "Sign", "Sin", "Sinh", "Softplus", "Softsign",
-      "Sqrt", "Swish", "Tan", "Tanh", "ThresholdedRelu"], **_UNARY)
-_add(["Identity"], **_UNARY, reshapes=True, copies=True)
-_add(["Neg"], **_UNARY, numpy=np.negative)
+_add(["Acos", "Acosh", "Asin", "Asinh", "Atan", "Atanh", "Celu", "Cos", "Cosh", "Elu", "Erf", "Exp", "Gelu",
+      "HardSigmoid", "HardSwish", "LeakyRelu", "Log", "Mish", "Reciprocal", "Relu", "Selu", "Shrink", "Sigmoid",
+      "Sin", "Sinh", "Softplus", "Softsign", "Sqrt", "Swish", "Tan", "Tanh", "ThresholdedRelu"], **_UNARY,
+     precision="half")
+_add(["Abs", "Ceil", "Floor", "Round", "Sign", "IsInf", "IsNaN", "Cast", "BitwiseNot"], **_UNARY, precision="follow")
+_add(["Identity"], **_UNARY, reshapes=True, copies=True, precision="follow")
+_add(["Neg"], **_UNARY, numpy=np.negative, precision="follow")
 _add(["Not"], **_UNARY, numpy=np.logical_not)
-_add(["Clip"], elementwise=True, same_shape=True, lift=Lift("elementwise", fixed=(1, 2)))
+_add(["Clip"], elementwise=True, same_shape=True, lift=Lift("elementwise", fixed=(1, 2)), precision="half")
 
 _BINARY: dict[str, Any] = dict(elementwise=True, broadcast="multi", lift=Lift("elementwise"))
 _add(["And"], **_BINARY, numpy=np.logical_and)
 _add(["Or"], **_BINARY, numpy=np.logical_or)
 _add(["Xor"], **_BINARY, numpy=np.logical_xor)
-_add(["Add"], **_BINARY, numpy=np.add)
-_add(["Sub"], **_BINARY, numpy=np.subtract)
-_add(["Mul"], **_BINARY, numpy=np.multiply)
-_add(["Equal"], **_BINARY, numpy=np.equal)
-_add(["Greater"], **_BINARY, numpy=np.greater)
-_add(["GreaterOrEqual"], **_BINARY, numpy=np.greater_equal)
-_add(["Less"], **_BINARY, numpy=np.less)
-_add(["LessOrEqual"], **_BINARY, numpy=np.less_equal)
-_add(["Div", "Mod"], **_BINARY, traps=Trap.ZERO_DIVISOR)
-_add(["Max", "Mean", "Min", "Pow", "Sum", "Where"], **_BINARY)
+_add(["Add"], **_BINARY, numpy=np.add, precision="half")
+_add(["Sub"], **_BINARY, numpy=np.subtract, precision="half")
+_add(["Mul"], **_BINARY, numpy=np.multiply, precision="half")
+_add(["Equal"], **_BINARY, numpy=np.equal, precision="follow")
+_add(["Greater"], **_BINARY, numpy=np.greater, precision="follow")
+_add(["GreaterOrEqual"], **_BINARY, numpy=np.greater_equal, precision="follow")
+_add(["Less"], **_BINARY, numpy=np.less, precision="follow")
+_add(["LessOrEqual"], **_BINARY, numpy=np.less_equal, precision="follow")
+_add(["Div"], **_BINARY, traps=Trap.ZERO_DIVISOR, precision="half")
+_add(["Mod"], **_BINARY, traps=Trap.ZERO_DIVISOR)
+_add(["Mean", "Sum"], **_BINARY, precision="half")
+_add(["Max", "Min", "Where"], **_BINARY, precision="follow")
+_add(["Pow"], **_BINARY)  # x**2 of a norm overflows half from |x| = 256
 _add(["BitShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor"], **_BINARY)
-_add(["PRelu"], elementwise=True, broadcast="uni", same_shape=True, lift=Lift("elementwise"))
+_add(["PRelu"], elementwise=True, broadcast="uni", same_shape=True, lift=Lift("elementwise"), precision="half")
 
 # ----------------------------------------------------------------- same shape, not elementwise
 
 _add(["Softmax", "LogSoftmax"], same_shape=True, axes=_axis(-1), lift=Lift("axis"))
-_add(["Hardmax", "LpNormalization"], same_shape=True, axes=_axis(-1))
+_add(["Hardmax"], same_shape=True, axes=_axis(-1), precision="follow")
+_add(["LpNormalization"], same_shape=True, axes=_axis(-1))
 _add(["CumSum", "CumProd"], same_shape=True, axes=(AxisParam("axis", operand=1),))
-_add(["CastLike", "Dropout", "LRN", "InstanceNormalization", "GroupNormalization", "Trilu", "RotaryEmbedding"],
-     same_shape=True)
+_add(["LRN", "InstanceNormalization", "GroupNormalization"], same_shape=True)
+_add(["CastLike", "Dropout", "Trilu"], same_shape=True, precision="follow")
+_add(["RotaryEmbedding"], same_shape=True, precision="half")
 _add(["MeanVarianceNormalization"], same_shape=True, axes=_axis((0, 2, 3), "axes", many=True))
 _add(["RMSNormalization"], same_shape=True, axes=_axis(-1))
 _add(["QuantizeLinear", "DequantizeLinear"], same_shape=True)
-_add(["ReverseSequence"], same_shape=True, copies=True, permutes=True, traps=Trap.SHAPE,
+_add(["ReverseSequence"], same_shape=True, copies=True, permutes=True, traps=Trap.SHAPE, precision="follow",
      axes=(AxisParam("batch_axis", default=1), AxisParam("time_axis", default=0)))
-_add(["ScatterElements", "Scatter"], same_shape=True, axes=_axis(0), traps=Trap.INDEX)
-_add(["ScatterND"], same_shape=True, traps=Trap.INDEX)
-_add(["TensorScatter"], same_shape=True, axes=_axis(-2), traps=Trap.INDEX)
+_add(["ScatterElements", "Scatter"], same_shape=True, axes=_axis(0), traps=Trap.INDEX, precision="follow")
+_add(["ScatterND"], same_shape=True, traps=Trap.INDEX, precision="follow")
+_add(["TensorScatter"], same_shape=True, axes=_axis(-2), traps=Trap.INDEX, precision="follow")
 
 # -------------------------------------------------------------------------- moving elements
 
-_add(["Reshape"], reshapes=True, copies=True, traps=Trap.SHAPE, lift=Lift("reshape", fixed=(1,)))
-_add(["Flatten"], reshapes=True, copies=True, axes=_axis(1, to_rank=True))
-_add(["Squeeze"], reshapes=True, copies=True, traps=Trap.SHAPE, axes=_AXES_OPERAND, lift=Lift("axes", fixed=(1,)))
+_add(["Reshape"], reshapes=True, copies=True, traps=Trap.SHAPE, lift=Lift("reshape", fixed=(1,)), precision="follow")
+_add(["Flatten"], reshapes=True, copies=True, axes=_axis(1, to_rank=True), precision="follow")
+_add(["Squeeze"], reshapes=True, copies=True, traps=Trap.SHAPE, axes=_AXES_OPERAND, lift=Lift("axes", fixed=(1,)), precision="follow")
 _add(["Unsqueeze"], reshapes=True, copies=True, traps=Trap.SHAPE, lift=Lift("axes", fixed=(1,)),
-     axes=(AxisParam("axes", operand=1, many=True, of_result=True),))
-_add(["Transpose"], copies=True, permutes=True, lift=Lift("transpose"))
-_add(["DepthToSpace", "SpaceToDepth"], copies=True, permutes=True)
-_add(["Expand"], copies=True, traps=Trap.SHAPE, value_shaped=True, lift=Lift("expand", fixed=(1,)))
-_add(["Tile"], copies=True, traps=Trap.SHAPE, value_shaped=True)
-_add(["Slice"], copies=True, traps=Trap.SHAPE, axes=(AxisParam("axes", operand=3, many=True),), lift=Lift("slice", fixed=(1, 2, 3, 4)))
-_add(["Split"], copies=True, traps=Trap.SHAPE, axes=_axis(0), lift=Lift("axis", fixed=(1,)))
-_add(["Concat"], axes=_axis(None), lift=Lift("axis"))
-_add(["Gather"], copies=True, traps=Trap.INDEX, axes=_axis(0), lift=Lift("axis", fixed=(1,)))
-_add(["GatherElements"], copies=True, traps=Trap.INDEX, axes=_axis(0))
-_add(["GatherND"], copies=True, traps=Trap.INDEX)
-_add(["Compress"], copies=True, traps=Trap.SHAPE, value_shaped=True, axes=_axis(None))
+     axes=(AxisParam("axes", operand=1, many=True, of_result=True),), precision="follow")
+_add(["Transpose"], copies=True, permutes=True, lift=Lift("transpose"), precision="follow")
+_add(["DepthToSpace", "SpaceToDepth"], copies=True, permutes=True, precision="follow")
+_add(["Expand"], copies=True, traps=Trap.SHAPE, value_shaped=True, lift=Lift("expand", fixed=(1,)), precision="follow")
+_add(["Tile"], copies=True, traps=Trap.SHAPE, value_shaped=True, precision="follow")
+_add(["Slice"], copies=True, traps=Trap.SHAPE, axes=(AxisParam("axes", operand=3, many=True),), lift=Lift("slice", fixed=(1, 2, 3, 4)), precision="follow")
+_add(["Split"], copies=True, traps=Trap.SHAPE, axes=_axis(0), lift=Lift("axis", fixed=(1,)), precision="follow")
+_add(["Concat"], axes=_axis(None), lift=Lift("axis"), precision="follow")
+_add(["Gather"], copies=True, traps=Trap.INDEX, axes=_axis(0), lift=Lift("axis", fixed=(1,)), precision="follow")
+_add(["GatherElements"], copies=True, traps=Trap.INDEX, axes=_axis(0), precision="follow")
+_add(["GatherND"], copies=True, traps=Trap.INDEX, precision="follow")
+_add(["Compress"], copies=True, traps=Trap.SHAPE, value_shaped=True, axes=_axis(None), precision="follow")
 
 # ---------------------------------------------------------------------------- reductions, axes
 
 _REDUCE = ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax", "ReduceMean", "ReduceMin",
            "ReduceProd", "ReduceSum", "ReduceSumSquare")
-_add(_REDUCE, reduction=True, traps=Trap.SHAPE, axes=_AXES_OPERAND, lift=Lift("axes", fixed=(1,)))
-_add(["ArgMax", "ArgMin"], axes=_axis(0), lift=Lift("axis"))
-_add(["TopK"], traps=Trap.SHAPE, axes=_axis(-1))
+_add([op for op in _REDUCE if op not in ("ReduceMax", "ReduceMin")], reduction=True, traps=Trap.SHAPE,
+     axes=_AXES_OPERAND, lift=Lift("axes", fixed=(1,)))
+_add(["ReduceMax", "ReduceMin"], reduction=True, traps=Trap.SHAPE, axes=_AXES_OPERAND, lift=Lift("axes", fixed=(1,)),
+     precision="follow")
+_add(["ArgMax", "ArgMin"], axes=_axis(0), lift=Lift("axis"), precision="follow")
+_add(["TopK"], traps=Trap.SHAPE, axes=_axis(-1), precision="follow")
 _add(["LayerNormalization"], axes=_axis(-1))
-_add(["OneHot"], value_shaped=True, axes=_axis(-1, of_result=True))
-_add(["Pad"], traps=Trap.SHAPE, value_shaped=True, axes=(AxisParam("axes", operand=3, many=True),))
-_add(["Resize"], traps=Trap.SHAPE, value_shaped=True, axes=_axis(None, "axes", many=True))
+_add(["OneHot"], value_shaped=True, axes=_axis(-1, of_result=True), precision="follow")
+_add(["Pad"], traps=Trap.SHAPE, value_shaped=True, axes=(AxisParam("axes", operand=3, many=True),), precision="follow")
+_add(["Resize"], traps=Trap.SHAPE, value_shaped=True, axes=_axis(None, "axes", many=True), precision="half")
 _add(["DFT"], axes=(AxisParam("axis", operand=2),))
 
 # ------------------------------------------------------------------------ products and the rest
 
-_add(["MatMul"], matrix_product=True, lift=Lift("matmul"))
-_add(["Gemm"], matrix_product=True, lift=Lift("gemm"))
-_add(["Einsum", "Conv", "ConvTranspose"], matrix_product=True)
-_add(["Shape", "Size"], shape_only=True)
+_add(["MatMul"], matrix_product=True, lift=Lift("matmul"), precision="half")
+_add(["Gemm"], matrix_product=True, lift=Lift("gemm"), precision="half")
+_add(["Einsum", "Conv", "ConvTranspose"], matrix_product=True, precision="half")
+_add(["Shape", "Size"], shape_only=True, precision="follow")
 _add(["Constant", "Loop", "If", "Scan", "RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike",
       "Bernoulli", "Multinomial", "SequenceEmpty", "SequenceInsert", "SequenceConstruct", "ConcatFromSequence"],
      foldable=False)
 _add(["ConstantOfShape", "Range", "Upsample", "Col2Im"], value_shaped=True, traps=Trap.SHAPE)
-_add(["CenterCropPad"], value_shaped=True, traps=Trap.SHAPE, axes=_axis(None, "axes", many=True))
-_add(["NonZero", "StringSplit"], value_shaped=True)
-_add(["Unique"], value_shaped=True, axes=_axis(None))
-_add(["EyeLike", "BatchNormalization", "DynamicQuantizeLinear", "SwiGLU", "Attention", "CausalConvWithState",
-      "GridSample", "STFT", "BlackmanWindow", "HammingWindow", "HannWindow", "AveragePool", "MaxPool", "LpPool",
-      "GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"])
-_add(["MaxUnpool", "RoiAlign", "NonMaxSuppression"], traps=Trap.INDEX)
+_add(["CenterCropPad"], value_shaped=True, traps=Trap.SHAPE, axes=_axis(None, "axes", many=True), precision="follow")
+_add(["NonZero", "StringSplit"], value_shaped=True, precision="follow")
+_add(["Unique"], value_shaped=True, axes=_axis(None), precision="follow")
+_add(["DynamicQuantizeLinear", "GridSample", "STFT", "BlackmanWindow", "HammingWindow", "HannWindow", "LpPool",
+      "GlobalAveragePool", "GlobalLpPool"])
+_add(["BatchNormalization", "SwiGLU", "Attention", "CausalConvWithState", "AveragePool"], precision="half")
+_add(["EyeLike", "MaxPool", "GlobalMaxPool"], precision="follow")
+_add(["MaxUnpool"], traps=Trap.INDEX, precision="follow")
+_add(["RoiAlign", "NonMaxSuppression"], traps=Trap.INDEX)
 
 
 # ----------------------------------------------------------------------------------- queries

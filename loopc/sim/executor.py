@@ -15,6 +15,11 @@ kCONCATENATE / kREVERSE outputs stack each trip's value and pad to their length 
     for i in count():
         if i == trip_count or not while_input(i): break
         scans.append(scan_input(i)); rec = next_value(i)
+
+A layer computes in its network's types as TensorRT's kernels do: a half (float16, bfloat16) input is read as
+it is stored, the arithmetic runs in float32 (products and sums accumulate in float32, as TensorRT's half
+kernels do), and the result is rounded to the layer's output type. So ``loopc run --fp16`` shows the rounding
+of every stored activation and weight, not NumPy's own half arithmetic (which sums bfloat16 in bfloat16).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 
 from loopc.errors import InternalError, LimitError, SimulationError
@@ -31,6 +37,9 @@ from loopc.loop_rules import DEFAULT_MAX_ITERATIONS, endless, no_trips, padded
 from loopc.sim.network import Layer, NetworkLoop, Network, Tensor
 from loopc.sim.registry import Kernel, factory_for, rule_for
 
+
+#: The half types, which a kernel reads widened to float32.
+HALF = (np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16))
 
 #: Told each layer the executor computes, with its input values (e.g. to count work as run).
 Observer = Callable[[Layer, list[Any]], None]
@@ -98,6 +107,8 @@ class Executor:
         if kernel is None:
             kernel = self._kernels[layer.index] = self._prepare(layer)
         args = [None if t is None else self.value(t, frame) for t in layer.inputs]
+        if any(t is not None and t.dtype in HALF for t in layer.inputs):
+            args = [a.astype(np.float32) if a is not None and a.dtype in HALF else a for a in args]
         if self.observer is not None:
             self.observer(layer, args)
         try:

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from loopc.errors import BackendError, LoopcError
+from loopc.precision import Precision
 from loopc.trt import gpu, is_rtx, trt
 from loopc.trt.loop_shapes import explain
 from loopc.trt.messages import captured
@@ -67,8 +68,11 @@ def compute_capability_enum(target: str) -> Any:
         raise LoopcError(f"unknown target {target!r}; TensorRT knows {', '.join(known)}") from None
 
 
-def builder_config(session: Session, target: str | None = None, fp16: bool = False) -> Any:
-    """Create a builder config that can build here: the GPU present, else ``target`` ahead of time."""
+def builder_config(session: Session, target: str | None = None, precision: Precision = Precision()) -> Any:
+    """Create a builder config that can build here: the GPU present, else ``target`` ahead of time.
+
+    A half ``precision`` is a builder flag on datacenter TensorRT; TensorRT-RTX has none (its networks are
+    strongly typed: loopc retyped the network already, see :mod:`loopc.precision`)."""
     cfg = session.builder.create_builder_config()
     if is_rtx():
         if target is None:
@@ -78,13 +82,8 @@ def builder_config(session: Session, target: str | None = None, fp16: bool = Fal
         cfg.set_compute_capability(compute_capability_enum(target), 0)
     elif target is not None:
         log.warning("datacenter TensorRT builds for the GPU present; ignoring target %s", target)
-    if fp16:
-        if not hasattr(trt().BuilderFlag, "FP16"):
-            raise LoopcError(
-                f"--fp16: {trt().__name__} builds strongly typed networks (precision follows the model's "
-                "types) and has no FP16 flag; use a float16 model, or datacenter TensorRT"
-            )
-        cfg.set_flag(trt().BuilderFlag.FP16)
+    if precision and not is_rtx():
+        cfg.set_flag(trt().BuilderFlag.FP16 if precision.half == "fp16" else trt().BuilderFlag.BF16)
     return cfg
 
 

@@ -6,6 +6,7 @@ import pytest
 
 from loopc.errors import BackendError, LoopcError
 from loopc.trt import force, gpu, is_rtx, trt
+from loopc.precision import Precision
 from loopc.trt.config import Session, build_serialized, builder_config, compute_capability_enum
 
 def test_default_module_imports() -> None:
@@ -49,8 +50,10 @@ def test_gpu_probe_answers() -> None:
     assert gpu.available() == (cc is not None)
 
 
-def test_fp16_flag_is_refused_where_the_builder_has_none() -> None:
-    if hasattr(trt().BuilderFlag, "FP16"):
-        pytest.skip("this TensorRT has an FP16 builder flag")
-    with pytest.raises(LoopcError, match="--fp16: tensorrt_rtx builds strongly typed networks"):
-        builder_config(Session(), fp16=True)
+def test_half_precision_is_a_builder_flag_only_where_the_builder_has_one() -> None:
+    """TensorRT-RTX has no FP16 flag (loopc retypes the network instead); datacenter TensorRT gets its flag."""
+    cfg = builder_config(Session(), precision=Precision("fp16"))
+    if not hasattr(trt().BuilderFlag, "FP16"):
+        assert is_rtx()
+    else:
+        assert cfg.get_flag(trt().BuilderFlag.FP16)

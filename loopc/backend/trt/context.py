@@ -324,7 +324,8 @@ class ConversionContext:
     def scalar(self, value: Any, like: Any, node: Node | str, suffix: str = "scalar", rank: int | None = None) -> Any:
         """A constant with ``like``'s dtype, shaped [1]*rank for broadcasting against ``like``."""
         r = len(like.shape) if rank is None else rank
-        return self.constant(np.full((1,) * r, value, dtype=np_dtype(like.dtype)), node, suffix)
+        dtype = ml_dtypes.bfloat16 if like.dtype == trt().bfloat16 else np_dtype(like.dtype)
+        return self.constant(np.full((1,) * r, value, dtype=dtype), node, suffix)
 
     def cast(self, tensor: Any, dtype: Any, node: Node | str, suffix: str = "cast") -> Any:
         """``tensor`` as TensorRT type ``dtype`` (no layer when it already is)."""
