@@ -83,3 +83,23 @@ def test_half_network_is_within_tolerance_of_float32(case: ExportCase, half: str
             scale = max(float(np.abs(expected).max()), 1e-6)
             error = float(np.abs(got[name].astype(np.float64) - expected).max())
             assert error <= TOLERANCE[half] * scale, f"{name}: error {error:.3g} of scale {scale:.3g}"
+
+
+def test_half_layers_accumulate_in_float32(tmp_path: Any) -> None:
+    """A bfloat16 sum of 4096 ones is 4096, as TensorRT's kernels (accumulating in float32) give; NumPy's own
+    bfloat16 sum stops at 256, where adding 1 no longer changes a bfloat16."""
+    import ml_dtypes
+    import onnx
+    from onnx import TensorProto, helper
+
+    from loopc import api
+
+    graph = helper.make_graph([helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0)], "sum",
+                              [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [4096])],
+                              [helper.make_tensor_value_info("s", TensorProto.BFLOAT16, [])])
+    path = tmp_path / "sum.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)]), path)
+    ones = np.ones(4096, ml_dtypes.bfloat16)
+    assert float(np.sum(ones)) == 256  # the rounding the simulator must not copy
+    (total,) = api.run(path, {"x": ones}).values()
+    assert total.dtype == np.dtype(ml_dtypes.bfloat16) and float(total) == 4096
