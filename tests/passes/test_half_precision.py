@@ -92,10 +92,15 @@ def rnn(half_state: bool) -> tuple[Graph, HalfPrecision]:
     return graph, half
 
 
-def rnn_reference(xs: np.ndarray, h: np.ndarray, w: np.ndarray) -> np.ndarray:
+def assert_rnn_computes(graph: Graph, tolerance: float) -> None:
+    """The retyped loop against the same recurrence in float32 NumPy, within ``tolerance`` of its scale."""
+    rng = np.random.default_rng(1)
+    xs, h0, w = (rng.normal(size=s).astype(np.float32) for s in ((6, 2, 3), (2, 3), (3, 3)))
+    (got,) = interpret(graph, {"xs": xs, "h0": h0, "w": w})
+    h = h0
     for x in xs:
         h = 1 / (1 + np.exp(-(h @ w))) * h + x
-    return h
+    np.testing.assert_allclose(got, h, atol=tolerance * np.abs(h).max())
 
 
 def test_loop_state_and_its_update_stay_float32_and_the_product_reads_a_half_copy() -> None:
@@ -109,11 +114,7 @@ def test_loop_state_and_its_update_stay_float32_and_the_product_reads_a_half_cop
     assert found["kept"].dtype == F32 and found["next"].dtype == F32
     assert found["s_f16"].producer.op == "Cast" and found["s_f16"].producer.graph is loop.body  # type: ignore[union-attr]
     assert reasons(half) == {"s": STATE, "kept": STATE, "next": STATE}
-    rng = np.random.default_rng(1)
-    xs, h0, w = (rng.normal(size=s).astype(np.float32) for s in ((6, 2, 3), (2, 3), (3, 3)))
-    (h,) = interpret(graph, {"xs": xs, "h0": h0, "w": w})
-    want = rnn_reference(xs, h0, w)
-    np.testing.assert_allclose(h, want, atol=1e-2 * np.abs(want).max())
+    assert_rnn_computes(graph, 1e-2)
 
 
 def test_half_state_puts_the_state_and_its_update_in_half() -> None:
@@ -125,11 +126,7 @@ def test_half_state_puts_the_state_and_its_update_in_half() -> None:
     assert found["h_f16"].dtype == F16 and graph.outputs[0].dtype == F32 and graph.outputs[0].name == "h"
     assert loop.recurrences[0].init.producer.op == "Cast"  # type: ignore[union-attr]  # h0 enters in half
     assert not half.kept
-    rng = np.random.default_rng(1)
-    xs, h0, w = (rng.normal(size=s).astype(np.float32) for s in ((6, 2, 3), (2, 3), (3, 3)))
-    (h,) = interpret(graph, {"xs": xs, "h0": h0, "w": w})
-    want = rnn_reference(xs, h0, w)
-    np.testing.assert_allclose(h, want, atol=2e-2 * np.abs(want).max())
+    assert_rnn_computes(graph, 2e-2)
 
 
 def test_what_decides_a_loops_trips_stays_float32() -> None:
