@@ -26,6 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.ir import Graph, Loop, Node, Shape, Value, constant_value
+from loopc.ir.core import filled
 from loopc.ir.builder import MAX_DATA, fully_typed, refine
 from loopc.ir.ops import traits
 from loopc.passes.constant_folding import fold
@@ -92,11 +93,8 @@ def _values_in(graph: Graph) -> list[Value]:
 
 def _sharper(state: Shape | None, init: Shape | None) -> Shape | None:
     """``state``'s dims with the unknown ones ``init`` knows filled, or None when that teaches nothing."""
-    if init is None or (state is not None and len(state) != len(init)):
-        return None
-    old = state if state is not None else (None,) * len(init)
-    new = tuple(have if have is not None else dim for have, dim in zip(old, init))
-    return new if new != old else None
+    new = filled(state, init)
+    return new if new is not None and new != (state if state is not None else (None,) * len(new)) else None
 
 
 def _keeps(known: Shape | None, assumed: Shape, next_shape: Shape | None) -> bool:

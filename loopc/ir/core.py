@@ -34,6 +34,15 @@ Shape = tuple[Dim, ...]
 
 
 
+def filled(shape: Shape | None, other: Shape | None) -> Shape | None:
+    """``shape`` (None: rank unknown) with its unknown dims taken from ``other``; None when ``other`` has no
+    shape or another rank, which teaches nothing."""
+    if other is None or (shape is not None and len(shape) != len(other)):
+        return None
+    mine = shape if shape is not None else (None,) * len(other)
+    return tuple(have if have is not None else dim for have, dim in zip(mine, other))
+
+
 class Use(NamedTuple):
     """A read of a value: operand ``slot`` of a node, or output ``slot`` of a graph."""
 
@@ -67,10 +76,9 @@ class Value:
     def learn_shape(self, shape: Shape | None) -> None:
         """Take the dims ``shape`` knows that this value does not (a value standing in for another of the same
         shape keeps what was known of either); shapes of another rank teach nothing."""
-        if shape is None or (self.shape is not None and len(self.shape) != len(shape)):
-            return
-        mine = self.shape if self.shape is not None else (None,) * len(shape)
-        self.shape = tuple(old if old is not None else new for old, new in zip(mine, shape))
+        merged = filled(self.shape, shape)
+        if merged is not None:
+            self.shape = merged
 
     def replace_all_uses_with(self, new: Value) -> int:
         """Make every read of this value read ``new``; returns how many reads moved."""
