@@ -13,6 +13,10 @@ from typing import Any
 
 from loopc.errors import LoopcError
 
+#: How far a half network's output may stray from the float32 network's: its largest error over the float32
+#: output's largest magnitude. Float16 keeps 11 significant bits, bfloat16 8.
+HALF_TOLERANCE = {"fp16": 1e-2, "bf16": 6e-2}
+
 
 @dataclass(frozen=True)
 class Precision:
@@ -31,6 +35,10 @@ class Precision:
 
     def __bool__(self) -> bool:
         return self.half is not None
+
+    def __str__(self) -> str:
+        """``fp32``, ``fp16``, ``bf16``, or ``fp16 (state too)``."""
+        return (self.half or "fp32") + (" (state too)" if self.half_state else "")
 
 
 @dataclass

@@ -9,7 +9,7 @@ Regressions: a loop of the baseline is gone (unrolled or removed); per-iteration
 the critical path grew beyond their threshold; the engine grew beyond ``engine-size``; the build
 got slower beyond ``build-time`` — a ratio of ratios, each build timed against a reference network
 built in its own run, so a faster or busier CI machine does not move it. Every other change (trip
-limits, iterators, versions, improvements) is listed but does not fail.
+limits, iterators, precision, versions, improvements) is listed but does not fail.
 """
 
 from __future__ import annotations
@@ -83,6 +83,9 @@ def differences(baseline: dict[str, Any], current: dict[str, Any], thresholds: d
     if _slower_by(baseline, current) > BUILD_NOISE_SECONDS:
         _grown(found, "build time (over the reference build)", baseline.get("build_ratio"),
                current.get("build_ratio"), thresholds["build-time"], noisy=True)
+    if baseline.get("precision", "fp32") != current.get("precision", "fp32"):
+        found.append(Difference("precision", baseline.get("precision", "fp32"), current.get("precision", "fp32"),
+                                False))
     for key in ("tensorrt", "loopc"):
         if baseline.get(key) != current.get(key):
             found.append(Difference(f"{key} version", baseline.get(key), current.get(key), False))

@@ -5,10 +5,14 @@ computing in f32) or golden outputs saved earlier: a ``.npz`` keyed by output na
 ``polygraphy run --save-outputs`` writes. Comparison is Polygraphy's own comparator, so a tolerance
 means here what it means in ``polygraphy run``: an element passes when its absolute error is within
 ``atol`` or its relative error within ``rtol``.
+
+A half-precision build's ``precision`` check compares each output with the float32 network's by scale
+(:func:`compare_half`): elementwise relative error means little where half rounds small values to zero.
 """
 
 from __future__ import annotations
 
+import math
 import pathlib
 from collections.abc import Mapping
 from typing import Any
@@ -86,6 +90,41 @@ def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarra
         max_rel = 0.0 if max_abs == 0.0 else _finite(result.max_reldiff)
         found.append(OutputComparison(name, bool(result), max_abs, max_rel, shape,
                                       "" if bool(result) else f"beyond rtol {rtol:g} / atol {atol:g}"))
+    return found
+
+
+def compare_half(outputs: Mapping[str, np.ndarray], fp32: Mapping[str, np.ndarray],
+                 tolerance: float) -> list[OutputComparison]:
+    """Every float32 output against the half network's: a float output passes when its largest error is at most
+    ``tolerance`` of the float32 output's largest magnitude (non-finite values must agree), any other is equal."""
+    found = []
+    for name, wanted in fp32.items():
+        got = outputs.get(name)
+        if got is None:
+            found.append(OutputComparison(name, False, reason=f"the half network has no output {name!r}"))
+            continue
+        got, wanted = np.asarray(got), np.asarray(wanted)
+        shape = list(got.shape)
+        if got.shape != wanted.shape or got.dtype != wanted.dtype:
+            found.append(OutputComparison(name, False, shape=shape, reason=f"{got.dtype}{shape}, float32 network "
+                                          f"{wanted.dtype}{list(wanted.shape)}"))
+            continue
+        if wanted.dtype.kind != "f":
+            differ = int(np.count_nonzero(got != wanted))
+            found.append(OutputComparison(name, not differ, shape=shape, reason=f"{differ} of {wanted.size} "
+                                          "elements differ" if differ else ""))
+            continue
+        finite = np.isfinite(wanted)
+        if not np.array_equal(got[~finite], wanted[~finite], equal_nan=True) or not np.isfinite(got[finite]).all():
+            found.append(OutputComparison(name, False, shape=shape, reason="its NaN or infinite elements differ "
+                                          "from the float32 network's"))
+            continue
+        error = float(np.abs(got[finite].astype(np.float64) - wanted[finite]).max(initial=0.0))
+        scale = float(np.abs(wanted[finite]).max(initial=0.0))
+        of_scale = error / scale if scale else (0.0 if error == 0 else math.inf)
+        passed = of_scale <= tolerance
+        found.append(OutputComparison(name, passed, error, shape=shape, of_scale=of_scale if math.isfinite(of_scale)
+                                      else None, reason="" if passed else f"beyond {tolerance:g} of its scale"))
     return found
 
 

@@ -15,7 +15,8 @@ from html import escape
 from typing import Any
 
 from loopc.check import markdown
-from loopc.check.results import ERROR, FAILED, PASSED, SKIPPED, STATUSES, CheckResult, Report, TargetResult
+from loopc.check.results import ERROR, FAILED, PASSED, SKIPPED, STATUSES, CheckResult, OutputComparison, Report, \
+    TargetResult
 from loopc.fingerprint import NetworkInfo
 from loopc.picture.svg import svg_picture
 
@@ -119,7 +120,10 @@ def _target_section(index: int, result: TargetResult) -> str:
              f"<h3>{SYMBOLS[result.status]} {_text(result.model)} · {_text(result.target)}</h3>",
              '<ul class="checks">' + "".join(_check_item(check) for check in result.checks) + "</ul>"]
     if result.outputs:
-        parts.append(_outputs(result))
+        parts.append(_outputs(result.outputs, "Outputs against the reference", "Max rel error"))
+    if result.against_fp32:
+        parts.append(_outputs(result.against_fp32, f"Outputs in {result.precision} against the float32 network",
+                              "Max abs error over the largest magnitude"))
     if result.differences:
         parts.append(_differences(result))
     parts.append("</section>")
@@ -135,16 +139,17 @@ def _check_item(check: CheckResult) -> str:
     return text + "</li>"
 
 
-def _outputs(result: TargetResult) -> str:
+def _outputs(outputs: list[OutputComparison], caption: str, relative: str) -> str:
+    """A table of outputs; ``relative`` heads the column of their relative errors (elementwise, or over scale)."""
     rows = []
-    for output in result.outputs:
+    for output in outputs:
         status = PASSED if output.passed else FAILED
         shape = "x".join(map(str, output.shape)) if output.shape is not None else ""
         rows.append(f'<tr class="{status}"><td>{_text(output.name)}</td><td>{SYMBOLS[status]} {status}</td>'
-                    f"<td>{_error(output.max_abs)}</td><td>{_error(output.max_rel)}</td><td>{_text(shape)}</td>"
-                    f"<td>{_text(output.reason)}</td></tr>")
-    return ('<table class="outputs"><caption>Outputs against the reference</caption><thead><tr><th>Output</th>'
-            "<th>Result</th><th>Max abs error</th><th>Max rel error</th><th>Shape</th><th>Reason</th></tr></thead>"
+                    f"<td>{_error(output.max_abs)}</td><td>{_error(_first(output.max_rel, output.of_scale))}</td>"
+                    f"<td>{_text(shape)}</td><td>{_text(output.reason)}</td></tr>")
+    return (f'<table class="outputs"><caption>{_text(caption)}</caption><thead><tr><th>Output</th>'
+            f"<th>Result</th><th>Max abs error</th><th>{_text(relative)}</th><th>Shape</th><th>Reason</th></tr></thead>"
             f"<tbody>{''.join(rows)}</tbody></table>")
 
 
@@ -166,6 +171,10 @@ def _marked(cell: markdown.Cell) -> str:
 def _text(text: str) -> str:
     """Report text as HTML text: printable (see :func:`markdown.plain`), then escaped."""
     return escape(markdown.plain(text))
+
+
+def _first(*values: float | None) -> float | None:
+    return next((value for value in values if value is not None), None)
 
 
 def _error(value: float | None) -> str:

@@ -121,10 +121,13 @@ def _case_output(result: TargetResult, check: CheckResult) -> str:
         lines.append(markdown.build_cell(result).text)
     elif check.check == "numbers":
         lines += [markdown.output_line(output) for output in result.outputs]
+    elif check.check == "precision":
+        lines += [markdown.output_line(output) for output in result.against_fp32]
     elif check.check == "fingerprint" and result.fingerprint is not None:
         lines.append(markdown.fingerprint_summary(result.fingerprint))
         lines += [markdown.difference_line(difference) for difference in result.differences]
-    covered = {"numbers": bool(result.outputs), "fingerprint": bool(result.differences)}.get(check.check, False)
+    covered = {"numbers": bool(result.outputs), "precision": bool(result.against_fp32),
+               "fingerprint": bool(result.differences)}.get(check.check, False)
     if check.status == PASSED and check.details and not covered:
         lines.append(check.details)
     return "\n".join(lines)

@@ -18,6 +18,10 @@ A TOML file with one ``[[model]]`` table per model; paths are relative to the ma
     shapes = "x:1x16"                   # optional: trtexec-style shapes (default: from the inputs)
     rtol = 1e-4                         # optional, per output: |a - r| <= atol or |a - r| <= rtol * |r|
     atol = 1e-5
+    fp16 = true                         # optional: build in half precision (or bf16 = true), as `loopc build --fp16`
+    fp16-state = true                   # optional: loop state in half too (--fp16-state)
+    half-tolerance = 1e-2               # optional: each output's largest error against the float32 network, as a
+                                        # fraction of that output's largest magnitude (default: fp16 1e-2, bf16 6e-2)
     thresholds = { engine-size = 1.5 }  # optional: this model's own thresholds
 
 A problem in one model's table makes that model's ``manifest`` check fail and leaves the others to run;
@@ -34,6 +38,7 @@ from typing import Any
 
 from loopc.errors import LoopcError
 from loopc.fileio import check_readable
+from loopc.precision import HALF_TOLERANCE, Precision
 
 REFERENCES = ("onnxruntime", "openvino")
 DEFAULT_TARGETS = ("sm89",)
@@ -46,7 +51,7 @@ DEFAULT_THRESHOLDS = {
     "build-time": 2.0,
 }
 MODEL_KEYS = {"name", "path", "inputs", "reference", "max-trips", "shapes", "targets", "rtol", "atol", "weights",
-              "thresholds"}
+              "thresholds", "fp16", "bf16", "fp16-state", "half-tolerance"}
 TOP_KEYS = {"model", "defaults", "thresholds"}
 
 
@@ -67,6 +72,10 @@ class Entry:
     atol: float = 1e-5
     weights: pathlib.Path | None = None
     thresholds: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_THRESHOLDS))
+    precision: Precision = Precision()
+    #: The ``precision`` check's bound: an output's largest error against the float32 network over its largest
+    #: magnitude (half entries only).
+    half_tolerance: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -181,9 +190,26 @@ def _checked_entry(here: pathlib.Path, position: int, table: dict[str, Any], nam
     own = table.get("thresholds", {})
     if not isinstance(own, dict):
         raise _Bad("thresholds must be a table, e.g. { engine-size = 1.5 }")
+    precision = _precision(table)
+    half_tolerance = _tolerance(table, "half-tolerance", HALF_TOLERANCE.get(precision.half or "", 0.0))
+    if "half-tolerance" in table and not precision:
+        raise _Bad("half-tolerance bounds a half-precision build's error; give fp16 = true or bf16 = true")
     return Entry(name, position, model, str(table["path"]), inputs, reference_path, tuple(targets), max_trips,
                  shapes, _tolerance(table, "rtol", 1e-4), _tolerance(table, "atol", 1e-5), weights,
-                 _thresholds(own, thresholds, "thresholds", None))
+                 _thresholds(own, thresholds, "thresholds", None), precision, half_tolerance)
+
+
+def _precision(table: dict[str, Any]) -> Precision:
+    flags = {}
+    for key in ("fp16", "bf16", "fp16-state"):
+        value = table.get(key, False)
+        if not isinstance(value, bool):
+            raise _Bad(f"{key} must be true or false, got {value!r}")
+        flags[key] = value
+    try:
+        return Precision.of(flags["fp16"], flags["bf16"], flags["fp16-state"])
+    except LoopcError as exc:
+        raise _Bad(str(exc).replace("--", "")) from None
 
 
 def _string(table: dict[str, Any], key: str) -> str:

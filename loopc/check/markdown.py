@@ -1,7 +1,7 @@
 """``loopc check --markdown``: the report as GitHub-flavoured Markdown, for a CI job summary or a PR comment.
 
-A headline with the counts, one table row per model × target (status, build, numbers,
-fingerprint), then each model × target that failed or moved against the baseline: its failed
+A headline with the counts, one table row per model × target (status, build, numbers and a half-precision
+build's precision, fingerprint), then each model × target that failed or moved against the baseline: its failed
 checks' one-line messages and details, and its differences from the baseline.
 
 The table's cells are plain text first (:func:`row_cells` and the ``*_cell`` functions, each a
@@ -81,16 +81,22 @@ def build_cell(result: TargetResult) -> Cell:
 
 
 def numbers_cell(result: TargetResult) -> Cell:
-    """The worst absolute and relative errors over the outputs, or why the numbers failed."""
-    check = find_check(result, "numbers")
+    """The worst absolute and relative errors over the outputs, or why the numbers failed; for a half-precision
+    build, then the worst error against the float32 network over its scale, or why that failed."""
+    check, half = find_check(result, "numbers"), find_check(result, "precision")
     if check is None or check.status != PASSED:
         return _not_passed(check)
+    if half is not None and half.status != PASSED:
+        return _not_passed(half)
     worst_abs = _worst(output.max_abs for output in result.outputs)
     worst_rel = _worst(output.max_rel for output in result.outputs)
-    if worst_abs is None and worst_rel is None:
-        return Cell(PASSED)
-    return Cell(f"max abs {format_error(worst_abs)} · max rel {format_error(worst_rel)}"
-                f" ({plural(len(result.outputs), 'output')})")
+    text = (PASSED if worst_abs is None and worst_rel is None else
+            f"max abs {format_error(worst_abs)} · max rel {format_error(worst_rel)}"
+            f" ({plural(len(result.outputs), 'output')})")
+    if half is not None:
+        text += (f" · {result.precision}: {format_error(_worst(o.of_scale for o in result.against_fp32) or 0.0)} "
+                 "of scale against float32")
+    return Cell(text)
 
 
 def fingerprint_cell(result: TargetResult) -> Cell:
@@ -135,6 +141,8 @@ def output_line(output: OutputComparison) -> str:
         parts.append(f"max abs {format_error(output.max_abs)}")
     if output.max_rel is not None:
         parts.append(f"max rel {format_error(output.max_rel)}")
+    if output.of_scale is not None:
+        parts.append(f"{format_error(output.of_scale)} of scale")
     if output.shape is not None:
         parts.append("shape " + ("x".join(map(str, output.shape)) or "scalar"))
     if output.reason:

@@ -5,6 +5,8 @@ A run checks each model of a manifest for each of its targets. Each (model, targ
 
 - ``build``: the model imports, converts and builds into a serialized engine for the target;
 - ``numbers``: its outputs match the reference within the model's tolerances;
+- ``precision`` (a model built in half precision): each output of the half network or engine against the
+  float32 one's, within the model's ``half-tolerance``; ``numbers`` then checks the float32 network;
 - ``fingerprint``: its loops, work per iteration, engine size and build time hold against the baseline.
 
 A problem with the manifest itself, or with one model's table in it, is a ``manifest`` check.
@@ -22,7 +24,7 @@ from loopc.errors import EXIT_INPUT, EXIT_INTERNAL, LoopcError
 PASSED, FAILED, ERROR, SKIPPED = "passed", "failed", "error", "skipped"
 #: ``error``: loopc itself failed (an internal error); ``failed``: the model or its files did.
 STATUSES = (PASSED, FAILED, ERROR, SKIPPED)
-CHECKS = ("manifest", "build", "numbers", "fingerprint")
+CHECKS = ("manifest", "build", "numbers", "precision", "fingerprint")
 FORMAT_VERSION = 1
 
 
@@ -37,7 +39,8 @@ class CheckResult:
 
 @dataclass
 class OutputComparison:
-    """One output against the reference, with Polygraphy's comparator semantics (see ``loopc.check.compare``)."""
+    """One output against the reference, with Polygraphy's comparator semantics (see ``loopc.check.compare``),
+    or a half-precision output against the float32 one, by ``of_scale``."""
 
     name: str
     passed: bool
@@ -45,6 +48,7 @@ class OutputComparison:
     max_rel: float | None = None
     shape: list[int] | None = None
     reason: str = ""  #: why it failed when not by tolerance: missing, shape or dtype differs, NaN
+    of_scale: float | None = None  #: the largest error over the float32 output's largest magnitude
 
 
 @dataclass
@@ -69,6 +73,8 @@ class TargetResult:
     #: "build_seconds", "build_ratio" (build time over the same run's reference build), "tensorrt", "loopc"
     fingerprint: dict[str, Any] | None = None
     differences: list[Difference] = field(default_factory=list)
+    precision: str = "fp32"  #: what the engine computes in (:class:`loopc.precision.Precision` as text)
+    against_fp32: list[OutputComparison] = field(default_factory=list)  #: the ``precision`` check's outputs
 
     @property
     def id(self) -> str:
@@ -125,6 +131,8 @@ class Report:
                     [OutputComparison(**o) for o in r.get("outputs", [])],
                     r.get("fingerprint"),
                     [Difference(**d) for d in r.get("differences", [])],
+                    str(r.get("precision", "fp32")),
+                    [OutputComparison(**o) for o in r.get("against_fp32", [])],
                 )
                 for r in data.get("results", [])
             ]

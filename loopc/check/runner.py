@@ -21,11 +21,12 @@ import numpy as np
 
 from loopc import __version__
 from loopc.check.baseline import differences
-from loopc.check.compare import compare, load_inputs, reference_outputs
+from loopc.check.compare import compare, compare_half, load_inputs, reference_outputs
 from loopc.check.manifest import Entry, Invalid, Manifest
 from loopc.check.results import ERROR, FAILED, PASSED, SKIPPED, CheckResult, Report, TargetResult
 from loopc.errors import LoopcError
 from loopc.fileio import OutputFile
+from loopc.precision import Precision
 
 Progress = Callable[[TargetResult, int, int], None]
 
@@ -65,32 +66,43 @@ def _check_entry(entry: Entry | Invalid, options: Options, engines: pathlib.Path
     if isinstance(entry, Invalid):
         return [TargetResult(entry.name, "-", entry.source, entry.position,
                              [CheckResult("manifest", FAILED, entry.reason)])]
-    results = [TargetResult(entry.name, target, entry.source, entry.position) for target in entry.targets]
+    results = [TargetResult(entry.name, target, entry.source, entry.position, precision=str(entry.precision))
+               for target in entry.targets]
     start = time.perf_counter()
     try:
         inputs = load_inputs(entry.inputs)
-        compiled = _compile(entry)
+        compiled = _compile(entry, entry.precision)
     except Exception as exc:  # noqa: BLE001  (each model stands alone; _failure tells ours from loopc's)
         status, message = _failure(exc)
         for result in results:
             result.checks += [CheckResult("build", status, message, seconds=time.perf_counter() - start),
-                              CheckResult("numbers", SKIPPED, "not built"),
+                              *[CheckResult(check, SKIPPED, "not built") for check in _output_checks(entry)],
                               CheckResult("fingerprint", SKIPPED, "not built")]
         return results
     compile_seconds = time.perf_counter() - start
     plans: dict[str, bytes] = {}
     for result in results:
         plans[result.target] = _build(entry, compiled, inputs, result, engines, compile_seconds)
-    _numbers(entry, compiled, inputs, results, plans, options.executor)
+    built = [r for r in results if plans.get(r.target)]
+    for result in results:
+        if result not in built:
+            result.checks += [CheckResult(check, SKIPPED, "not built") for check in _output_checks(entry)]
+    if built:
+        _numbers(entry, compiled, inputs, built, plans, options.executor)
     for result in results:
         _fingerprint(entry, result, options)
     return results
 
 
-def _compile(entry: Entry) -> Any:
+def _output_checks(entry: Entry) -> list[str]:
+    """The checks of what the engine computes."""
+    return ["numbers", *(["precision"] if entry.precision else [])]
+
+
+def _compile(entry: Entry, precision: Precision) -> Any:
     from loopc.compiler import compile
 
-    return compile(entry.path, max_trips=entry.max_trips, weights=entry.weights)
+    return compile(entry.path, max_trips=entry.max_trips, weights=entry.weights, precision=precision)
 
 
 def _build(entry: Entry, compiled: Any, inputs: dict[str, np.ndarray], result: TargetResult,
@@ -117,6 +129,7 @@ def _build(entry: Entry, compiled: Any, inputs: dict[str, np.ndarray], result: T
     reference = reference_build_seconds(result.target)
     result.fingerprint = {
         **describe_network(compiled.network).to_dict(),
+        **({"precision": result.precision} if entry.precision else {}),
         "engine_bytes": report.engine_bytes,
         "build_seconds": round(report.build_seconds, 3),
         "build_ratio": round(report.build_seconds / reference, 3) if reference > 0 else None,
@@ -126,77 +139,116 @@ def _build(entry: Entry, compiled: Any, inputs: dict[str, np.ndarray], result: T
     return plan.read_bytes()
 
 
-def _numbers(entry: Entry, compiled: Any, inputs: dict[str, np.ndarray], results: list[TargetResult],
+@dataclasses.dataclass
+class _Run:
+    """One target's outputs, or why it has none (the status and message its checks take)."""
+
+    outputs: dict[str, np.ndarray] | None = None
+    status: str = ""
+    message: str = ""
+    seconds: float = 0.0
+
+
+def _numbers(entry: Entry, compiled: Any, inputs: dict[str, np.ndarray], built: list[TargetResult],
              plans: dict[str, bytes], executor: str) -> None:
-    """Run, compare with the reference, and record each built target's ``numbers`` check."""
-    built = [r for r in results if plans.get(r.target)]
-    for result in results:
-        if result not in built:
-            result.checks.append(CheckResult("numbers", SKIPPED, "not built"))
-    if not built:
-        return
-    start = time.perf_counter()
+    """Run each built target and record its ``numbers`` check against the reference and, for a half-precision
+    build, its ``precision`` check against the float32 network (which ``numbers`` then checks instead)."""
+    from loopc.trt import is_rtx
+
+    runs = _runs(compiled, inputs, built, plans, executor, measure=True)
+    fp32, halves = runs, {}
+    if entry.precision and executor == "sim" and not is_rtx():
+        halves = {result.target: CheckResult("precision", SKIPPED, "datacenter TensorRT picks the half layers "
+                                             "itself (a builder flag); --executor trt measures them")
+                  for result in built}
+    elif entry.precision:
+        fp32 = _fp32_runs(entry, inputs, built, plans, executor)
+        halves = {result.target: _precision(entry, result, runs[result.target], fp32[result.target])
+                  for result in built}
     try:
         reference = reference_outputs(entry, inputs)
     except Exception as exc:  # noqa: BLE001
         status, message = _failure(exc)
-        for result in built:
-            result.checks.append(CheckResult("numbers", status, f"reference: {message}"))
-        return
-    if executor == "sim":
-        _simulate(entry, compiled, inputs, reference, built, start)
-    else:
-        for result in built:
-            _run_engine(entry, compiled, inputs, reference, result, plans[result.target])
+        reference, failed = None, CheckResult("numbers", status, f"reference: {message}")
+    for result in built:
+        run = fp32[result.target]
+        if reference is None:
+            result.checks.append(failed)
+        elif run.outputs is None:
+            result.checks.append(CheckResult("numbers", run.status, run.message, seconds=run.seconds))
+        else:
+            result.checks.append(_compared(entry, result, run.outputs, reference, run.seconds))
+        if result.target in halves:
+            result.checks.append(halves[result.target])
 
 
-def _simulate(entry: Entry, compiled: Any, inputs: dict[str, np.ndarray], reference: dict[str, np.ndarray],
-              built: list[TargetResult], start: float) -> None:
-    """One simulator run for every target: they are all built from this network."""
+def _runs(compiled: Any, inputs: dict[str, np.ndarray], built: list[TargetResult], plans: dict[str, bytes],
+          executor: str, measure: bool = False) -> dict[str, _Run]:
+    """Each target's outputs: one simulator run for all (they are built from one network), or each engine's.
+
+    ``measure``: the fingerprints take the simulator's MACs per iteration, as the inputs made them.
+    """
+    if executor != "sim":
+        return {result.target: _run_engine(compiled, inputs, result.target, plans[result.target])
+                for result in built}
     from loopc.feeds import input_specs, prepare_inputs
     from loopc.fingerprint import MacCounter, describe_network
     from loopc.sim import Simulator
 
+    start = time.perf_counter()
     counter = MacCounter()
     try:
         feeds = prepare_inputs(input_specs(compiled.network, compiled.model), inputs)
-        outputs = Simulator(compiled.network, observer=counter).run(feeds)
+        run = _Run(Simulator(compiled.network, observer=counter).run(feeds))
+    except Exception as exc:  # noqa: BLE001
+        run = _Run(None, *_failure(exc))
+    run.seconds = time.perf_counter() - start
+    if measure and run.outputs is not None:
+        measured = describe_network(compiled.network, counter.average).to_dict()["loops"]
+        for result in built:
+            if result.fingerprint is not None:
+                result.fingerprint["loops"] = measured  # where shapes are dynamic
+    return {result.target: run for result in built}
+
+
+def _fp32_runs(entry: Entry, inputs: dict[str, np.ndarray], built: list[TargetResult], plans: dict[str, bytes],
+               executor: str) -> dict[str, _Run]:
+    """The float32 network's outputs for a half-precision entry: simulated, or each target's float32 engine."""
+    from loopc.compiler import build_plan
+    from loopc.profiles import ShapeProfile
+
+    try:
+        fp32 = _compile(entry, Precision())
+        if executor != "sim":
+            profile = ShapeProfile.from_specs(entry.shapes, None, None, None, inputs)
+            plans = {result.target: build_plan(fp32, shapes=profile, inputs=inputs, target=result.target,
+                                               warn=lambda message: None)[0] for result in built}
     except Exception as exc:  # noqa: BLE001
         status, message = _failure(exc)
-        for result in built:
-            result.checks.append(CheckResult("numbers", status, message, seconds=time.perf_counter() - start))
-        return
-    measured = describe_network(compiled.network, counter.average).to_dict()["loops"]
-    for result in built:
-        _record_numbers(entry, result, outputs, reference, time.perf_counter() - start)
-        if result.fingerprint is not None:
-            result.fingerprint["loops"] = measured  # MACs as the inputs made them, where shapes are dynamic
+        return {result.target: _Run(None, status, f"the float32 build: {message}") for result in built}
+    return _runs(fp32, inputs, built, plans, executor)
 
 
-def _run_engine(entry: Entry, compiled: Any, inputs: dict[str, np.ndarray], reference: dict[str, np.ndarray],
-                result: TargetResult, plan: bytes) -> None:
+def _run_engine(compiled: Any, inputs: dict[str, np.ndarray], target: str, plan: bytes) -> _Run:
     """Run ``plan`` on this machine's GPU through Polygraphy, when the GPU is the plan's target."""
     from loopc.feeds import input_specs, prepare_inputs
     from loopc.trt import gpu
     from loopc.trt.engine import run_plan
 
     here = gpu.compute_capability() or (0, 0)  # the command asked for a GPU before anything ran
-    if result.target != f"sm{here[0]}{here[1]}":
-        result.checks.append(CheckResult("numbers", SKIPPED, f"the GPU here is sm{here[0]}{here[1]}; an engine for "
-                                         f"{result.target} cannot run on it"))
-        return
+    if target != f"sm{here[0]}{here[1]}":
+        return _Run(None, SKIPPED, f"the GPU here is sm{here[0]}{here[1]}; an engine for {target} cannot run on it")
     start = time.perf_counter()
     try:
-        outputs = run_plan(plan, prepare_inputs(input_specs(compiled.network, compiled.model), inputs))
+        run = _Run(run_plan(plan, prepare_inputs(input_specs(compiled.network, compiled.model), inputs)))
     except Exception as exc:  # noqa: BLE001
-        status, message = _failure(exc)
-        result.checks.append(CheckResult("numbers", status, message, seconds=time.perf_counter() - start))
-        return
-    _record_numbers(entry, result, outputs, reference, time.perf_counter() - start)
+        run = _Run(None, *_failure(exc))
+    run.seconds = time.perf_counter() - start
+    return run
 
 
-def _record_numbers(entry: Entry, result: TargetResult, outputs: dict[str, np.ndarray],
-                    reference: dict[str, np.ndarray], seconds: float) -> None:
+def _compared(entry: Entry, result: TargetResult, outputs: dict[str, np.ndarray],
+              reference: dict[str, np.ndarray], seconds: float) -> CheckResult:
     result.outputs = compare(outputs, reference, entry.rtol, entry.atol)
     bad = [o for o in result.outputs if not o.passed]
     lines = [f"{o.name}: " + (o.reason if o.max_abs is None else
@@ -209,9 +261,30 @@ def _record_numbers(entry: Entry, result: TargetResult, outputs: dict[str, np.nd
             f"{entry.atol:g}" if first.max_abs is not None else first.reason)
         if len(bad) > 1:
             message += f" (and {len(bad) - 1} more output(s))"
-        result.checks.append(CheckResult("numbers", FAILED, message, "\n".join(lines), seconds))
-    else:
-        result.checks.append(CheckResult("numbers", PASSED, details="\n".join(lines), seconds=seconds))
+        return CheckResult("numbers", FAILED, message, "\n".join(lines), seconds)
+    return CheckResult("numbers", PASSED, details="\n".join(lines), seconds=seconds)
+
+
+def _precision(entry: Entry, result: TargetResult, half: _Run, fp32: _Run) -> CheckResult:
+    """The half network's (or engine's) outputs against the float32 one's, by scale."""
+    if half.outputs is None or fp32.outputs is None:
+        failed = half if half.outputs is None else fp32
+        return CheckResult("precision", failed.status, failed.message)
+    result.against_fp32 = compare_half(half.outputs, fp32.outputs, entry.half_tolerance)
+    lines = [f"{o.name}: " + (f"max abs {o.max_abs:.3g}, {_g(o.of_scale)} of scale" if o.max_abs is not None else
+                              o.reason or "equal") + (f" ({o.reason})" if o.reason and o.max_abs is not None else "")
+             for o in result.against_fp32]
+    seconds = half.seconds + fp32.seconds
+    bad = [o for o in result.against_fp32 if not o.passed]
+    if not bad:
+        return CheckResult("precision", PASSED, details="\n".join(lines), seconds=seconds)
+    first = bad[0]
+    message = f"{entry.precision.half} output {first.name!r}: " + (
+        f"max abs error {first.max_abs:.3g}, {_g(first.of_scale)} of its scale, beyond {entry.half_tolerance:g}"
+        if first.max_abs is not None else first.reason)
+    if len(bad) > 1:
+        message += f" (and {len(bad) - 1} more output(s))"
+    return CheckResult("precision", FAILED, message, "\n".join(lines), seconds)
 
 
 def _fingerprint(entry: Entry, result: TargetResult, options: Options) -> None:

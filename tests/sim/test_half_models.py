@@ -18,7 +18,7 @@ import pytest
 from loopc.compiler import compile
 from loopc.feeds import input_specs, prepare_inputs
 from loopc.fileio import load_arrays
-from loopc.precision import Precision
+from loopc.precision import HALF_TOLERANCE, Precision
 from loopc.sim import Simulator
 from loopc.trt import is_rtx
 from tests.backend.onnx.cases import ExportCase, export_cases
@@ -26,7 +26,7 @@ from tests.backend.onnx.cases import ExportCase, export_cases
 pytestmark = pytest.mark.skipif(not is_rtx(), reason="datacenter TensorRT picks half layers itself (a builder flag)")
 
 CASES = export_cases()
-TOLERANCE = {"fp16": 1e-2, "bf16": 6e-2}
+TOLERANCE = HALF_TOLERANCE  # the documented tolerance, which `loopc check` applies too
 
 _NEAR_TIES = ("random-weight detector: its scores lie within 1e-3 of each other, so half's rounding reorders them "
               "and NMS keeps other boxes (the same boxes where they are kept)")
