@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import pathlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -67,65 +67,58 @@ def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarra
     from polygraphy.logger import G_LOGGER
 
     compare_func = SimpleCompareFunc(rtol=rtol, atol=atol, check_shapes=True)
-    found = []
-    for name, wanted in reference.items():
-        got = outputs.get(name)
-        if got is None:
-            found.append(OutputComparison(name, False, reason=f"the model has no output {name!r}"))
-            continue
-        got, wanted = np.asarray(got), np.asarray(wanted)
+
+    def judge(name: str, got: np.ndarray, wanted: np.ndarray) -> OutputComparison:
         shape = list(got.shape)
         if got.shape != wanted.shape:
-            found.append(OutputComparison(name, False, shape=shape, reason=f"shape {shape}, reference "
-                                          f"{list(wanted.shape)}"))
-            continue
+            return OutputComparison(name, False, shape=shape, reason=f"shape {shape}, reference {list(wanted.shape)}")
         if got.size == 0:
-            found.append(OutputComparison(name, True, 0.0, 0.0, shape))
-            continue
+            return OutputComparison(name, True, 0.0, 0.0, shape)
         # its per-output report is for terminals (ours is the table); 0/0 relative errors are its business
         with G_LOGGER.verbosity(G_LOGGER.CRITICAL), np.errstate(divide="ignore", invalid="ignore"):
             result = compare_func(IterationResult({name: _comparable(got)}, runner_name="loopc"),
                                   IterationResult({name: _comparable(wanted)}, runner_name="reference"))[name]
         max_abs = _finite(result.max_absdiff)
         max_rel = 0.0 if max_abs == 0.0 else _finite(result.max_reldiff)
-        found.append(OutputComparison(name, bool(result), max_abs, max_rel, shape,
-                                      "" if bool(result) else f"beyond rtol {rtol:g} / atol {atol:g}"))
-    return found
+        return OutputComparison(name, bool(result), max_abs, max_rel, shape,
+                                "" if bool(result) else f"beyond rtol {rtol:g} / atol {atol:g}")
+
+    return _each_output(outputs, reference, "the model", judge)
 
 
 def compare_half(outputs: Mapping[str, np.ndarray], fp32: Mapping[str, np.ndarray],
                  tolerance: float) -> list[OutputComparison]:
     """Every float32 output against the half network's: a float output passes when its largest error is at most
     ``tolerance`` of the float32 output's largest magnitude (non-finite values must agree), any other is equal."""
-    found = []
-    for name, wanted in fp32.items():
-        got = outputs.get(name)
-        if got is None:
-            found.append(OutputComparison(name, False, reason=f"the half network has no output {name!r}"))
-            continue
-        got, wanted = np.asarray(got), np.asarray(wanted)
+
+    def judge(name: str, got: np.ndarray, wanted: np.ndarray) -> OutputComparison:
         shape = list(got.shape)
         if got.shape != wanted.shape or got.dtype != wanted.dtype:
-            found.append(OutputComparison(name, False, shape=shape, reason=f"{got.dtype}{shape}, float32 network "
-                                          f"{wanted.dtype}{list(wanted.shape)}"))
-            continue
+            return OutputComparison(name, False, shape=shape, reason=f"{got.dtype}{shape}, float32 network "
+                                    f"{wanted.dtype}{list(wanted.shape)}")
         if wanted.dtype.kind != "f":
             differ = int(np.count_nonzero(got != wanted))
-            found.append(OutputComparison(name, not differ, shape=shape, reason=f"{differ} of {wanted.size} "
-                                          "elements differ" if differ else ""))
-            continue
+            return OutputComparison(name, not differ, shape=shape,
+                                    reason=f"{differ} of {wanted.size} elements differ" if differ else "")
         finite = np.isfinite(wanted)
         if not np.array_equal(got[~finite], wanted[~finite], equal_nan=True) or not np.isfinite(got[finite]).all():
-            found.append(OutputComparison(name, False, shape=shape, reason="its NaN or infinite elements differ "
-                                          "from the float32 network's"))
-            continue
+            return OutputComparison(name, False, shape=shape, reason="its NaN or infinite elements differ from the "
+                                    "float32 network's")
         error = float(np.abs(got[finite].astype(np.float64) - wanted[finite]).max(initial=0.0))
         scale = float(np.abs(wanted[finite]).max(initial=0.0))
         of_scale = error / scale if scale else (0.0 if error == 0 else math.inf)
         passed = of_scale <= tolerance
-        found.append(OutputComparison(name, passed, error, shape=shape, of_scale=of_scale if math.isfinite(of_scale)
-                                      else None, reason="" if passed else f"beyond {tolerance:g} of its scale"))
-    return found
+        return OutputComparison(name, passed, error, shape=shape, of_scale=of_scale if math.isfinite(of_scale)
+                                else None, reason="" if passed else f"beyond {tolerance:g} of its scale")
+
+    return _each_output(outputs, fp32, "the half network", judge)
+
+
+def _each_output(outputs: Mapping[str, np.ndarray], wanted: Mapping[str, np.ndarray], whose: str,
+                 judge: Callable[[str, np.ndarray, np.ndarray], OutputComparison]) -> list[OutputComparison]:
+    """``judge`` on each wanted output and the one of the same name in ``outputs`` (``whose``); a missing one fails."""
+    return [OutputComparison(name, False, reason=f"{whose} has no output {name!r}") if name not in outputs
+            else judge(name, np.asarray(outputs[name]), np.asarray(want)) for name, want in wanted.items()]
 
 
 def _comparable(array: np.ndarray) -> np.ndarray:

@@ -23,7 +23,8 @@ from loopc import __version__
 from loopc.check.baseline import differences
 from loopc.check.compare import compare, compare_half, load_inputs, reference_outputs
 from loopc.check.manifest import Entry, Invalid, Manifest
-from loopc.check.results import ERROR, FAILED, PASSED, SKIPPED, CheckResult, Report, TargetResult
+from loopc.check.results import ERROR, FAILED, PASSED, SKIPPED, CheckResult, OutputComparison, Report, \
+    TargetResult
 from loopc.errors import LoopcError
 from loopc.fileio import OutputFile
 from loopc.precision import Precision
@@ -169,15 +170,20 @@ def _numbers(entry: Entry, compiled: Any, inputs: dict[str, np.ndarray], built: 
         reference = reference_outputs(entry, inputs)
     except Exception as exc:  # noqa: BLE001
         status, message = _failure(exc)
-        reference, failed = None, CheckResult("numbers", status, f"reference: {message}")
+        reference, unreadable = None, CheckResult("numbers", status, f"reference: {message}")
     for result in built:
         run = fp32[result.target]
         if reference is None:
-            result.checks.append(failed)
+            result.checks.append(unreadable)
         elif run.outputs is None:
             result.checks.append(CheckResult("numbers", run.status, run.message, seconds=run.seconds))
         else:
-            result.checks.append(_compared(entry, result, run.outputs, reference, run.seconds))
+            result.outputs = compare(run.outputs, reference, entry.rtol, entry.atol)
+            result.checks.append(_verdict(
+                "numbers", result.outputs, run.seconds,
+                lambda o: f"max abs {o.max_abs:.3g}, max rel {_g(o.max_rel)}",
+                lambda o: f"output {o.name!r}: max abs error {o.max_abs:.3g}, max rel {_g(o.max_rel)}, beyond rtol "
+                          f"{entry.rtol:g} / atol {entry.atol:g}"))
         if result.target in halves:
             result.checks.append(halves[result.target])
 
@@ -247,44 +253,32 @@ def _run_engine(compiled: Any, inputs: dict[str, np.ndarray], target: str, plan:
     return run
 
 
-def _compared(entry: Entry, result: TargetResult, outputs: dict[str, np.ndarray],
-              reference: dict[str, np.ndarray], seconds: float) -> CheckResult:
-    result.outputs = compare(outputs, reference, entry.rtol, entry.atol)
-    bad = [o for o in result.outputs if not o.passed]
-    lines = [f"{o.name}: " + (o.reason if o.max_abs is None else
-                              f"max abs {o.max_abs:.3g}, max rel {_g(o.max_rel)}" + (f" ({o.reason})" if o.reason else ""))
-             for o in result.outputs]
-    if bad:
-        first = bad[0]
-        message = f"output {first.name!r}: " + (
-            f"max abs error {first.max_abs:.3g}, max rel {_g(first.max_rel)}, beyond rtol {entry.rtol:g} / atol "
-            f"{entry.atol:g}" if first.max_abs is not None else first.reason)
-        if len(bad) > 1:
-            message += f" (and {len(bad) - 1} more output(s))"
-        return CheckResult("numbers", FAILED, message, "\n".join(lines), seconds)
-    return CheckResult("numbers", PASSED, details="\n".join(lines), seconds=seconds)
-
-
 def _precision(entry: Entry, result: TargetResult, half: _Run, fp32: _Run) -> CheckResult:
     """The half network's (or engine's) outputs against the float32 one's, by scale."""
     if half.outputs is None or fp32.outputs is None:
         failed = half if half.outputs is None else fp32
         return CheckResult("precision", failed.status, failed.message)
     result.against_fp32 = compare_half(half.outputs, fp32.outputs, entry.half_tolerance)
-    lines = [f"{o.name}: " + (f"max abs {o.max_abs:.3g}, {_g(o.of_scale)} of scale" if o.max_abs is not None else
-                              o.reason or "equal") + (f" ({o.reason})" if o.reason and o.max_abs is not None else "")
-             for o in result.against_fp32]
-    seconds = half.seconds + fp32.seconds
-    bad = [o for o in result.against_fp32 if not o.passed]
+    return _verdict("precision", result.against_fp32, half.seconds + fp32.seconds,
+                    lambda o: f"max abs {o.max_abs:.3g}, {_g(o.of_scale)} of scale",
+                    lambda o: f"{entry.precision.half} output {o.name!r}: max abs error {o.max_abs:.3g}, "
+                              f"{_g(o.of_scale)} of its scale, beyond {entry.half_tolerance:g}")
+
+
+def _verdict(check: str, outputs: list[OutputComparison], seconds: float, errors: Callable[[OutputComparison], str],
+             beyond: Callable[[OutputComparison], str]) -> CheckResult:
+    """A comparison as a check: one detail line per output (``errors`` where it has them), and for a failure the
+    first failed output (``beyond`` when it failed by tolerance, else its reason) and how many more failed."""
+    lines = [f"{o.name}: " + (o.reason or "equal" if o.max_abs is None else
+                              errors(o) + (f" ({o.reason})" if o.reason else "")) for o in outputs]
+    bad = [o for o in outputs if not o.passed]
     if not bad:
-        return CheckResult("precision", PASSED, details="\n".join(lines), seconds=seconds)
+        return CheckResult(check, PASSED, details="\n".join(lines), seconds=seconds)
     first = bad[0]
-    message = f"{entry.precision.half} output {first.name!r}: " + (
-        f"max abs error {first.max_abs:.3g}, {_g(first.of_scale)} of its scale, beyond {entry.half_tolerance:g}"
-        if first.max_abs is not None else first.reason)
+    message = beyond(first) if first.max_abs is not None else f"output {first.name!r}: {first.reason}"
     if len(bad) > 1:
         message += f" (and {len(bad) - 1} more output(s))"
-    return CheckResult("precision", FAILED, message, "\n".join(lines), seconds)
+    return CheckResult(check, FAILED, message, "\n".join(lines), seconds)
 
 
 def _fingerprint(entry: Entry, result: TargetResult, options: Options) -> None:
