@@ -1,4 +1,4 @@
-"""What converting one model needs, in one object: the network, the value → tensor map, settings.
+"""What converting one model needs, in one object: the network and the value → tensor map.
 
 Nothing is global (the Torch-TensorRT habit): every converter receives a :class:`ConversionContext`
 and builds layers through it, so the helpers below are the one place that knows TensorRT's
@@ -26,13 +26,6 @@ from loopc.trt.config import Session
 from loopc.trt.messages import captured
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Settings:
-    """Choices that change what the backend emits."""
-
-    fp16: bool = False
 
 
 #: NumPy dtype name → TensorRT DataType member name.
@@ -91,7 +84,6 @@ class ConversionContext:
 
     session: Session
     network: Any
-    settings: Settings = field(default_factory=Settings)
     #: Capture TensorRT's log around each node, so that an error it logs names its node (see
     #: :func:`loopc.backend.trt.network.to_network`, which first builds without).
     per_node_messages: bool = True

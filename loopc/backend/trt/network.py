@@ -6,7 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from loopc.backend.trt.context import LONGEST_NAME, ConversionContext, Settings, UnheardRefusal, trt_dtype
+from loopc.backend.trt.context import LONGEST_NAME, ConversionContext, UnheardRefusal, trt_dtype
 from loopc.errors import BackendError
 from loopc.gc_pause import gc_paused
 from loopc.ir import Model
@@ -17,9 +17,7 @@ log = logging.getLogger(__name__)
 
 
 @gc_paused()
-def to_network(
-    model: Model, session: Session | None = None, settings: Settings | None = None
-) -> tuple[Session, Any]:
+def to_network(model: Model, session: Session | None = None) -> tuple[Session, Any]:
     """Build the TensorRT network of ``model``; returns the session (it owns the builder) and network.
 
     Dynamic dims (symbolic or unknown) become -1; the caller adds an optimization profile.
@@ -31,19 +29,19 @@ def to_network(
     """
     session = session or Session()
     try:
-        network = _network(model, session, settings or Settings(), per_node=False)
+        network = _network(model, session, per_node=False)
     except UnheardRefusal:
         network = None
     if network is None:
-        network = _network(model, session, settings or Settings(), per_node=True)
+        network = _network(model, session, per_node=True)
     return session, network
 
 
-def _network(model: Model, session: Session, settings: Settings, per_node: bool) -> Any:
+def _network(model: Model, session: Session, per_node: bool) -> Any:
     """The network, or None when ``per_node`` is off and TensorRT logged an error converting a node
     (:class:`UnheardRefusal` when it refused one)."""
     network = session.create_network()
-    ctx = ConversionContext(session, network, settings, per_node_messages=per_node)
+    ctx = ConversionContext(session, network, per_node_messages=per_node)
     graph = model.graph
     for name, _ in model.outputs():
         _check_name_length("output", name)
