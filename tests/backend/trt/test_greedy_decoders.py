@@ -49,6 +49,19 @@ DROPPING_WRITE = """all_idx = Reshape (i, shape11)
         upd = Gather <axis = 0> (all_upd, valid_flat)""" % (STEPS - 1)
 
 
+def step_written(write: str) -> str:
+    """The body's shared tail: the token written at row ``i`` by ``write``, ``i`` counted on, ``more`` while
+    ``STEPS`` are not out, and the ``eos`` token each decoder stops on in its own way."""
+    return f"""shape11 = Constant <value = int64[2] {{1, 1}}> ()
+        {write}
+        buf2 = ScatterND (buf, idx, upd)
+        one = Constant <value = int64 {{1}}> ()
+        i2 = Add (i, one)
+        steps = Constant <value = int64 {{{STEPS}}}> ()
+        more = Less (i2, steps)
+        eos = Constant <value = int64 {{{VOCAB - 1}}}> ()"""
+
+
 def floats(array: np.ndarray) -> str:
     return ", ".join(repr(float(x)) for x in array.reshape(-1))
 
@@ -80,14 +93,7 @@ g (int64 start) => (int64[{STEPS}] tokens) {{
         row = Squeeze (window, axis0)
         logits = MatMul (row, out)
         tok2 = ArgMax <axis = 0, keepdims = 0> (logits)
-        shape11 = Constant <value = int64[2] {{1, 1}}> ()
-        {write}
-        buf2 = ScatterND (buf, idx, upd)
-        one = Constant <value = int64 {{1}}> ()
-        i2 = Add (i, one)
-        steps = Constant <value = int64 {{{STEPS}}}> ()
-        more = Less (i2, steps)
-        eos = Constant <value = int64 {{{VOCAB - 1}}}> ()
+        {step_written(write)}
         done = Equal (tok2, eos)
         going = Not (done)
         c2 = And (more, going)
@@ -242,14 +248,7 @@ g (int64[B] start) => (int64[{STEPS},B] tokens) {{
         embedded = Gather <axis = 0> (table, tok)
         logits = MatMul (embedded, out)
         tok2 = ArgMax <axis = 1, keepdims = 0> (logits)
-        shape11 = Constant <value = int64[2] {{1, 1}}> ()
-        {write}
-        buf2 = ScatterND (buf, idx, upd)
-        one = Constant <value = int64 {{1}}> ()
-        i2 = Add (i, one)
-        steps = Constant <value = int64 {{{STEPS}}}> ()
-        more = Less (i2, steps)
-        eos = Constant <value = int64 {{{VOCAB - 1}}}> ()
+        {step_written(write)}
         ended = Equal (tok2, eos)
         ended_n = Cast <to = 7> (ended)
         all_n = ReduceMin <keepdims = 0> (ended_n)
