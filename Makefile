@@ -62,9 +62,17 @@ fuzz: $(STAMP)
 clean:
 	rm -rf $(VENV) build *.egg-info
 
+# `make demo`: a decoder whose loop stops on its own output, shown, built, run against onnxruntime, and given to
+# TensorRT's own ONNX parser.
+DEMO := samples/greedy_gru_decoder
 demo: $(STAMP)
-	mkdir -p build
-	$(VENV)/bin/loopc inspect samples/greedy_gru_decoder.onnx
-	$(VENV)/bin/loopc build samples/greedy_gru_decoder.onnx -o build/greedy_gru_decoder.plan \
-		--report build/greedy_gru_decoder.json
-	$(VENV)/bin/loopc run samples/greedy_gru_decoder.onnx -i samples/greedy_gru_decoder_inputs.npz
+	@mkdir -p build
+	@echo "== loopc inspect $(DEMO).onnx: its loop as TensorRT will run it"
+	@$(VENV)/bin/loopc inspect $(DEMO).onnx
+	@echo; echo "== loopc build: the engine, built here without a GPU"
+	@$(VENV)/bin/loopc build $(DEMO).onnx -o build/greedy_gru_decoder.plan -i $(DEMO)_inputs.npz \
+		--report build/greedy_gru_decoder.json 2>/dev/null
+	@echo; echo "== loopc run: the engine's network on the CPU, against onnxruntime"
+	@$(VENV)/bin/loopc run $(DEMO).onnx -i $(DEMO)_inputs.npz --reference onnxruntime
+	@echo; echo "== TensorRT's own ONNX parser, on the same model"
+	@$(VENV)/bin/loopc run $(DEMO).onnx -i $(DEMO)_inputs.npz --frontend trt-onnx || true

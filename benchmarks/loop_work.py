@@ -356,7 +356,7 @@ def measure(case: Case, build: bool, disabled: tuple[str, ...] = ()) -> Row:
         for tool in ("loopc", "parser"):
             try:
                 if tool == "loopc":
-                    compiled = loopc.compile(str(path), max_trips=64, disabled=disabled)
+                    compiled = loopc.compile(str(path), max_trips=64, disable=disabled)
                     session, network = compiled.session, compiled.network
                 else:
                     parsed = parse_onnx(str(path))

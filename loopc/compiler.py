@@ -11,7 +11,6 @@ import json
 import logging
 import os
 import time
-import warnings
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -19,6 +18,7 @@ from typing import Any
 import onnx
 
 from loopc.errors import BackendError
+from loopc.spelling import option, warn as warn_user
 from loopc.fileio import OutputFile, load_arrays
 from loopc.fingerprint import LoopInfo, NetworkInfo, Node, describe_network
 from loopc.ir import Graph, Model, format_graph
@@ -226,12 +226,12 @@ def build_plan(
     session, network = compiled.session, compiled.network
     profile = (shapes or ShapeProfile()).renamed(compiled.model.input_aliases)
     if inputs:
-        checked = prepare_inputs(input_specs(network, compiled.model), inputs, partial=True, origin="--inputs: ")
+        checked = prepare_inputs(input_specs(network, compiled.model), inputs, partial=True, origin=f"{option('--inputs')}: ")
         profile = dataclasses.replace(profile, examples={**profile.examples, **checked})
     cfg = builder_config(session, target=target, precision=compiled.precision)
     dims = {v.name: tuple(v.shape) for v in compiled.model.graph.inputs if v.shape is not None}
     report = dataclasses.replace(compiled.report)
-    report.inputs = profile.apply(session.builder, network, cfg, dim_names=dims, warn=warn or _warn)
+    report.inputs = profile.apply(session.builder, network, cfg, dim_names=dims, warn=warn or warn_user)
     start = time.perf_counter()
     try:
         plan = build_serialized(session, network, cfg)
@@ -240,11 +240,7 @@ def build_plan(
         if not defaulted:
             raise
         raise BackendError(f"{exc} (input(s) {', '.join(defaulted)} had loopc's default profile; give their "
-                           "shapes or values with --shapes or --inputs)") from exc
+                           f"shapes or values with {option('--shapes')} or {option('--inputs')})") from exc
     report.build_seconds = time.perf_counter() - start
     report.engine_bytes = len(plan)
     return plan, report
-
-
-def _warn(message: str) -> None:
-    warnings.warn(message, stacklevel=5)  # the caller of loopc.build

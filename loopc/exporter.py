@@ -18,6 +18,7 @@ from typing import Any
 import onnx
 
 from loopc.errors import LoopcError
+from loopc.spelling import option
 from loopc.fileio import OutputFile
 from loopc.ir import Model, format_graph
 from loopc.onnx_graphs import all_nodes
@@ -154,16 +155,16 @@ def fix_input_shapes(ir: Model, shapes: Mapping[str, Sequence[int]]) -> None:
     for name, dims in shapes.items():
         value = inputs.get(name)
         if value is None:
-            raise LoopcError(f"--shapes names {name!r}, which is not an input of the model (its inputs: "
+            raise LoopcError(f"{option('--shapes')} names {name!r}, which is not an input of the model (its inputs: "
                              f"{', '.join(sorted(v.name for v in ir.graph.inputs))})")
         declared = value.shape
         if declared is not None and (len(declared) != len(dims) or any(
                 isinstance(d, int) and d != g for d, g in zip(declared, dims))):
-            raise LoopcError(f"--shapes gives input {name!r} dims {list(dims)}, but the model declares "
+            raise LoopcError(f"{option('--shapes')} gives input {name!r} dims {list(dims)}, but the model declares "
                              f"{list(declared)}")
         for declared_dim, dim in zip(declared or (), dims):
             if isinstance(declared_dim, str) and symbols.setdefault(declared_dim, dim) != dim:
-                raise LoopcError(f"--shapes gives dim {declared_dim!r} two sizes, {symbols[declared_dim]} and {dim}")
+                raise LoopcError(f"{option('--shapes')} gives dim {declared_dim!r} two sizes, {symbols[declared_dim]} and {dim}")
         value.shape = tuple(int(d) for d in dims)
     for _, node in ir.graph.walk():  # a symbolic dim is one size wherever the model names it
         for value in [*node.outputs, *(v for sub in node.subgraphs() for v in sub.inputs)]:

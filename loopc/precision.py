@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from loopc.errors import LoopcError
+from loopc.spelling import option
 
 #: How far a half network's output may stray from the float32 network's: its largest error over the float32
 #: output's largest magnitude. Float16 keeps 11 significant bits, bfloat16 8.
@@ -28,9 +29,10 @@ class Precision:
     @classmethod
     def of(cls, fp16: bool = False, bf16: bool = False, half_state: bool = False) -> Precision:
         if fp16 and bf16:
-            raise LoopcError("--fp16 and --bf16 ask for two half types; give one")
+            raise LoopcError(f"{option('--fp16')} and {option('--bf16')} ask for two half types; give one")
         if half_state and not (fp16 or bf16):
-            raise LoopcError("--fp16-state puts loop state in the half type, which --fp16 or --bf16 chooses")
+            raise LoopcError(f"{option('--fp16-state')} puts loop state in the half type, which {option('--fp16')} or "
+                             f"{option('--bf16')} chooses")
         return cls("fp16" if fp16 else "bf16" if bf16 else None, half_state)
 
     def __bool__(self) -> bool:

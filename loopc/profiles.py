@@ -11,6 +11,7 @@ wherever an input gives it.
 from __future__ import annotations
 
 import math
+import operator
 from collections.abc import Callable, Collection, Mapping, Sequence
 import dataclasses
 from dataclasses import dataclass, field
@@ -19,8 +20,11 @@ from typing import Any
 import numpy as np
 
 from loopc.errors import LoopcError
+from loopc.spelling import option
 
 Dims = tuple[int, ...]
+#: Shapes as a user gives them: ``"x:1x3x224,y:4"`` (trtexec's syntax) or ``{"x": (1, 3, 224), "y": (4,)}``.
+ShapeSpec = str | Mapping[str, Sequence[int]]
 Bounds = tuple[Dims, Dims, Dims]
 
 #: min / opt / max of a dynamic dim, and of each value of a shape tensor, that no flag or example gives.
@@ -30,7 +34,15 @@ Bounds = tuple[Dims, Dims, Dims]
 #: dynamic dim (a ``max_len`` beside a sequence) agrees with it at each of min, opt and max.
 DEFAULT_RANGE = (1, 8, 64)
 #: What tells a user how to set a profile themselves.
-OVERRIDE_HINT = "set them with --shapes/--min-shapes/--opt-shapes/--max-shapes or --inputs"
+
+def _all_three() -> str:
+    return f"{option('--min-shapes')}, {option('--opt-shapes')} and {option('--max-shapes')}"
+
+
+def override_hint() -> str:
+    """What tells a user how to set a profile themselves."""
+    return f"set them with {option('--shapes/--min-shapes/--opt-shapes/--max-shapes')} or {option('--inputs')}"
+
 
 #: Where an input's profile came from (``InputProfile.source``).
 SOURCES = ("static", "default", "shapes", "inputs", "inputs+shapes")
@@ -91,8 +103,9 @@ class ShapeProfile:
 
     @classmethod
     def from_specs(
-        cls, shapes: str | None = None, min_shapes: str | None = None, opt_shapes: str | None = None,
-        max_shapes: str | None = None, examples: Mapping[str, Any] | None = None,
+        cls, shapes: ShapeSpec | None = None, min_shapes: ShapeSpec | None = None,
+        opt_shapes: ShapeSpec | None = None, max_shapes: ShapeSpec | None = None,
+        examples: Mapping[str, Any] | None = None,
     ) -> ShapeProfile:
         profile = cls(examples={name: np.asarray(value) for name, value in (examples or {}).items()})
         for name, dims in parse_shapes(shapes).items():
@@ -118,8 +131,8 @@ class ShapeProfile:
         """An input the flags name needs all three bounds, unless an example fills the rest."""
         for name in sorted(set(self.min) | set(self.opt) | set(self.max)):
             if name not in self.examples and not (name in self.min and name in self.opt and name in self.max):
-                raise LoopcError(f"input {name!r} needs all of --min-shapes, --opt-shapes and --max-shapes "
-                                 "(or an example of it in --inputs)")
+                raise LoopcError(f"input {name!r} needs all of {_all_three()} "
+                                 f"(or an example of it in {option('--inputs')})")
 
     def resolve(self, inputs: Sequence[NetworkInput]) -> dict[str, InputProfile]:
         """The profile of every input, keyed by name, in the network's order."""
@@ -127,10 +140,10 @@ class ShapeProfile:
         known = {t.name for t in inputs}
         unknown = sorted((set(self.min) | set(self.opt) | set(self.max)) - known)
         if unknown:
-            raise LoopcError(f"--shapes names {', '.join(unknown)}, which the model has no input called")
+            raise LoopcError(f"{option('--shapes')} names {', '.join(unknown)}, which the model has no input called")
         unknown = sorted(set(self.examples) - known)
         if unknown:
-            raise LoopcError(f"--inputs names {', '.join(unknown)}, which the model has no input called")
+            raise LoopcError(f"{option('--inputs')} names {', '.join(unknown)}, which the model has no input called")
         records: dict[str, InputProfile] = {}
         symbols: dict[str, tuple[int, int, int]] = {}
         for t in inputs:  # first what the user gave, so that named dims can follow it
@@ -182,9 +195,9 @@ class ShapeProfile:
             return InputProfile(source, t.dtype, t.declared(), shape, list(shape), list(shape), True, values)
         for dims in flags:
             if dims is not None:
-                _check_fits(t, dims, f"--shapes {t.name}:{_text(dims)}")
+                _check_fits(t, dims, f"{option('--shapes')} {t.name}:{_text(dims)}")
         if example is not None:
-            _check_fits(t, tuple(example.shape), f"--inputs: input {t.name!r} of shape {_text(example.shape)}")
+            _check_fits(t, tuple(example.shape), f"{option('--inputs')}: input {t.name!r} of shape {_text(example.shape)}")
         if not t.dynamic:
             return _static(t)
         low, mid, high = _fill(t, flags, tuple(example.shape) if example is not None else None)
@@ -211,10 +224,10 @@ def default_warning(t: NetworkInput, rec: InputProfile) -> str:
         assert rec.values is not None
         lo, mid, hi = (_text(rec.values[k]) for k in ("min", "opt", "max"))
         return (f"input {t.name!r} is a shape tensor (TensorRT computes shapes from its values, e.g. a trip "
-                f"count); using values min {lo} opt {mid} max {hi}; {OVERRIDE_HINT}")
+                f"count); using values min {lo} opt {mid} max {hi}; {override_hint()}")
     declared = "(" + ", ".join(str(d) for d in t.declared()) + ")"
     return (f"input {t.name!r} has dynamic dims {declared}; using min {_text(rec.min)} opt {_text(rec.opt)} "
-            f"max {_text(rec.max)}; {OVERRIDE_HINT}")
+            f"max {_text(rec.max)}; {override_hint()}")
 
 
 #: The largest dim, and element count, loopc accepts for an input's profile (int32 indexing, as most of
@@ -222,27 +235,34 @@ def default_warning(t: NetworkInput, rec: InputProfile) -> str:
 MAX_DIM = 2**31 - 1
 
 
-def parse_shapes(spec: str | None) -> dict[str, Dims]:
-    """``"x:1x3x224,y:4"`` → ``{"x": (1, 3, 224), "y": (4,)}``; a scalar is ``name:`` with no dims."""
+def parse_shapes(spec: ShapeSpec | None) -> dict[str, Dims]:
+    """``"x:1x3x224,y:4"`` (or ``{"x": (1, 3, 224), "y": (4,)}``, as the Python API takes it) →
+    ``{"x": (1, 3, 224), "y": (4,)}``; a scalar is ``name:`` with no dims (``()``)."""
+    if isinstance(spec, Mapping):
+        return {str(name): _checked_dims(f"{name}: {dims!r}", dims) for name, dims in spec.items()}
     shapes: dict[str, Dims] = {}
-    if not spec:
-        return shapes
-    for item in spec.split(","):
+    for item in spec.split(",") if spec else ():
         name, sep, dims = item.strip().rpartition(":")
         if not sep or not name:
             raise LoopcError(f"shape {item!r} is not name:DxDxD")
-        try:
-            shapes[name] = tuple(int(d) for d in dims.split("x")) if dims else ()
-        except ValueError:
-            raise LoopcError(f"shape {item!r}: dimensions must be integers joined by 'x'") from None
-        if any(d < 0 for d in shapes[name]):
-            raise LoopcError(f"shape {item!r}: dimensions must not be negative")
-        if any(d > MAX_DIM for d in shapes[name]):
-            raise LoopcError(f"shape {item!r}: a dimension above loopc's limit of {MAX_DIM}")
-        if math.prod(shapes[name]) > MAX_DIM:
-            raise LoopcError(f"shape {item!r}: {math.prod(shapes[name])} elements, above loopc's limit of "
-                             f"{MAX_DIM} for one input")
+        shapes[name] = _checked_dims(item, dims.split("x") if dims else ())
     return shapes
+
+
+def _checked_dims(item: str, dims: Any) -> Dims:
+    """``dims`` as a tuple of ints within loopc's limits; ``item`` is how the user wrote the shape."""
+    try:
+        checked = tuple(operator.index(d) if not isinstance(d, str) else int(d) for d in dims)
+    except (TypeError, ValueError):
+        raise LoopcError(f"shape {item!r}: dimensions must be integers (DxDxD)") from None
+    if any(d < 0 for d in checked):
+        raise LoopcError(f"shape {item!r}: dimensions must not be negative")
+    if any(d > MAX_DIM for d in checked):
+        raise LoopcError(f"shape {item!r}: a dimension above loopc's limit of {MAX_DIM}")
+    if math.prod(checked) > MAX_DIM:
+        raise LoopcError(f"shape {item!r}: {math.prod(checked)} elements, above loopc's limit of {MAX_DIM} for one "
+                         "input")
+    return checked
 
 
 def _static(t: NetworkInput) -> InputProfile:
@@ -272,7 +292,7 @@ def _fill(t: NetworkInput, flags: tuple[Dims | None, Dims | None, Dims | None], 
     """Each bound from the flags, else from the example."""
     low, mid, high = (f if f is not None else fallback for f in flags)
     if low is None or mid is None or high is None:
-        raise LoopcError(f"input {t.name!r} needs all of --min-shapes, --opt-shapes and --max-shapes")
+        raise LoopcError(f"input {t.name!r} needs all of {_all_three()}")
     return low, mid, high
 
 
@@ -284,7 +304,7 @@ def _source(flags: Sequence[Dims | None], example: Any) -> str:
 
 def _example_values(t: NetworkInput, example: np.ndarray) -> Dims:
     if example.dtype.kind not in "iu":
-        raise LoopcError(f"--inputs: input {t.name!r} is a shape tensor and needs integer values, "
+        raise LoopcError(f"{option('--inputs')}: input {t.name!r} is a shape tensor and needs integer values, "
                          f"not {example.dtype}")
     return tuple(int(v) for v in example.ravel())
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.errors import PassError
+from loopc.spelling import option
 from loopc.ir import Graph, Loop, Node, Recurrence, Value
 from loopc.ir.builder import I64, Builder
 from loopc.passes._util import computed_from
@@ -44,7 +45,7 @@ class FloatTripCount:
     def _rewrite(self, outer: Graph, loop: Loop) -> None:
         if self.max_trips is None:
             raise PassError(f"{loop.describe()}: its trip count is computed from floating-point values, which "
-                            "TensorRT cannot use as a trip count; give a bound on its trips with --max-trips")
+                            f"TensorRT cannot use as a trip count; give a bound on its trips with {option('--max-trips')}")
         count = loop.trip_count
         assert count is not None
         before: list[Node] = []

@@ -48,9 +48,9 @@ def test_flags_win_over_the_example_bound_by_bound() -> None:
 @pytest.mark.parametrize(
     ("profile", "message"),
     [
-        (ShapeProfile(min={"y": (1,)}, opt={"y": (1,)}, max={"y": (1,)}), "--shapes names y, which the model has"),
-        (ShapeProfile(examples={"y": np.zeros(1)}), "--inputs names y, which the model has"),
-        (ShapeProfile(min={"x": (1, 1, 4)}), "input 'x' needs all of --min-shapes, --opt-shapes and --max-shapes"),
+        (ShapeProfile(min={"y": (1,)}, opt={"y": (1,)}, max={"y": (1,)}), "shapes= names y, which the model has"),
+        (ShapeProfile(examples={"y": np.zeros(1)}), "inputs= names y, which the model has"),
+        (ShapeProfile(min={"x": (1, 1, 4)}), "input 'x' needs all of min_shapes=, opt_shapes= and max_shapes="),
         (ShapeProfile(examples={"s": np.array([1.5, 2.0])}), "input 's' is a shape tensor and needs integer values"),
         (ShapeProfile(examples={"s": np.array([1, 2, 3])}), "input 's' is a shape tensor of 2 value(s)"),
         (ShapeProfile(examples={"x": np.zeros((3, 7, 5))}), "input 'x' of shape 3x7x5 does not fit the input's "

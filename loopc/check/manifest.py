@@ -39,6 +39,7 @@ from typing import Any
 from loopc.errors import LoopcError
 from loopc.fileio import check_readable
 from loopc.precision import HALF_TOLERANCE, Precision
+from loopc.spelling import spelled
 
 REFERENCES = ("onnxruntime", "openvino")
 DEFAULT_TARGETS = ("sm89",)
@@ -207,9 +208,10 @@ def _precision(table: dict[str, Any]) -> Precision:
             raise _Bad(f"{key} must be true or false, got {value!r}")
         flags[key] = value
     try:
-        return Precision.of(flags["fp16"], flags["bf16"], flags["fp16-state"])
+        with spelled("manifest"):
+            return Precision.of(flags["fp16"], flags["bf16"], flags["fp16-state"])
     except LoopcError as exc:
-        raise _Bad(str(exc).replace("--", "")) from None
+        raise _Bad(str(exc)) from None
 
 
 def _string(table: dict[str, Any], key: str) -> str:

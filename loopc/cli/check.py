@@ -12,7 +12,7 @@ import click
 
 from loopc.check.results import ERROR, FAILED, PASSED, CheckResult, Report, TargetResult, merge
 from loopc.cli.commands import _outputs, limit_option
-from loopc.cli.main import cli, verbose_option
+from loopc.cli.main import cli, short_help, verbose_option
 from loopc.errors import LoopcError
 from loopc.fileio import OutputFile, check_readable
 
@@ -33,7 +33,7 @@ def _shard(ctx: click.Context, param: click.Parameter, text: str | None) -> tupl
     return int(match[1]), int(match[2])
 
 
-@cli.command()
+@cli.command(short_help=short_help("check"))
 @click.argument("sources", nargs=-1, required=True, metavar="MANIFEST | --merge REPORT.json...")
 @click.option("--merge", is_flag=True, help="Combine the JSON reports of shards (the SOURCES) into one.")
 @click.option("--baseline", "baseline_path", type=click.Path(dir_okay=False),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -13,18 +14,50 @@ import click
 
 from loopc import __version__
 from loopc.errors import EXIT_INPUT, EXIT_INTERNAL, REPORT_HINT, LoopcError
+from loopc.spelling import spelled
 from loopc.trt import MODULES, force
 
 
+#: Each subcommand: the module that defines it, imported only when the command runs or shows its own help, and
+#: its line in ``loopc --help`` (its ``short_help``), so that ``loopc --help`` and ``--version`` import nothing heavy.
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "build": ("loopc.cli.commands", "Compile a model into a TensorRT engine whose loops are TensorRT loops."),
+    "run": ("loopc.cli.commands", "Run a model on inputs (simulated on the CPU, or an engine on a GPU)."),
+    "inspect": ("loopc.cli.commands", "Show a model's loops and what each trip costs, without building."),
+    "export": ("loopc.cli.commands", "Write a model back as ONNX with loopc's loops, for runtimes that read ONNX."),
+    "check": ("loopc.cli.check", "Check models' engines against references and a baseline, for CI."),
+    "ops": ("loopc.cli.commands", "List the ops loopc reads and the layer types its simulator runs."),
+}
+
+
+def short_help(name: str) -> str:
+    """The line ``loopc --help`` shows for subcommand ``name``."""
+    return SUBCOMMANDS[name][1]
+
+
 class _Group(click.Group):
-    """Turns exceptions into one line on stderr and the documented exit codes.
+    """Turns exceptions into one line on stderr and the documented exit codes, and imports a subcommand's
+    module only when that subcommand is wanted (see :data:`SUBCOMMANDS`).
 
     A closed stdout (``loopc ops | head``) is not an error: the reader has what it wanted.
     """
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(SUBCOMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in SUBCOMMANDS and cmd_name not in self.commands:
+            importlib.import_module(SUBCOMMANDS[cmd_name][0])  # its decorators register it on the group
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl(list((name, summary) for name, (_, summary) in SUBCOMMANDS.items()))
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            return super().invoke(ctx)
+            with spelled("command line"):
+                return super().invoke(ctx)
         except LoopcError as exc:
             _report(ctx, f"error: {exc}", EXIT_INPUT)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
@@ -99,6 +132,4 @@ def cli(ctx: click.Context, verbose: int, tensorrt: str | None) -> None:
 
 
 def main() -> None:
-    from loopc.cli import check, commands  # noqa: F401  (registers the subcommands)
-
     cli(prog_name="loopc")

@@ -76,9 +76,15 @@ def captured(errors: list[str] | None = None) -> Iterator[None]:
 _SOURCE_LOCATION = re.compile(r"\s+In [^\n]*? at /\S+:\d+")
 
 
+#: A message's tail that is only the noise of :data:`_NOISE` (``[checkMacros.cpp::...] Error Code 1: Cuda Runtime
+#: (... CUDA driver version is insufficient ...)``), which TensorRT appends to unrelated errors on such machines.
+_NOISE_TAIL = re.compile(r"\s*\[[^\]]*\][^\[]*?(" + "|".join(map(re.escape, _NOISE)) + r").*$", re.DOTALL)
+
+
 def tidy(message: str) -> str:
-    """TensorRT's message without the location in its sources."""
-    return _SOURCE_LOCATION.sub("", message).strip()
+    """TensorRT's message without the location in its sources, and without the noise a machine without a GPU
+    appends to it."""
+    return _SOURCE_LOCATION.sub("", _NOISE_TAIL.sub("", message)).strip()
 
 
 def _forward(text: str, errors: list[str] | None) -> None:

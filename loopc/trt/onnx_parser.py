@@ -12,7 +12,7 @@ from loopc.errors import FrontendError
 from loopc.fileio import check_readable
 from loopc.trt import trt
 from loopc.trt.config import Session
-from loopc.trt.messages import captured
+from loopc.trt.messages import captured, tidy
 
 
 @dataclass
@@ -49,4 +49,4 @@ def _describe(error: Any) -> str:
     node = error.node_name() or f"node #{error.node()}"
     op = error.node_operator()
     where = f"{node} ({op})" if op else node
-    return f"{where}: {error.desc()}".replace("\n", " ")
+    return f"{where}: {tidy(error.desc())}".replace("\n", " ")

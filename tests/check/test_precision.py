@@ -128,7 +128,7 @@ def test_half_builds_pass_their_precision_and_float32_numbers(project: pathlib.P
     assert [o["name"] for o in rnn["outputs"]] == ["h"] and rnn["outputs"][0]["max_abs"] < 1e-5
     # the half network's error is what `loopc run --fp16` and `loopc run` give
     inputs = dict(np.load(PROJECT / "rnn_inputs.npz"))
-    half = api.run(PROJECT / "rnn.onnx", inputs, precision=Precision("fp16"))["h"]
+    half = api.run(PROJECT / "rnn.onnx", inputs, fp16=True)["h"]
     fp32 = api.run(PROJECT / "rnn.onnx", inputs)["h"]
     [h] = rnn["against_fp32"]
     assert h["max_abs"] == pytest.approx(float(np.abs(half.astype(np.float64) - fp32).max()), rel=1e-6)
