@@ -13,7 +13,8 @@ builder fails on gets its one-line error instead of counts.
 Per generated token, counted statically (no timing):
 
 * **loopc** (the one engine): the layers of one trip of its TensorRT loop and the multiply-accumulates (MACs)
-  of the matrix products and convolutions in them. A growing cache is carried as a buffer of the bound's
+  of the products in them (matrix multiplies, einsums, attentions, convolutions and deconvolutions, as
+  :data:`loopc.fingerprint.PRODUCTS` counts them). A growing cache is carried as a buffer of the bound's
   length with a valid length beside it, so every trip attends over the whole buffer, as the last step does:
   the cost is the same at every step. (Products loopc hoists out of the loop are not in it.)
 * **the model's own step**: the original ONNX loop body run as a host loop runs it, one trip per call
@@ -65,7 +66,6 @@ PROMPT_AXES = {"prompt_len", "src_len", "chars"}
 STEP_AXES = {"steps"}
 #: A scalar integer input bounding the generation (``max_len``, ``max_new_tokens``, ``max_frames``, ...).
 LENGTH_INPUT = re.compile(r"^max_")
-PRODUCTS = ("MATRIX_MULTIPLY", "EINSUM", "CONVOLUTION", "DECONVOLUTION")
 Value = Any  #: an array, or a list of arrays for an ONNX sequence
 
 
@@ -151,8 +151,12 @@ class EngineLoop:
 
 
 def engine_loop(network: Any) -> EngineLoop:
-    """The network's generation loop: its outermost loop with the most layers per trip, nested loops in it."""
-    from loopc.fingerprint import LoopInfo, NetworkInfo, _scope, describe_network
+    """The network's generation loop: its outermost loop with the most layers per trip, nested loops in it.
+
+    Its MACs are the fingerprint's per-trip counts of it and of the loops nested in it, summed, so every
+    product is counted as :data:`loopc.fingerprint.PRODUCTS` says, as ``loopc check`` counts it.
+    """
+    from loopc.fingerprint import LoopInfo, NetworkInfo, describe_network
     from loopc.sim.network import read_network
 
     net = read_network(network)
@@ -161,30 +165,11 @@ def engine_loop(network: Any) -> EngineLoop:
         return EngineLoop(0, None, 0, 0)
     inner = {lp.name: list(NetworkInfo(0, [lp]).walk_loops()) for lp in outermost}
     chosen = max(outermost, key=lambda lp: sum(inside.layers_per_iteration for inside in inner[lp.name]))
-    names = {inside.name for inside in inner[chosen.name]}
-    counts = [layer_macs(lay) for lay in net.layers
-              if lay.type in PRODUCTS and getattr(_scope(lay), "name", None) in names]
+    counts = [inside.macs_per_iteration for inside in inner[chosen.name]]
     carried = [rec.outputs[0] for lp in net.loops if lp.name == chosen.name for rec in lp.recurrences]
     state = None if any(-1 in t.shape for t in carried) else sum(math.prod(t.shape) * t.dtype.itemsize for t in carried)
     return EngineLoop(len(outermost), chosen.trip_count, sum(lp.layers_per_iteration for lp in inner[chosen.name]),
                       None if None in counts else sum(c for c in counts if c is not None), state)
-
-
-def layer_macs(layer: Any) -> int | None:
-    """One execution's MACs of a TensorRT matrix product or convolution (None: a shape is not static)."""
-    from loopc.fingerprint import macs
-
-    shapes = [None if t is None else tuple(t.shape) for t in layer.inputs]
-    if layer.type in ("MATRIX_MULTIPLY", "EINSUM"):
-        return macs(layer, shapes)
-    data, out = shapes[0], tuple(layer.outputs[0].shape)
-    if data is None or -1 in data or -1 in out:
-        return None
-    kernel = math.prod(tuple(layer.api.kernel_size_nd))
-    groups = int(layer.api.num_groups)
-    if layer.type == "CONVOLUTION":  # each output element sums C/groups × kernel products
-        return math.prod(out) * data[1] // groups * kernel
-    return math.prod(data) * out[1] // groups * kernel  # a deconvolution scatters each input element
 
 
 # -- the model's own step ------------------------------------------------------------------------

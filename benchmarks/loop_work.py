@@ -6,8 +6,8 @@ A loop on a GPU is as fast as its serial chain: trips × the dependent work of o
 networks are read back (:mod:`loopc.fingerprint`) and, per model, summed over its loops:
 
 * layers, matrix products and multiply-accumulates (MACs) of one trip (each loop's own body);
-* MACs hoisted: those of the matrix products outside every loop (static shapes), and MACs per run:
-  hoisted + trips × per trip;
+* MACs hoisted: those of the products outside every loop (static shapes; every layer type in
+  :data:`loopc.fingerprint.PRODUCTS`, convolutions too), and MACs per run: hoisted + trips × per trip;
 * the critical path of one trip (recurrence → next value), in layers and in kernels, taking a run of
   pointwise and data-movement layers (elementwise, activation, slice, concatenation, ...) as one
   fused kernel and shuffles as free;
@@ -284,7 +284,7 @@ def fused_kernels(types: list[str]) -> int:
 
 def work_of(network: Any, trips: int | None) -> Work:
     """The per-trip work of ``network``'s loops, summed (see the module docstring)."""
-    from loopc.fingerprint import NetworkInfo, _scope, describe_network, macs
+    from loopc.fingerprint import PRODUCTS, NetworkInfo, _scope, describe_network, macs
     from loopc.sim.network import read_network
 
     net = read_network(network)
@@ -293,7 +293,7 @@ def work_of(network: Any, trips: int | None) -> Work:
     shape_memo: dict[str, bool] = {}
     work = Work()
     hoisted = [macs(lay, [None if t is None else t.shape for t in lay.inputs]) for lay in net.layers
-               if lay.type in ("MATRIX_MULTIPLY", "EINSUM") and _scope(lay) is None]
+               if lay.type in PRODUCTS and _scope(lay) is None]
     work.macs_hoisted = None if None in hoisted else sum(m for m in hoisted if m is not None)
     for loop in info.loops:  # the outermost loops, which run one after another
         if loop.kind != "loop":

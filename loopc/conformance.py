@@ -19,6 +19,7 @@ import onnx
 from onnx import numpy_helper
 
 from loopc.api import load_network
+from loopc.spelling import spelled
 from loopc.errors import InternalError, LoopcError
 from loopc.sim import Simulator
 from loopc.sim.dtypes import is_float
@@ -90,7 +91,8 @@ def run_case(case: Any, frontend: str = "trt-onnx", max_trips: int | None = None
     ``max_trips`` is loopc's --max-trips (TensorRT's parser takes none). Without ``judge`` the case
     stops once built (status :data:`BUILT`): enough to count what a frontend builds."""
     start = time.perf_counter()
-    result = _run_case(case, frontend, max_trips, judge)
+    with spelled("command line"):  # refusals read as `loopc run`'s, whose --max-trips this is
+        result = _run_case(case, frontend, max_trips, judge)
     result.seconds = time.perf_counter() - start
     return result
 

@@ -32,6 +32,7 @@ import numpy as np
 
 from loopc.errors import LoopcError
 from loopc.fileio import load_arrays
+from loopc.spelling import spelled
 
 KEYS = {"name", "path", "inputs", "expected", "about", "rtol", "atol", "max-trips", "loopc-refuses"}
 
@@ -106,7 +107,8 @@ def build_with_loopc(case: Case, max_trips: int | None = None, pin_inputs: bool 
     from loopc.compiler import build
 
     inputs = case.inputs if pin_inputs else None
-    return _timed(lambda out: build(case.model, out, max_trips=max_trips, inputs=inputs, warn=lambda message: None))
+    with spelled("command line"):  # its refusals read as the command's
+        return _timed(lambda out: build(case.model, out, max_trips=max_trips, inputs=inputs, warn=lambda message: None))
 
 
 def build_with_parser(case: Case) -> Attempt:

@@ -2,28 +2,32 @@
 
 Everything is read back from the network itself (:mod:`loopc.sim.network`), so a fingerprint
 describes what TensorRT was given, not what loopc meant to give it. Per loop: its trip limits,
-iterators, recurrences and outputs; the layers, matrix products and multiply-accumulates (MACs)
-of one iteration of its own body (a nested loop is counted on its own); and its *critical path*,
+iterators, recurrences and outputs; the layers, matrix products, convolutions and multiply-accumulates
+(MACs) of one iteration of its own body (a nested loop is counted on its own); and its *critical path*,
 the longest chain of layers from a recurrence's value to a recurrence's next value (or the
 kWHILE condition), which is the work no hardware can overlap from one trip to the next. Nested
 loops and if-conditionals are children of the loop or conditional they sit in.
 
 MACs come from static shapes; where a shape is only known when the network runs, give the
 measured average (:class:`MacCounter`, fed by the simulator) or the count is unknown (``None``).
+Every layer that multiplies and accumulates is in :data:`PRODUCTS`, the one table both read.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from collections.abc import Iterator as Iter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Union
 
 import numpy as np
 
+from loopc.errors import SimulationError
 from loopc.gc_pause import gc_paused
 from loopc.sim.network import Conditional, Layer, NetworkLoop, Network, Tensor, read_network
+from loopc.sim.ops._common import dims
+from loopc.sim.ops.conv import _Geometry, conv_padding
 
 BOUNDARY = ("TRIP_LIMIT", "ITERATOR", "RECURRENCE", "LOOP_OUTPUT")
 
@@ -69,11 +73,13 @@ class LoopInfo:
     recurrences: list[RecurrenceInfo] = field(default_factory=list)
     outputs: list[OutputInfo] = field(default_factory=list)
     layers_per_iteration: int = 0
-    matmuls_per_iteration: int = 0
-    macs_per_iteration: int | None = 0  #: None: a matrix product's shape is only known at run time
+    matmuls_per_iteration: int = 0  #: matrix multiplies, einsums and attentions
+    macs_per_iteration: int | None = 0  #: of every product; None: a product's shape is only known at run time
     critical_path: list[str] = field(default_factory=list)  #: layer names, recurrence → next value
     children: list[Node] = field(default_factory=list)
     kind: str = "loop"
+    #: convolutions and deconvolutions; a fingerprint without it is from before they were counted (no MACs)
+    convolutions_per_iteration: int = 0
 
 
 Node = Union[LoopInfo, ConditionalInfo]
@@ -113,6 +119,7 @@ def _node_from_dict(data: dict[str, Any]) -> Node:
         [OutputInfo(**d) for d in data.get("outputs", [])],
         int(data.get("layers_per_iteration", 0)), int(data.get("matmuls_per_iteration", 0)),
         data.get("macs_per_iteration"), list(data.get("critical_path", [])), children,
+        convolutions_per_iteration=int(data.get("convolutions_per_iteration", 0)),
     )
 
 
@@ -121,16 +128,15 @@ def _node_from_dict(data: dict[str, Any]) -> Node:
 def macs(layer: Layer, shapes: Sequence[Sequence[int] | None]) -> int | None:
     """The multiply-accumulates of one execution of ``layer`` given its inputs' shapes (0: not a product).
 
-    ``None`` when a shape it needs is unknown (``None`` or holding -1).
+    ``None`` when a shape it needs is unknown (missing, ``None`` or holding -1) or a convolution's
+    geometry leaves no output.
     """
-    if layer.type not in ("MATRIX_MULTIPLY", "EINSUM"):
+    product = PRODUCTS.get(layer.type)
+    if product is None:
         return 0
-    known = [s for s in shapes if s is not None and -1 not in s]
-    if len(known) != len(shapes):
-        return None
-    if layer.type == "EINSUM":
-        return _einsum_macs(str(layer.api.equation), known)
-    return _matmul_macs(known[0], known[1], layer.api.op0.name, layer.api.op1.name)
+    wanted = len(shapes) if product.operands is None else product.operands
+    known = [s for s in shapes[:wanted] if s is not None and -1 not in s]
+    return product.count(layer.api, known) if len(known) == wanted else None
 
 
 def _matmul_macs(a: Sequence[int], b: Sequence[int], op0: str, op1: str) -> int:
@@ -156,6 +162,67 @@ def _einsum_macs(equation: str, shapes: Sequence[Sequence[int]]) -> int:
     return math.prod(sizes.values())
 
 
+def _attention_macs(q: Sequence[int], k: Sequence[int], v: Sequence[int]) -> int:
+    """Q Kᵀ then the scores times V: batch × query heads × queries × keys × (head size + value head size).
+
+    Q is [b, d_q, s_q, h], K [b, d_kv, s_kv, h], V [b, d_kv, s_kv, h_v]; grouped key/value heads are shared,
+    not multiplied fewer times.
+    """
+    return q[0] * q[1] * q[2] * k[2] * (q[3] + v[3])
+
+
+def _convolution_macs(api: Any, data: Sequence[int]) -> int | None:
+    """N × M × output positions × (C / groups) × kernel volume: each output element sums that many products."""
+    sizes = _conv_output_sizes(api, data[2:])
+    if sizes is None:
+        return None
+    groups = int(api.num_groups)
+    return data[0] * int(api.num_output_maps) * math.prod(sizes) * (data[1] // groups) \
+        * math.prod(dims(api.kernel_size_nd))
+
+
+def _deconvolution_macs(api: Any, data: Sequence[int]) -> int:
+    """N × C × input positions × (M / groups) × kernel volume: each input element is scattered that many times
+    (whatever the cropping keeps of the full output)."""
+    maps_per_group = int(api.num_output_maps) // int(api.num_groups)
+    return data[0] * data[1] * math.prod(data[2:]) * maps_per_group * math.prod(dims(api.kernel_size_nd))
+
+
+def _conv_output_sizes(api: Any, sizes: Sequence[int]) -> list[int] | None:
+    """A convolution's output positions per spatial axis, by the simulator's padding rule (None: it has none).
+
+    Weights are left out of the geometry: a count needs none, and reading them can copy every weight.
+    """
+    g = _Geometry(int(api.num_output_maps), int(api.num_groups), dims(api.kernel_size_nd), dims(api.stride_nd),
+                  dims(api.dilation_nd), dims(api.pre_padding), dims(api.post_padding), api.padding_mode.name,
+                  None, None)
+    try:
+        pads = conv_padding(g, sizes)
+    except SimulationError:
+        return None
+    return [(size + before + after - extent) // stride + 1
+            for size, (before, after), stride, extent in zip(sizes, pads, g.stride, g.extents)]
+
+
+@dataclass(frozen=True)
+class Product:
+    """A TensorRT layer type that multiplies and accumulates."""
+
+    kind: str  #: ``matmul`` or ``convolution``: the per-iteration count it adds to
+    operands: int | None  #: how many leading inputs' shapes its count needs (None: all of them)
+    count: Callable[[Any, Sequence[Sequence[int]]], int | None]  #: MACs from the layer and those shapes
+
+
+#: Every layer type with MACs: the static count, :class:`MacCounter` and the per-kind counts read this alone.
+PRODUCTS: dict[str, Product] = {
+    "MATRIX_MULTIPLY": Product("matmul", 2, lambda api, s: _matmul_macs(s[0], s[1], api.op0.name, api.op1.name)),
+    "EINSUM": Product("matmul", None, lambda api, s: _einsum_macs(str(api.equation), s)),
+    "ATTENTION_INPUT": Product("matmul", 3, lambda api, s: _attention_macs(s[0], s[1], s[2])),  # IAttention
+    "CONVOLUTION": Product("convolution", 1, lambda api, s: _convolution_macs(api, s[0])),
+    "DECONVOLUTION": Product("convolution", 1, lambda api, s: _deconvolution_macs(api, s[0])),
+}
+
+
 class MacCounter:
     """A simulator observer (``Simulator(..., observer=counter)``) measuring each product's MACs as run.
 
@@ -168,7 +235,7 @@ class MacCounter:
         self._runs: dict[int, int] = {}
 
     def __call__(self, layer: Layer, args: Sequence[np.ndarray | None]) -> None:
-        if layer.type in ("MATRIX_MULTIPLY", "EINSUM"):
+        if layer.type in PRODUCTS:
             count = macs(layer, [None if a is None else np.shape(a) for a in args]) or 0
             self._total[layer.index] = self._total.get(layer.index, 0) + count
             self._runs[layer.index] = self._runs.get(layer.index, 0) + 1
@@ -290,8 +357,9 @@ class _Reader:
 
     def _loop(self, lp: NetworkLoop) -> LoopInfo:
         body = self.in_loop[lp]
-        products = [lay for lay in body if lay.type in ("MATRIX_MULTIPLY", "EINSUM")]
+        products = [lay for lay in body if lay.type in PRODUCTS]
         counts = [self._macs(lay) for lay in products]
+        kinds = [PRODUCTS[lay.type].kind for lay in products]
         return LoopInfo(
             lp.name,
             [kind for kind, lay in (("kCOUNT", lp.count), ("kWHILE", lp.while_)) if lay is not None],
@@ -302,9 +370,10 @@ class _Reader:
             [OutputInfo(out.name, "k" + out.api.kind.name,
                         None if out.api.kind.name == "LAST_VALUE" else int(out.api.axis)) for out in lp.outputs],
             len(body),
-            len(products),
+            kinds.count("matmul"),
             None if None in counts else sum(c for c in counts if c is not None),
             self._critical_path(lp, body),
+            convolutions_per_iteration=kinds.count("convolution"),
         )
 
     def _macs(self, lay: Layer) -> int | None:

@@ -21,11 +21,19 @@ import numpy as np
 
 from loopc.errors import LoopcError
 from loopc.limits import check_constant
+from loopc.spelling import option
 
 #: Most trips any loop runs (TensorRT's trip limit is an int32).
 MAX_TRIPS = 2**31 - 1
 #: Trips a loop may run before the interpreter or the simulator calls it endless.
 DEFAULT_MAX_ITERATIONS = 100_000
+
+
+def bound_hint() -> str:
+    """What gives a loop whose trips loopc cannot tell a length for its collected outputs: the user's bound,
+    spelled as the user gives it (``--max-trips N`` on the command line, ``max_trips=N`` in Python)."""
+    flag = option("--max-trips")
+    return f"give a bound on its trips, at least the most it runs, with {flag}{'N' if flag.endswith('=') else ' N'}"
 
 
 def saturate_trips(count: int) -> int:

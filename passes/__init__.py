@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from loopc.passes._sequence_lengths import SEQUENCE_OPS
 from loopc.passes.bounded_resize import BoundedResize
 from loopc.passes.broadcast_carries import BroadcastCarries
 from loopc.passes.constant_folding import ConstantFolding
@@ -40,7 +41,7 @@ from loopc.passes.wavefront import Wavefront
 from loopc.passes.while_outputs import WhileOutputs
 
 __all__ = ["BoundedResize", "BroadcastCarries", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FixedRanges", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize",
-           "RowSlices", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StackedOutputs", "StaticConditionals", "StaticSequences", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
+           "RowSlices", "SEQUENCE_OPS", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StackedOutputs", "StaticConditionals", "StaticSequences", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
 #: What only makes loops faster: each can be switched off (``--disable NAME``; ``-O0``: all of them).

@@ -23,6 +23,8 @@ EDITS = ("SequenceInsert", "SequenceErase", "Identity")
 MAKERS = ("SequenceConstruct", "SequenceEmpty", "SplitToSequence")
 #: Ops reading a sequence (operand 0) into a tensor: these have a tensor form for a static list.
 READERS = ("SequenceAt", "SequenceLength", "ConcatFromSequence")
+#: Every ONNX sequence op loopc reads (sequence-accumulation's are among them): what ``loopc ops`` lists.
+SEQUENCE_OPS = tuple(sorted({*MAKERS, *EDITS, *READERS} - {"Identity"}))
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -48,20 +49,41 @@ def runs_a_trip(loop: Loop) -> bool:
     return interval is not None and interval[0] >= 1
 
 
-def trips_run(outer: Graph, loop: Loop) -> Value:
-    """The number of trips ``loop`` ran, as a value after it: a carried counter's last value."""
+class TripCounter(NamedTuple):
+    """A carried count of a loop's trips: in a trip, before it (``before``) and with it (``after``); after the
+    loop, the trips run (``run``)."""
+
+    before: Value
+    after: Value
+    run: Value
+
+
+def trip_counter(outer: Graph, loop: Loop) -> TripCounter:
+    """Count ``loop``'s trips in a recurrence from 0, stepping by 1 (what :func:`trips_run` reads back)."""
     before: list[Node] = []
     b = Builder(outer, before)
     zero = b.const(np.array(0, np.int64), name=f"{loop.name}_trips0")
     outer.insert_before(loop, before)
-    body = b.into(loop.body)
+    made: list[Node] = []
+    body = Builder(loop.body, made)
     state = body.value(f"{loop.name}_trips", I64, ())
     step = body.op("Add", [state, body.const(np.array(1, np.int64), name=f"{loop.name}_one")],
                    name=f"{loop.name}_trips_next")
+    first = next(iter(loop.body.nodes), None)  # at the top of the body, so that any node of a trip may read it
+    if first is None:
+        for node in made:
+            loop.body.add(node)
+    else:
+        loop.body.insert_before(first, made)
     loop.add_recurrence(Recurrence(state, zero, step))
     final = b.value(f"{loop.name}_trips_run", I64, ())
     loop.add_output(LoopOutput("last", state, final))
-    return final
+    return TripCounter(state, step, final)
+
+
+def trips_run(outer: Graph, loop: Loop) -> Value:
+    """The number of trips ``loop`` ran, as a value after it: a carried counter's last value."""
+    return trip_counter(outer, loop).run
 
 
 def first_rows(b: Builder, padded: Value, count: Value, axis: int) -> Value:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from loopc.errors import PassError
-from loopc.spelling import option
+from loopc.errors import PassError, located
 from loopc.ir import Graph, Loop, Node, Recurrence, Value
 from loopc.ir.builder import I64, Builder
+from loopc.loop_rules import bound_hint
 from loopc.passes._util import computed_from
 from loopc.passes.manager import PassResult, broken
 from loopc.sim.dtypes import is_float
@@ -44,8 +44,8 @@ class FloatTripCount:
 
     def _rewrite(self, outer: Graph, loop: Loop) -> None:
         if self.max_trips is None:
-            raise PassError(f"{loop.describe()}: its trip count is computed from floating-point values, which "
-                            f"TensorRT cannot use as a trip count; give a bound on its trips with {option('--max-trips')}")
+            raise located(PassError, loop.describe(), "its trip count is computed from floating-point values, which "
+                          "TensorRT cannot use as a trip count", bound_hint())
         count = loop.trip_count
         assert count is not None
         before: list[Node] = []

@@ -7,24 +7,33 @@ after the loop. Runs after trip-limit canonicalization and counted-loops, so a c
 is always true, or a trip count hidden in the condition, costs nothing and needs no bound.
 
 A while loop with neither a trip count nor a bound of the user's has no length TensorRT could
-size such an output by: that is refused here, naming the output, since loopc never guesses one.
+size such an output by: that is refused here, naming the user's loop and --max-trips, since loopc never
+guesses one.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from loopc.errors import PassError
+from loopc.errors import PassError, located
 from loopc.ir import Graph, Loop, LoopOutput, Node, Value, constant_int
 from loopc.ir.builder import Builder
+from loopc.loop_rules import bound_hint
 from loopc.passes._util import first_rows, rows_cut, trips_run
 from loopc.passes.manager import PassResult, broken
+
+
+#: Why a while loop with collected outputs and no trip count or bound is refused (``bound_hint()`` says what to do).
+UNBOUNDED = ("the loop collects a value on every trip and ends on its condition, after a number of trips loopc "
+             "cannot tell before it runs, so TensorRT has no length for the collected output")
 
 
 class WhileOutputs:
     """``max_trips`` is the user's --max-trips: the length of outputs of loops with no trip count."""
 
     name = "while-outputs"
+    #: a loop's count may be found later in the round that first sees it (a list's length read in its condition)
+    refusals_wait = True
 
     def __init__(self, max_trips: int | None = None) -> None:
         self.max_trips = max_trips
@@ -35,14 +44,17 @@ class WhileOutputs:
             if not isinstance(node, Loop) or node.padded or node.condition is None:
                 continue
             stacked = [o for o in node.loop_outputs if o.kind != "last"]
+            unbounded = bool(stacked) and node.trip_count is None and node.max_trips is None
+            if unbounded and self.max_trips is None:  # before any edit, so that the refusal may wait
+                raise located(PassError, node.describe(), UNBOUNDED, bound_hint())
+            if any(o.kind == "reverse" for o in stacked):
+                raise PassError(f"{node.describe()}: a reversed output of a loop that can stop early is not supported")
             node.set_padded(True)
             padded += 1
             if not stacked:
                 continue
-            if any(o.kind == "reverse" for o in stacked):
-                raise PassError(f"{node.describe()}: a reversed output of a loop that can stop early is not supported")
-            if node.trip_count is None and node.max_trips is None:
-                self._bound(g, node, stacked[0])
+            if unbounded:
+                self._bound(g, node)
             length = constant_int(node.max_trips if node.max_trips is not None else node.trip_count)
             for out in stacked:
                 if out.result.shape is not None:  # now as long as the length input, not the trips run
@@ -69,10 +81,7 @@ class WhileOutputs:
             if isinstance(node, Loop) and node.condition is not None and not node.padded:
                 raise broken(self, node, "a loop that can stop early is left unpadded")
 
-    def _bound(self, outer: Graph, loop: Loop, output: LoopOutput) -> None:
-        if self.max_trips is None:
-            raise PassError(f"{loop.describe()}: output {output.result.name!r} collects a value on every trip of a "
-                            "while loop whose trip count loopc cannot tell; give a bound on its trips with --max-trips")
+    def _bound(self, outer: Graph, loop: Loop) -> None:
         before: list[Node] = []
         loop.set_max_trips(Builder(outer, before).const(np.array(self.max_trips, np.int64), name=f"{loop.name}_max_trips"))
         outer.insert_before(loop, before)

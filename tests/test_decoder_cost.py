@@ -53,6 +53,19 @@ def test_one_product_per_trip_costs_the_same_in_loopcs_loop_and_the_models_step(
     assert [(trip.state_in, trip.state_out) for trip in trips] == [(64, 64)] * 3  # h: 16 float32 in, 16 out
 
 
+def test_a_convolution_in_the_step_costs_the_same_in_loopcs_loop_and_the_models_step() -> None:
+    """h1 = tanh(conv(h, K)) with h [1, 2, 8], K [2, 2, 3], pads 1: 16 outputs × 2 channels × 3 taps = 96 MACs."""
+    kernel = numpy_helper.from_array(np.full((2, 2, 3), 0.1, np.float32), "K")
+    nodes = [helper.make_node("Constant", [], ["K"], value=kernel),
+             helper.make_node("Conv", ["h", "K"], ["hk"], pads=[1, 1]), helper.make_node("Tanh", ["hk"], ["h1"]),
+             helper.make_node("Identity", ["cond"], ["cond_out"])]
+    model = _loop_model(nodes, [("h", [1, 2, 8])], ["h1"], "cond_out", 3,
+                        [helper.make_tensor_value_info("h0", F32, [1, 2, 8])])
+    assert count_network(model).macs == 96
+    trips = list(HostLoop(model, {"h0": np.ones((1, 2, 8), np.float32)}).trips(3))
+    assert [trip.macs for trip in trips] == [96, 96, 96]
+
+
 def _attention_decoder(trips: int) -> onnx.ModelProto:
     """h1 = tanh(h · W); the cache [1, L, 16] grows by h1 each trip and is attended over with h1 as the query:
     scores = cache · h1ᵀ ([1, L, 16] x [1, 16, 1]), p = softmax over L, ctx = pᵀ · cache ([1, 1, L] x [1, L, 16]);

@@ -1,7 +1,9 @@
-"""``describe_network`` on networks built by hand with the TensorRT API, against counts worked out by hand.
+"""``describe_network`` on networks built by hand (TensorRT API or ONNX text), against counts worked out by hand.
 
 MACs are batch × M × N × K for a matrix product (TensorRT's operand kinds and batch
-broadcasting) and the product of all label sizes for an einsum. The critical path is the
+broadcasting), the product of all label sizes for an einsum, N · M · output positions · C/groups ·
+kernel volume for a convolution, N · C · input positions · M/groups · kernel volume for a
+deconvolution, and Q Kᵀ plus the scores times V for an attention. The critical path is the
 longest chain of layers from a recurrence's value to a next value or the kWHILE input; a
 nested loop is one step. Layers that do not vary with the iterations are loop-invariant
 (TensorRT computes them once), so they are not per-iteration work.
@@ -14,12 +16,16 @@ import pathlib
 from typing import Any
 
 import numpy as np
+import onnx
+import onnx.parser
 import pytest
+from onnx import numpy_helper
 
 from loopc.compiler import compile as compile_model
 from loopc.fingerprint import (ConditionalInfo, IteratorInfo, LoopInfo, MacCounter, NetworkInfo, RecurrenceInfo,
-                               describe_network)
+                               describe_network, macs)
 from loopc.sim import Simulator
+from loopc.sim.network import read_network
 from tests.conftest import NetworkBuilder
 
 SAMPLES_DIR = pathlib.Path(__file__).resolve().parents[1] / "samples"
@@ -145,6 +151,144 @@ def test_dynamic_batch_macs_are_unknown_until_measured(nb: NetworkBuilder) -> No
 
     simulator.run({"x": np.ones((1, 3), np.float32)})  # two more products of batch 1
     assert only_loop(describe_network(nb.network, counter.average)).macs_per_iteration == (2 * 45 + 2 * 9) // 4
+
+
+# -- convolutions and attention ------------------------------------------------------------------
+
+CONV_LOOP = """<ir_version: 8, opset_import: ["" : 17]>
+g (float[N,4,H,W] x) => (float[N,4,H,W] last, float[3,N,4,S,T] ys) {
+    trips = Constant <value = int64 {3}> ()
+    last, ys = Loop (trips, "", x) <body = step (int64 i, bool c, float[N,4,H,W] x_in)
+                                          => (bool c_out, float[N,4,H,W] x_out, float[N,4,S,T] y) {
+        h = Conv <group = 2, strides = [2, 2], dilations = [2, 2], pads = [1, 2, 0, 1]> (x_in, w)
+        y = ConvTranspose <group = 2, strides = [2, 2]> (h, wt)
+        half = Constant <value = float {0.5}> ()
+        x_out = Mul (x_in, half)
+        c_out = Identity (c)
+    }>
+}"""
+
+
+def conv_loop(spatial: int | None) -> onnx.ModelProto:
+    """Three trips of a grouped, strided, dilated, asymmetrically padded Conv and a grouped, strided ConvTranspose
+    on x [1, 4, 8, 8]; ``spatial`` None leaves H and W dynamic."""
+    text = CONV_LOOP.replace("N,", "1,")
+    if spatial is not None:
+        text = text.replace("H,W", f"{spatial},{spatial}").replace("S,T", "6,9")
+    model = onnx.parser.parse_model(text)
+    model.graph.initializer.extend([
+        numpy_helper.from_array(np.full((6, 2, 3, 3), 0.1, np.float32), "w"),  # Conv: [M, C/groups, 3, 3]
+        numpy_helper.from_array(np.full((6, 2, 2, 3), 0.1, np.float32), "wt"),  # ConvTranspose: [C, M/groups, 2, 3]
+    ])
+    return model
+
+
+# Conv: N 1, M 6 maps, C/groups = 4/2, kernel 3x3 dilated 2 (extent 5), stride 2; H padded 1 + 8 + 0 gives
+# (9 - 5) // 2 + 1 = 3 rows, W padded 2 + 8 + 1 gives (11 - 5) // 2 + 1 = 4 columns.
+CONV_MACS = 1 * 6 * (3 * 4) * (4 // 2) * (3 * 3)  # 1,296
+# ConvTranspose of those [1, 6, 3, 4]: N 1, C 6, 3 x 4 input positions, M/groups = 4/2, kernel 2x3.
+DECONV_MACS = 1 * 6 * (3 * 4) * (4 // 2) * (2 * 3)  # 864
+
+
+def test_convolution_macs_static_and_measured_are_the_hand_count() -> None:
+    compiled = compile_model(conv_loop(8))
+    conv = next(lay for lay in read_network(compiled.network).layers if lay.type == "CONVOLUTION")
+    assert conv.outputs[0].shape == (1, 6, 3, 4)  # TensorRT's own output size, as worked out above
+
+    found = only_loop(describe_network(compiled.network))
+
+    assert (found.matmuls_per_iteration, found.convolutions_per_iteration) == (0, 2)
+    assert found.macs_per_iteration == CONV_MACS + DECONV_MACS == 2160
+    counter = MacCounter()
+    got = Simulator(compiled.network, observer=counter).run({"x": np.ones((1, 4, 8, 8), np.float32)})
+    assert got["ys"].shape == (3, 1, 4, 6, 9)
+    assert only_loop(describe_network(compiled.network, counter.average)).macs_per_iteration == 2160
+
+
+def test_convolution_macs_of_dynamic_sizes_are_measured() -> None:
+    compiled = compile_model(conv_loop(None))
+    assert only_loop(describe_network(compiled.network)).macs_per_iteration is None
+
+    counter = MacCounter()
+    Simulator(compiled.network, observer=counter).run({"x": np.ones((1, 4, 8, 8), np.float32)})
+
+    assert only_loop(describe_network(compiled.network, counter.average)).macs_per_iteration == 2160
+
+
+PADDING_MODES = [  # a 3x3 kernel, stride 2, over 7 x 7 (8 x 8 for ROUND_UP); output rows, columns by hand
+    ("EXPLICIT_ROUND_DOWN", (1, 0), (0, 0), 7, (3, 3)),  # rows (1 + 7 - 3) // 2 + 1, columns (7 - 3) // 2 + 1
+    ("EXPLICIT_ROUND_UP", (0, 0), (0, 0), 8, (4, 4)),  # ceil((8 - 3) / 2) + 1: the last window reads padding
+    ("SAME_UPPER", (0, 0), (0, 0), 7, (4, 4)),  # ceil(7 / 2)
+]
+
+
+@pytest.mark.parametrize(("mode", "pre", "post", "size", "out"), PADDING_MODES)
+def test_convolution_macs_follow_the_padding_mode(nb: NetworkBuilder, mode: str, pre: tuple[int, int],
+                                                  post: tuple[int, int], size: int, out: tuple[int, int]) -> None:
+    loop = loop_of(nb, "L", 2)
+    rec = recurrence(loop, nb.input("x", nb.trt.float32, (1, 4, size, size)), "x")
+    kernel = np.full((2, 4, 3, 3), 0.1, np.float32)
+    nb._keep = getattr(nb, "_keep", []) + [kernel]  # weights must outlive the network
+    conv = nb.network.add_convolution_nd(rec.get_output(0), 2, (3, 3), kernel, nb.trt.Weights())
+    conv.stride_nd, conv.pre_padding, conv.post_padding = (2, 2), pre, post
+    conv.padding_mode = getattr(nb.trt.PaddingMode, mode)
+    rec.set_input(1, act(nb, rec.get_output(0), "RELU", "relu"))
+    output(nb, loop, named(conv, "conv"), "y", "CONCATENATE", 2)
+
+    expected = 1 * 2 * (out[0] * out[1]) * 4 * (3 * 3)  # N · M · output positions · C · kernel
+    assert tuple(conv.get_output(0).shape) == (1, 2, *out)  # TensorRT's own output size agrees
+    assert only_loop(describe_network(nb.network)).macs_per_iteration == expected
+    counter = MacCounter()
+    got = Simulator(nb.network, observer=counter).run({"x": np.ones((1, 4, size, size), np.float32)})["y"]
+    assert got.shape == (2, 1, 2, *out)
+    assert only_loop(describe_network(nb.network, counter.average)).macs_per_iteration == expected
+
+
+ATTENTION = """<ir_version: 10, opset_import: ["" : 23]>
+g (float[1,2,3,4] q) => (float[1,2,3,4] y) {
+    y = Attention (q, k, v)
+}"""
+
+
+def attention_model(in_loop: bool) -> onnx.ModelProto:
+    """Attention of q [1, 2 heads, 3 queries, 4] over k, v [1, 2, 5 keys, 4]: in a loop's body (q its
+    recurrence) TensorRT's IAttention cannot be built, so loopc writes the two matrix products."""
+    text = ATTENTION if not in_loop else ATTENTION.replace("y = Attention (q, k, v)", """
+    trips = Constant <value = int64 {2}> ()
+    y = Loop (trips, "", q) <body = step (int64 i, bool c, float[1,2,3,4] q_in) => (bool c_out, float[1,2,3,4] q_out) {
+        q_out = Attention (q_in, k, v)
+        c_out = Identity (c)
+    }>""")
+    model = onnx.parser.parse_model(text)
+    rng = np.random.default_rng(3)
+    model.graph.initializer.extend([numpy_helper.from_array(rng.standard_normal((1, 2, 5, 4)).astype(np.float32), n)
+                                    for n in ("k", "v")])
+    return model
+
+
+ATTENTION_MACS = 1 * 2 * 3 * 5 * 4 + 1 * 2 * 3 * 5 * 4  # Q Kᵀ: b · heads · queries · keys · 4; then · V: the same
+
+
+def test_attention_in_a_loop_is_two_counted_matrix_products() -> None:
+    compiled = compile_model(attention_model(in_loop=True))
+
+    found = only_loop(describe_network(compiled.network))
+
+    assert (found.matmuls_per_iteration, found.macs_per_iteration) == (2, ATTENTION_MACS)
+    counter = MacCounter()
+    Simulator(compiled.network, observer=counter).run({"q": np.ones((1, 2, 3, 4), np.float32)})
+    assert only_loop(describe_network(compiled.network, counter.average)).macs_per_iteration == ATTENTION_MACS
+
+
+def test_tensorrt_attention_layer_macs_static_and_measured() -> None:
+    compiled = compile_model(attention_model(in_loop=False))
+    (layer,) = [lay for lay in read_network(compiled.network).layers if lay.type == "ATTENTION_INPUT"]
+    assert macs(layer, [None if t is None else t.shape for t in layer.inputs]) == ATTENTION_MACS
+
+    counter = MacCounter()
+    Simulator(compiled.network, observer=counter).run({"q": np.ones((1, 2, 3, 4), np.float32)})
+
+    assert counter.average == {layer.index: ATTENTION_MACS}
 
 
 # -- structure and critical path -----------------------------------------------------------------

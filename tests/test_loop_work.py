@@ -54,3 +54,25 @@ def test_the_wavefront_limit_of_a_forward_stack() -> None:
     assert gru is not None and (gru.kernels_per_trip, gru.serial_kernels) == (4, 7 * 4)
     assert wavefront_limit(recurrent_model("LSTM", 2, "bidirectional", 5, 2, 3, 4)) is None
     assert wavefront_limit(recurrent_model("LSTM", 1, "forward", 5, 2, 3, 4)) is None
+
+
+def test_products_outside_every_loop_are_hoisted_macs_convolutions_too() -> None:
+    """A Conv (X [1, 2, 8] * K [4, 2, 3] -> [1, 4, 6]: 24 outputs × 2 channels × 3 taps = 144) then a MatMul
+    ([1, 4, 6] x [6, 5]: 4 × 5 × 6 = 120), no loop: every MAC is hoisted."""
+    import loopc
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from benchmarks.loop_work import work_of
+
+    rng = np.random.default_rng(0)
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["X", "K"], ["C"]), helper.make_node("MatMul", ["C", "W"], ["Y"])], "conv_matmul",
+        [helper.make_tensor_value_info("X", TensorProto.FLOAT, [1, 2, 8])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [1, 4, 5])],
+        [numpy_helper.from_array(rng.standard_normal((4, 2, 3)).astype(np.float32), "K"),
+         numpy_helper.from_array(rng.standard_normal((6, 5)).astype(np.float32), "W")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    work = work_of(loopc.compile(model).network, None)
+    assert (work.loops, work.macs_hoisted, work.macs_per_run) == (0, 144 + 120, 144 + 120)

@@ -5,11 +5,12 @@ written by ``loopc check --update-baseline`` and kept in the team's repository. 
 ``NetworkInfo.to_dict()`` (see :mod:`loopc.fingerprint`) plus the engine's size, its build time over
 the same run's reference build (``build_ratio``), and the versions that made it.
 
-Regressions: a loop of the baseline is gone (unrolled or removed); per-iteration layers, MACs or
-the critical path grew beyond their threshold; the engine grew beyond ``engine-size``; the build
-got slower beyond ``build-time`` — a ratio of ratios, each build timed against a reference network
-built in its own run, so a faster or busier CI machine does not move it. Every other change (trip
-limits, iterators, precision, versions, improvements) is listed but does not fail.
+Regressions: a loop of the baseline is gone (unrolled or removed); per-iteration layers, MACs (of
+matrix products and convolutions alike) or the critical path grew beyond their threshold; the engine
+grew beyond ``engine-size``; the build got slower beyond ``build-time`` — a ratio of ratios, each
+build timed against a reference network built in its own run, so a faster or busier CI machine does
+not move it. Every other change (trip limits, iterators, precision, versions, improvements, MACs
+against a baseline recorded before convolutions were counted) is listed but does not fail.
 """
 
 from __future__ import annotations
@@ -67,9 +68,9 @@ def differences(baseline: dict[str, Any], current: dict[str, Any], thresholds: d
         found.append(Difference("loops", len(old_loops), len(new_loops), False))
     for old, new in pairs:
         where = f"loop {new['name']}"
-        for key, threshold in (("layers_per_iteration", "layers-per-iteration"),
-                               ("macs_per_iteration", "macs-per-iteration")):
-            _grown(found, f"{where}: {key.replace('_', ' ')}", old.get(key), new.get(key), thresholds[threshold])
+        _grown(found, f"{where}: layers per iteration", old.get("layers_per_iteration"),
+               new.get("layers_per_iteration"), thresholds["layers-per-iteration"])
+        _macs(found, where, old, new, thresholds["macs-per-iteration"])
         _grown(found, f"{where}: critical path (layers)", len(old.get("critical_path", [])),
                len(new.get("critical_path", [])), thresholds["critical-path"])
         for key in ("trip_limits", "trip_count"):
@@ -90,6 +91,17 @@ def differences(baseline: dict[str, Any], current: dict[str, Any], thresholds: d
         if baseline.get(key) != current.get(key):
             found.append(Difference(f"{key} version", baseline.get(key), current.get(key), False))
     return found
+
+
+def _macs(found: list[Difference], where: str, old: dict[str, Any], new: dict[str, Any], threshold: float) -> None:
+    """MACs per iteration against the baseline's; listed, not failed, when the baseline left out convolutions
+    (recorded before they were counted: no ``convolutions_per_iteration``) and this loop has some."""
+    before, after = old.get("macs_per_iteration"), new.get("macs_per_iteration")
+    if "convolutions_per_iteration" in old or not new.get("convolutions_per_iteration"):
+        _grown(found, f"{where}: macs per iteration", before, after, threshold)
+    elif before is not None and after is not None and before != after:
+        found.append(Difference(f"{where}: macs per iteration (the baseline counted no convolutions: "
+                                "--update-baseline counts them)", before, after, False))
 
 
 def _grown(found: list[Difference], what: str, old: Any, new: Any, threshold: float, noisy: bool = False) -> None:

@@ -4,7 +4,8 @@ References are an independent runtime on the same model file (onnxruntime, the O
 computing in f32) or golden outputs saved earlier: a ``.npz`` keyed by output name, or the JSON
 ``polygraphy run --save-outputs`` writes. Comparison is Polygraphy's own comparator, so a tolerance
 means here what it means in ``polygraphy run``: an element passes when its absolute error is within
-``atol`` or its relative error within ``rtol``.
+``atol`` or its relative error within ``rtol``. Integer and boolean outputs (tokens, indices, masks) are equal or
+not, element by element, whatever the tolerances: a report says how many elements differ, not an error.
 
 A half-precision build's ``precision`` check compares each output with the float32 network's by scale
 (:func:`compare_half`): elementwise relative error means little where half rounds small values to zero.
@@ -19,7 +20,6 @@ from typing import Any
 
 import numpy as np
 
-from loopc.check.manifest import Entry
 from loopc.check.results import OutputComparison
 from loopc.errors import LoopcError
 from loopc.fileio import check_readable, load_arrays
@@ -36,13 +36,15 @@ def load_inputs(path: pathlib.Path) -> dict[str, np.ndarray]:
     return _arrays(feeds[0], path)
 
 
-def reference_outputs(entry: Entry, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The outputs ``entry``'s reference gives for ``inputs``."""
-    if entry.reference == "onnxruntime":
-        return _onnxruntime(entry.path, inputs)
-    if entry.reference == "openvino":
-        return _openvino(entry, inputs)
-    path = pathlib.Path(entry.reference)
+def reference_outputs(reference: str | pathlib.Path, model: pathlib.Path, inputs: Mapping[str, np.ndarray],
+                      weights: pathlib.Path | None = None) -> dict[str, np.ndarray]:
+    """The outputs ``reference`` gives for ``inputs``: onnxruntime or OpenVINO running ``model`` (an OpenVINO IR
+    with its ``weights``), or golden outputs saved in a file."""
+    if reference == "onnxruntime":
+        return _onnxruntime(model, inputs)
+    if reference == "openvino":
+        return _openvino(model, weights, inputs)
+    path = pathlib.Path(reference)
     if path.suffix.lower() == ".npz":
         return load_arrays(path)
     results = _polygraphy_json(path, "outputs")
@@ -61,7 +63,7 @@ def reference_outputs(entry: Entry, inputs: Mapping[str, np.ndarray]) -> dict[st
 
 def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarray], rtol: float,
             atol: float) -> list[OutputComparison]:
-    """Every reference output against the model's, with Polygraphy's ``simple`` comparator."""
+    """Every reference output against the model's: floats by Polygraphy's ``simple`` comparator, other types exactly."""
     from polygraphy.comparator import IterationResult
     from polygraphy.comparator.compare import SimpleCompareFunc
     from polygraphy.logger import G_LOGGER
@@ -72,12 +74,14 @@ def compare(outputs: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarra
         shape = list(got.shape)
         if got.shape != wanted.shape:
             return OutputComparison(name, False, shape=shape, reason=f"shape {shape}, reference {list(wanted.shape)}")
+        if wanted.dtype.kind in "biu":  # tokens, indices, lengths, masks: equal or not, by element
+            return _exact(name, got, wanted)
         if got.size == 0:
             return OutputComparison(name, True, 0.0, 0.0, shape)
         # its per-output report is for terminals (ours is the table); 0/0 relative errors are its business
         with G_LOGGER.verbosity(G_LOGGER.CRITICAL), np.errstate(divide="ignore", invalid="ignore"):
-            result = compare_func(IterationResult({name: _comparable(got)}, runner_name="loopc"),
-                                  IterationResult({name: _comparable(wanted)}, runner_name="reference"))[name]
+            result = compare_func(IterationResult({name: got}, runner_name="loopc"),
+                                  IterationResult({name: wanted}, runner_name="reference"))[name]
         max_abs = _finite(result.max_absdiff)
         max_rel = 0.0 if max_abs == 0.0 else _finite(result.max_reldiff)
         return OutputComparison(name, bool(result), max_abs, max_rel, shape,
@@ -97,9 +101,7 @@ def compare_half(outputs: Mapping[str, np.ndarray], fp32: Mapping[str, np.ndarra
             return OutputComparison(name, False, shape=shape, reason=f"{got.dtype}{shape}, float32 network "
                                     f"{wanted.dtype}{list(wanted.shape)}")
         if wanted.dtype.kind != "f":
-            differ = int(np.count_nonzero(got != wanted))
-            return OutputComparison(name, not differ, shape=shape,
-                                    reason=f"{differ} of {wanted.size} elements differ" if differ else "")
+            return _exact(name, got, wanted)
         finite = np.isfinite(wanted)
         if not np.array_equal(got[~finite], wanted[~finite], equal_nan=True) or not np.isfinite(got[finite]).all():
             return OutputComparison(name, False, shape=shape, reason="its NaN or infinite elements differ from the "
@@ -121,9 +123,12 @@ def _each_output(outputs: Mapping[str, np.ndarray], wanted: Mapping[str, np.ndar
             else judge(name, np.asarray(outputs[name]), np.asarray(want)) for name, want in wanted.items()]
 
 
-def _comparable(array: np.ndarray) -> np.ndarray:
-    """Booleans as integers: the comparator subtracts."""
-    return array.astype(np.int8) if array.dtype == np.bool_ else array
+def _exact(name: str, got: np.ndarray, wanted: np.ndarray) -> OutputComparison:
+    """A non-float output of ``wanted``'s shape: it passes when every element is equal; no error is measured (a
+    relative error of a token id means nothing), only how many elements differ."""
+    differ = int(np.count_nonzero(got != wanted))
+    return OutputComparison(name, not differ, shape=list(got.shape),
+                            reason=f"{differ} of {wanted.size} elements differ" if differ else "")
 
 
 def _finite(value: Any) -> float | None:
@@ -155,7 +160,7 @@ def _onnxruntime(model: pathlib.Path, inputs: Mapping[str, np.ndarray]) -> dict[
     try:
         import onnxruntime as ort
     except ImportError:
-        raise LoopcError("reference 'onnxruntime' needs the onnxruntime package (pip install onnxruntime)") from None
+        raise LoopcError("reference 'onnxruntime' needs the onnxruntime package (pip install 'loopc[check]')") from None
     try:
         options = ort.SessionOptions()
         options.log_severity_level = 3  # its shape warnings are not the check's findings
@@ -166,17 +171,18 @@ def _onnxruntime(model: pathlib.Path, inputs: Mapping[str, np.ndarray]) -> dict[
         raise LoopcError(f"onnxruntime could not run {model.name}: {' '.join(str(exc).split())[:300]}") from None
 
 
-def _openvino(entry: Entry, inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
+def _openvino(model_path: pathlib.Path, weights: pathlib.Path | None,
+              inputs: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
     try:
         import openvino as ov
     except ImportError:
-        raise LoopcError("reference 'openvino' needs the openvino package (pip install openvino)") from None
+        raise LoopcError("reference 'openvino' needs the openvino package (pip install 'loopc[openvino]')") from None
     try:
         core = ov.Core()
-        model = core.read_model(str(entry.path), str(entry.weights) if entry.weights else None)
+        model = core.read_model(str(model_path), str(weights) if weights else None)
         # its CPU plugin computes in bf16 on CPUs that have it unless told otherwise
         compiled = core.compile_model(model, "CPU", {"INFERENCE_PRECISION_HINT": "f32"})
         results = compiled(dict(inputs))
         return {out.get_any_name(): np.asarray(results[out]) for out in compiled.outputs}
     except Exception as exc:  # noqa: BLE001  (OpenVINO raises RuntimeError and its own types)
-        raise LoopcError(f"OpenVINO could not run {entry.path.name}: {' '.join(str(exc).split())[:300]}") from None
+        raise LoopcError(f"OpenVINO could not run {model_path.name}: {' '.join(str(exc).split())[:300]}") from None

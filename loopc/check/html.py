@@ -146,7 +146,8 @@ def _outputs(outputs: list[OutputComparison], caption: str, relative: str) -> st
         status = PASSED if output.passed else FAILED
         shape = "x".join(map(str, output.shape)) if output.shape is not None else ""
         rows.append(f'<tr class="{status}"><td>{_text(output.name)}</td><td>{SYMBOLS[status]} {status}</td>'
-                    f"<td>{_error(output.max_abs)}</td><td>{_error(_first(output.max_rel, output.of_scale))}</td>"
+                    f"<td>{'equal' if markdown.compared_exactly(output) else _error(output.max_abs)}</td>"
+                    f"<td>{_error(_first(output.max_rel, output.of_scale))}</td>"
                     f"<td>{_text(shape)}</td><td>{_text(output.reason)}</td></tr>")
     return (f'<table class="outputs"><caption>{_text(caption)}</caption><thead><tr><th>Output</th>'
             f"<th>Result</th><th>Max abs error</th><th>{_text(relative)}</th><th>Shape</th><th>Reason</th></tr></thead>"

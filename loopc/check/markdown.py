@@ -90,9 +90,10 @@ def numbers_cell(result: TargetResult) -> Cell:
         return _not_passed(half)
     worst_abs = _worst(output.max_abs for output in result.outputs)
     worst_rel = _worst(output.max_rel for output in result.outputs)
-    text = (PASSED if worst_abs is None and worst_rel is None else
-            f"max abs {format_error(worst_abs)} · max rel {format_error(worst_rel)}"
-            f" ({plural(len(result.outputs), 'output')})")
+    errors = [f"max {kind} {format_error(worst)}" for kind, worst in (("abs", worst_abs), ("rel", worst_rel))
+              if worst is not None]  # integer outputs have none: they passed, so they are equal
+    counted = f" ({plural(len(result.outputs), 'output')})"
+    text = (" · ".join(errors) or "equal") + counted if result.outputs else PASSED
     if half is not None:
         text += (f" · {result.precision}: {format_error(_worst(o.of_scale for o in result.against_fp32) or 0.0)} "
                  "of scale against float32")
@@ -137,6 +138,8 @@ def fingerprint_summary(fingerprint: dict[str, Any]) -> str:
 def output_line(output: OutputComparison) -> str:
     """One output against the reference: its errors and shape, or why it failed."""
     parts = [f"{output.name}: {'passed' if output.passed else 'failed'}"]
+    if compared_exactly(output):
+        parts.append("equal")
     if output.max_abs is not None:
         parts.append(f"max abs {format_error(output.max_abs)}")
     if output.max_rel is not None:
@@ -180,6 +183,12 @@ def run_line(report: Report) -> str:
 
 def find_check(result: TargetResult, name: str) -> CheckResult | None:
     return next((check for check in result.checks if check.check == name), None)
+
+
+def compared_exactly(output: OutputComparison) -> bool:
+    """Whether ``output`` passed with no error measured: an integer or boolean output, equal element by element
+    (one that differs says how many elements do in its reason)."""
+    return output.passed and output.max_abs is None and output.max_rel is None and output.of_scale is None
 
 
 def format_error(value: float | None) -> str:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from loopc import api
-from loopc.cli.main import F, cli, verbose_option
+from loopc.cli.main import F, cli, short_help, verbose_option
 from loopc.frontend import FRONTENDS
 from loopc.fileio import OutputFile, load_arrays, save_arrays
 from loopc.limits import DEFAULT_MAX_TENSOR_BYTES, format_bytes, parse_size, tensor_limit
@@ -18,12 +18,18 @@ from loopc.precision import Precision, PrecisionReport
 from loopc.sim import DEFAULT_MAX_ITERATIONS, supported_layer_types
 
 if TYPE_CHECKING:
+    from loopc.check.results import OutputComparison
     from loopc.ir import Graph
 
 
 MAX_TRIPS_HELP = "Bound on the trips of while loops that have scan outputs (TensorRT needs their length)."
 FRONTEND_HELP = "Which of loopc's frontends reads MODEL (default: from its suffix and content)."
 WEIGHTS_HELP = "An OpenVINO IR's .bin, when it is not beside the .xml."
+
+
+#: The model a command reads: a file, but not checked as one by click, so that a folder gets loopc's own message
+#: (a TensorFlow SavedModel: convert it with tf2onnx first).
+model_argument = click.argument("model", type=click.Path())
 
 
 def frontend_options(command: F) -> F:
@@ -109,8 +115,8 @@ def _dump_ir(stage: str, text: str) -> None:
     click.echo(f"--- IR after {stage} ---\n{text}", err=True)
 
 
-@cli.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@cli.command(short_help=short_help("build"))
+@model_argument
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the .plan.")
 @click.option("--shapes", help="Input shapes, trtexec style: x:1x3x224,y:4 (sets min = opt = max).")
 @click.option("--min-shapes", help="Smallest shapes of the optimization profile.")
@@ -181,8 +187,8 @@ def _say_precision(say: Callable[[str], None], precision: PrecisionReport, engin
         say("  left in float32: " + "; ".join(f"{count} {reason}" for reason, count in kept.items()))
 
 
-@cli.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@cli.command(short_help=short_help("export"))
+@model_argument
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the .onnx.")
 @click.option("--shapes", help="Input shapes to fix before the passes run, trtexec style: x:1x3x224,y:4.")
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
@@ -225,22 +231,23 @@ def export(model: str, output: str, shapes: str | None, max_trips: int | None, r
         report_file.write(lambda handle: handle.write(report.to_json().encode()))
 
 
-@cli.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@cli.command(short_help=short_help("inspect"))
+@model_argument
 @click.option("--format", "fmt", type=click.Choice(PICTURE_FORMATS), default="text", show_default=True,
-              help="text: the IR's loops, then the TensorRT network's; json, dot (Graphviz), svg or html: the "
-                   "TensorRT network's loops as data or a picture.")
+              help="text: the TensorRT network's loops and what loopc's passes changed (--ir adds the IR); json, "
+                   "dot (Graphviz), svg or html: the TensorRT network's loops as data or a picture.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
+@click.option("--ir", "show_ir", is_flag=True, help="text: also print each loop's IR after loopc's passes.")
 @click.option("--dump-ir", is_flag=True, help="Also print the IR after the frontend and after each pass.")
 @optimization_options
 @frontend_options
 @limit_option
 @verbose_option
-def inspect(model: str, fmt: str, output: str | None, max_trips: int | None, dump_ir: bool, disabled: tuple[str, ...],
-            frontend: str | None, weights: str | None) -> None:
-    """Show MODEL's loops: as loopc sees them after canonicalization, and as the TensorRT network holds
-    them (trip limits, iterators, recurrences, outputs, work per iteration, critical path)."""
+def inspect(model: str, fmt: str, output: str | None, max_trips: int | None, show_ir: bool, dump_ir: bool,
+            disabled: tuple[str, ...], frontend: str | None, weights: str | None) -> None:
+    """Show MODEL's loops as the TensorRT network holds them (trip limits, iterators, recurrences, outputs, work
+    per iteration, critical path) and what loopc's passes did; --ir adds the loops' IR."""
     from loopc.compiler import compile as compile_model
     from loopc.fingerprint import NetworkInfo
     from loopc.picture import render
@@ -253,13 +260,24 @@ def inspect(model: str, fmt: str, output: str | None, max_trips: int | None, dum
     info = NetworkInfo(compiled.report.layers, compiled.report.loops)
     name = pathlib.Path(model).name
     if fmt == "text":
-        text = _ir_loops(compiled.model.graph, name) + "\n\n" + render(info, fmt, f"{name} as a TensorRT network")
+        text = "\n\n".join([*([_ir_loops(compiled.model.graph, name)] if show_ir else []),
+                             render(info, fmt, f"{name} as a TensorRT network"), _pass_summary(compiled.report.passes)])
     else:  # a standalone .svg file is an XML document
         text = ('<?xml version="1.0" encoding="UTF-8"?>\n' if fmt == "svg" else "") + render(info, fmt, name)
     if out_file:
         out_file.write(lambda handle: handle.write(text.encode() + b"\n"))
     else:
         click.echo(text)
+
+
+def _pass_summary(stats: dict[str, int]) -> str:
+    """What loopc's passes changed, one pass a line (``passes.name``: how many of what)."""
+    changed: dict[str, list[str]] = {}
+    for key, count in stats.items():
+        pass_name, _, what = key.partition(".")
+        changed.setdefault(pass_name, []).append(f"{count} {what}")
+    lines = [f"  {pass_name}: {', '.join(counts)}" for pass_name, counts in changed.items()]
+    return "\n".join(["loopc's passes changed:", *lines] if lines else ["loopc's passes changed nothing"])
 
 
 def _ir_loops(graph: Graph, name: str) -> str:
@@ -271,10 +289,17 @@ def _ir_loops(graph: Graph, name: str) -> str:
     return "\n".join([f"{name}: {len(loops)} loop(s)"] + [format_loop(lp) for lp in loops if lp not in nested])
 
 
-@cli.command()
-@click.argument("model", type=click.Path(dir_okay=False))
+@cli.command(short_help=short_help("run"))
+@model_argument
 @click.option("-i", "--inputs", "inputs_path", type=click.Path(dir_okay=False), help=".npz of inputs by name.")
 @click.option("-o", "--output", "output_path", type=click.Path(dir_okay=False), help="Write outputs to this .npz.")
+@click.option("--reference", metavar="onnxruntime|openvino|FILE",
+              help="Compare the outputs with onnxruntime or OpenVINO running MODEL, or with golden outputs (.npz or "
+                   "polygraphy run --save-outputs JSON); exit 1 when one differs beyond --rtol/--atol.")
+@click.option("--rtol", type=click.FloatRange(min=0), default=1e-4, show_default=True,
+              help="With --reference: relative tolerance (Polygraphy's comparator).")
+@click.option("--atol", type=click.FloatRange(min=0), default=1e-5, show_default=True,
+              help="With --reference: absolute tolerance.")
 @click.option("--executor", type=click.Choice(api.EXECUTORS), default="sim", show_default=True,
               help="sim: the CPU simulator; trt: a real engine (needs a GPU).")
 @click.option("--frontend", type=click.Choice(api.FRONTENDS), default="loopc", show_default=True,
@@ -288,16 +313,18 @@ def _ir_loops(graph: Graph, name: str) -> str:
 @limit_option
 @verbose_option
 def run(
-    model: str, inputs_path: str | None, output_path: str | None, executor: str, frontend: str, max_iterations: int,
-    max_trips: int | None, weights: str | None, precision: Precision,
+    model: str, inputs_path: str | None, output_path: str | None, reference: str | None, rtol: float, atol: float,
+    executor: str, frontend: str, max_iterations: int, max_trips: int | None, weights: str | None,
+    precision: Precision,
 ) -> None:
-    """Run MODEL on the inputs and print (or save) its outputs."""
+    """Run MODEL on the inputs and print (or save) its outputs; with --reference, say whether they match."""
     output_file = OutputFile(output_path, "-o") if output_path else None
     if output_file:
-        _outputs(output_file, reads=(model, inputs_path, weights))
+        _outputs(output_file, reads=(model, inputs_path, weights, reference))
     inputs = load_arrays(inputs_path) if inputs_path else {}
     outputs = api.run(model, inputs, executor=executor, frontend=frontend, max_iterations=max_iterations,
-                      max_trips=max_trips, weights=weights, precision=precision)
+                      max_trips=max_trips, weights=weights, fp16=precision.half == "fp16",
+                      bf16=precision.half == "bf16", fp16_state=precision.half_state)
     say = _teller(output_file)
     if output_file:
         save_arrays(output_file, outputs)
@@ -306,16 +333,48 @@ def run(
         say(f"{name}: {value.dtype} {list(value.shape)}")
         if not output_file:
             say(f"{value}")
+    if reference is not None:
+        _compare_with(reference, model, weights, inputs, outputs, rtol, atol, say)
 
 
-@cli.command()
+def _compare_with(reference: str, model: str, weights: str | None, inputs: dict[str, Any],
+                  outputs: dict[str, Any], rtol: float, atol: float, say: Callable[[str], None]) -> None:
+    """``loopc run --reference``: each reference output against loopc's, one line each; a mismatch fails."""
+    from loopc.check.compare import compare, reference_outputs
+    from loopc.errors import LoopcError
+
+    wanted = reference_outputs(reference, pathlib.Path(model), inputs, pathlib.Path(weights) if weights else None)
+    results = compare(outputs, wanted, rtol, atol)
+    whom = reference if reference in ("onnxruntime", "openvino") else pathlib.Path(reference).name
+    for result in results:
+        say(f"{result.name}: {'matches' if result.passed else 'differs from'} {whom}: {_error_text(result)}")
+    failed = [result.name for result in results if not result.passed]
+    if failed:
+        raise LoopcError(f"output(s) {', '.join(failed)} differ from {whom} beyond rtol {rtol:g} / atol {atol:g}")
+
+
+def _error_text(result: OutputComparison) -> str:
+    """How far one output is from the reference: exact, or its largest errors (or why it could not compare)."""
+    if result.max_abs is None:  # an integer output, compared element by element, or one that could not compare
+        return result.reason or ("equal" if result.passed else "not compared")
+    if result.max_abs == 0:
+        return "equal"
+    rel = f", max rel error {result.max_rel:.3g}" if result.max_rel is not None else ""
+    return f"max abs error {result.max_abs:.3g}{rel}" + (f" ({result.reason})" if result.reason else "")
+
+
+@cli.command(short_help=short_help("ops"))
 @verbose_option
 def ops() -> None:
-    """List the ONNX ops and OpenVINO IR types loopc reads, and the TensorRT layer types the simulator runs."""
+    """List the ONNX ops and OpenVINO IR types loopc reads, the TensorRT layer types the simulator runs, and the
+    targets it builds for."""
     from loopc.backend.trt.registry import supported_ops
     from loopc.frontend.onnx.functions import expanded_ops
     from loopc.frontend.onnx.registry import structural_ops
     from loopc.frontend.openvino.registry import openvino_types
+    from loopc.passes import SEQUENCE_OPS
+    from loopc.trt import is_rtx
+    from loopc.trt.config import targets
 
     click.echo("ONNX ops the TensorRT backend converts:")
     click.echo("  " + " ".join(sorted(supported_ops())))
@@ -323,8 +382,16 @@ def ops() -> None:
     click.echo("  " + " ".join(structural_ops()))
     click.echo("ONNX ops built from ONNX's own definition of them (a function of other ops), when their parts are:")
     click.echo("  " + " ".join(expanded_ops()))
+    click.echo("ONNX sequence ops, read when each sequence's length is known before the model runs, or when a loop "
+               "appends to it (SequenceInsert) and it is stacked after the loop (ConcatFromSequence):")
+    click.echo("  " + " ".join(SEQUENCE_OPS))
     click.echo("OpenVINO IR types (the opsets that introduced the versions read):")
     click.echo("  " + " ".join(f"{name}/{','.join(map(str, sorted(versions)))}"
                                for name, versions in sorted(openvino_types().items())))
     click.echo("TensorRT layer types the simulator runs:")
     click.echo("  " + " ".join(sorted(supported_layer_types())))
+    if is_rtx():
+        click.echo("Targets TensorRT-RTX builds for (--target):")
+        click.echo("  " + " ".join(targets()))
+    else:
+        click.echo("Targets: datacenter TensorRT builds for the GPU present (--target is TensorRT-RTX's)")

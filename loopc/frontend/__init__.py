@@ -7,6 +7,7 @@ from typing import Any
 
 from loopc.errors import FrontendError
 from loopc.fileio import check_readable
+from loopc.frontend.formats import check_model_file
 from loopc.gc_pause import gc_paused
 from loopc.ir import Model
 
@@ -20,6 +21,7 @@ def detect(path: str) -> str:
         return "openvino"
     if suffix == ".onnx":
         return "onnx"
+    check_model_file(path)  # a PyTorch checkpoint, a TensorFlow model or an engine: say which
     check_readable(path)  # before reading: a FIFO would block, /dev/zero never end
     with open(path, "rb") as handle:
         head = handle.read(64).lstrip()

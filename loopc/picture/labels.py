@@ -75,9 +75,12 @@ def macs(loop: LoopInfo) -> str:
 
 
 def work(loop: LoopInfo) -> str:
-    """``43 layers, 3 matmuls, 1,728 MACs``: one iteration's work."""
-    return (f"{plural(loop.layers_per_iteration, 'layer')}, {plural(loop.matmuls_per_iteration, 'matmul')}, "
-            f"{macs(loop)} MACs")
+    """``43 layers, 3 matmuls, 1,728 MACs``: one iteration's work; ``…, 2 matmuls, 14 convolutions, …`` when
+    it convolves (the MACs are every product's)."""
+    convolutions = loop.convolutions_per_iteration
+    products = [plural(loop.matmuls_per_iteration, "matmul")] + ([plural(convolutions, "convolution")]
+                                                                 if convolutions else [])
+    return f"{plural(loop.layers_per_iteration, 'layer')}, {', '.join(products)}, {macs(loop)} MACs"
 
 
 def summary(info: NetworkInfo) -> str:

@@ -14,6 +14,7 @@ import numpy as np
 
 from loopc.errors import BackendError, LoopcError
 from loopc.precision import Precision
+from loopc.spelling import option
 from loopc.trt import gpu, is_rtx, trt
 from loopc.trt.loop_shapes import explain
 from loopc.trt.messages import captured
@@ -57,15 +58,43 @@ class Session:
             return self.builder.create_network(0)
 
 
+#: GPU architectures TensorRT-RTX does not build for, by target: their GPUs, and what builds for them (None: say
+#: only what TensorRT-RTX does build for).
+_DATACENTER = ("build for it with datacenter TensorRT (pip install tensorrt; loopc then uses it), which builds for the "
+               "GPU present, on a machine with that GPU")
+_JETSON = "build for it with the TensorRT of NVIDIA JetPack, on the device"
+_NOT_RTX = {
+    "sm60": ("Pascal: P100", None), "sm61": ("Pascal: GeForce 10 series, P4, P40", None),
+    "sm70": ("Volta: V100", None), "sm72": ("Volta: Jetson AGX Xavier", _JETSON),
+    "sm87": ("Ampere: Jetson Orin", _JETSON),
+    "sm90": ("Hopper: H100, H200, GH200", _DATACENTER), "sm100": ("Blackwell: B200, GB200", _DATACENTER),
+    "sm103": ("Blackwell: B300, GB300", _DATACENTER), "sm101": ("Blackwell: Jetson Thor", _JETSON),
+    "sm110": ("Blackwell: Jetson Thor", _JETSON),
+}
+
+
+def targets() -> list[str]:
+    """The compute capabilities this TensorRT-RTX builds for, as ``--target`` takes them: ``sm75``, ..., ``sm121``
+    in numeric order ([] for datacenter TensorRT, which builds for the GPU present)."""
+    known = getattr(trt(), "ComputeCapability", None)
+    names = [name for name in dir(known) if name.startswith("SM") and name[2:].isdigit()] if known else []
+    return [f"sm{digits}" for digits in sorted((name[2:] for name in names), key=int)]
+
+
 def compute_capability_enum(target: str) -> Any:
-    """Map ``sm89`` / ``8.9`` to ``trt.ComputeCapability.SM89``."""
+    """Map ``sm89`` / ``8.9`` to ``trt.ComputeCapability.SM89``; a target TensorRT-RTX does not build for is
+    refused, saying which it does build for (and, for a GPU it does not, what does)."""
     digits = target.lower().removeprefix("sm").replace(".", "").replace("_", "")
-    name = f"SM{digits}"
-    try:
-        return getattr(trt().ComputeCapability, name)
-    except AttributeError:
-        known = [n for n in dir(trt().ComputeCapability) if n.startswith("SM")]
-        raise LoopcError(f"unknown target {target!r}; TensorRT knows {', '.join(known)}") from None
+    found = getattr(trt().ComputeCapability, f"SM{digits}", None) if digits.isdigit() else None
+    if found is not None:
+        return found
+    listed = ", ".join(targets())
+    gpus = _NOT_RTX.get(f"sm{digits}")
+    if gpus is None:
+        example = "--target sm89" if option("--target").startswith("--") else 'target="sm89"'
+        raise LoopcError(f"unknown target {target!r}", hint=f"TensorRT-RTX builds for {listed} (e.g. {example})")
+    name, remedy = gpus
+    raise LoopcError(f"target {target!r} ({name}) is not one TensorRT-RTX builds for ({listed})", hint=remedy)
 
 
 def builder_config(session: Session, target: str | None = None, precision: Precision = Precision()) -> Any:

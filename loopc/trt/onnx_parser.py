@@ -10,6 +10,7 @@ import onnx
 
 from loopc.errors import FrontendError
 from loopc.fileio import check_readable
+from loopc.frontend.formats import check_model_file
 from loopc.trt import trt
 from loopc.trt.config import Session
 from loopc.trt.messages import captured, tidy
@@ -35,6 +36,7 @@ def parse_onnx(model: onnx.ModelProto | str | os.PathLike[str]) -> ParsedNetwork
             ok = parser.parse(model.SerializeToString())
     else:
         path = os.fspath(model)
+        check_model_file(path)  # an engine or a PyTorch checkpoint: say so, not "Failed to parse the ONNX model"
         check_readable(path)
         with captured(session.errors):
             ok = parser.parse_from_file(path)

@@ -82,6 +82,23 @@ def test_growth_from_zero_is_a_regression() -> None:
         ("loop a: macs per iteration", 0, 16)]
 
 
+def test_grown_convolution_macs_are_a_regression() -> None:
+    """A loop of 2 convolutions, 8 → 16 channels: 27,648 → 55,296 MACs (see test_conv_fingerprint)."""
+    old = fingerprint({**loop("a", macs=27_648), "convolutions_per_iteration": 2})
+    new = fingerprint({**loop("a", macs=55_296), "convolutions_per_iteration": 2})
+    assert regressions(old, new) == [("loop a: macs per iteration", 27_648, 55_296)]
+
+
+def test_a_baseline_from_before_convolutions_were_counted_lists_their_macs() -> None:
+    """A baseline without ``convolutions_per_iteration`` counted a convolving loop's matrix products only (here
+    none): its MACs now include the convolutions', which is no regression; re-recording it counts them."""
+    old, new = fingerprint(loop("a", macs=0)), fingerprint({**loop("a", macs=27_648), "convolutions_per_iteration": 2})
+    found = differences(old, new, DEFAULT_THRESHOLDS)
+    assert [(d.baseline, d.current, d.regression) for d in found] == [(0, 27_648, False)]
+    assert "counted no convolutions" in found[0].what
+    assert regressions(new, fingerprint({**loop("a", macs=55_296), "convolutions_per_iteration": 2})) != []
+
+
 def verdict(got: np.ndarray, want: np.ndarray, rtol: float, atol: float) -> bool:
     [result] = compare({"y": got}, {"y": want}, rtol, atol)
     return result.passed

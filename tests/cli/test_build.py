@@ -130,3 +130,53 @@ def test_malformed_loop(tmp_path: pathlib.Path, knobs: dict[str, object], fragme
     path, plan = broken(tmp_path, "loop.onnx")
     save(loop_model(**knobs), path)  # type: ignore[arg-type]
     assert_refused(invoke("build", str(path), "-o", str(plan)), plan, "'the_loop'", "Loop", f"opset {OPSET}", fragment)
+
+
+WHILE_WITH_SCANS = """<ir_version: 8, opset_import: ["" : 17]>
+g (float stop, float[3] x) => (float[3] total, float[K,3] sums) {
+  go = Constant <value = bool {1}> ()
+  zero = Constant <value = float[3] {0, 0, 0}> ()
+  total, sums = Loop <body = b (int64 i, bool c, float[3] s) => (bool c_out, float[3] s_next, float[3] s_out) {
+    s_next = Add(s, x)
+    s_out = Identity(s_next)
+    first = ReduceSum <keepdims = 0> (s_next)
+    c_out = Less(first, stop)
+  }> (, go, zero)
+}
+"""
+
+
+def test_a_while_loop_with_a_scan_output_asks_for_max_trips_naming_the_users_node(tmp_path: pathlib.Path) -> None:
+    """No trip count M and a condition computed from data: only the user can say how long ``sums`` may get."""
+    model = onnx.parser.parse_model(WHILE_WITH_SCANS)
+    model.graph.node[2].name = "my_while"
+    path, plan = broken(tmp_path, "while.onnx")
+    save(model, path)
+    result = invoke("build", str(path), "-o", str(plan))
+    assert_refused(result, plan)
+    assert result.output.strip().splitlines()[-1] == (
+        "loopc: error: node 'my_while' (Loop, opset 17): the loop collects a value on every trip and ends on its "
+        "condition, after a number of trips loopc cannot tell before it runs, so TensorRT has no length for the "
+        "collected output; give a bound on its trips, at least the most it runs, with --max-trips N")
+    assert invoke("build", str(path), "-o", str(plan), "--max-trips", "16").exit_code == 0
+
+
+def test_a_target_tensorrt_rtx_does_not_build_for_says_what_it_does(tmp_path: pathlib.Path) -> None:
+    """Targets as users type them, in numeric order; a datacenter GPU is sent to datacenter TensorRT."""
+    from loopc.trt import is_rtx, trt
+
+    if not is_rtx():
+        pytest.skip("compute-capability targets are a TensorRT-RTX feature")
+    listed = ", ".join(f"sm{int(m)}" for m in sorted(trt().ComputeCapability.__members__.values(), key=int)
+                       if m.name.startswith("SM"))
+    _, plan = broken(tmp_path, "unused.onnx")
+    unknown = invoke("build", str(SAMPLE), "-o", str(plan), "--target", "sm12")
+    assert_refused(unknown, plan)
+    assert unknown.output.strip().splitlines()[-1] == (
+        f"loopc: error: unknown target 'sm12'; TensorRT-RTX builds for {listed} (e.g. --target sm89)")
+    hopper = invoke("build", str(SAMPLE), "-o", str(plan), "--target", "sm90")
+    assert_refused(hopper, plan)
+    assert hopper.output.strip().splitlines()[-1] == (
+        f"loopc: error: target 'sm90' (Hopper: H100, H200, GH200) is not one TensorRT-RTX builds for ({listed}); "
+        "build for it with datacenter TensorRT (pip install tensorrt; loopc then uses it), which builds for the GPU "
+        "present, on a machine with that GPU")

@@ -12,6 +12,7 @@ import pytest
 from loopc.errors import PassError
 from loopc.ir import constant_value
 from loopc.passes import FloatTripCount
+from loopc.spelling import spelled
 from tests.passes.alone import assert_matches_onnxruntime, load, loops, run_alone
 
 #: ``n = ceil((limit - start) / delta)`` trips; each adds the trip's value ``start + i * delta`` to a sum
@@ -68,7 +69,9 @@ def test_the_loops_own_condition_is_kept_beside_the_count(stop: float) -> None:
 
 def test_without_a_bound_of_the_users_it_is_refused_naming_the_option() -> None:
     _, model = load(RANGE.format(go=ALWAYS))
-    with pytest.raises(PassError, match="computed from floating-point values.*--max-trips"):
+    with pytest.raises(PassError, match="computed from floating-point values.*with max_trips=N"):
+        run_alone(model, FloatTripCount())
+    with spelled("command line"), pytest.raises(PassError, match="computed from floating-point values.*--max-trips N"):
         run_alone(model, FloatTripCount())
 
 

@@ -603,3 +603,90 @@ def test_a_where_of_a_known_condition_is_its_branch() -> None:
         }
     """, {"x": X, "m": X > 5}, [X, X, np.where(X > 5, X, [1, 2, 3]), np.broadcast_to(np.float32([1, 2, 3]), (4, 3))])
     assert result.stats == {"nodes": 2}
+
+
+def run_one(p: Pass, text: str, feeds: dict[str, np.ndarray], expected: Sequence[np.ndarray]) -> PassResult:
+    """Run ``p`` on ``text``; the graph must compute ``expected`` before and after (its form is not compared)."""
+    graph = ir(text)
+    _outputs(graph, feeds, expected)
+    result = p(graph)
+    verify(graph, after=p.name)
+    _outputs(graph, feeds, expected)
+    return result
+
+
+#: rows = []; for each row of x: h = relu(row); then the list is edited under ``if row[0] > 0`` (below).
+CONDITIONAL_APPEND = """
+    graph main(%x: f32[4,3]) -> (%stacked) {{
+      %n: i64[] = Constant() value=i64[]:[4]
+      %yes: bool[] = Constant() value=bool[]:[true]
+      %empty = SequenceEmpty() dtype=1
+      %final = loop count=%n while=%go {{
+        iterator %row: f32[3] = %x[axis 0]
+        recurrence %go: bool[] = %yes -> %go_next
+        recurrence %seq = %empty -> %seq_next
+        %h: f32[3] = Relu(%row)
+        %zero: i64[1] = Constant() value=i64[1]:[0]
+        %first: f32[1] = Gather(%row, %zero) axis=0
+        %limit: f32[1] = Constant() value=f32[1]:[0]
+        %stop1: bool[1] = Greater(%first, %limit)
+        %stop: bool[] = Squeeze(%stop1)
+        %go_next: bool[], %seq_next = if %stop {{
+          then {{
+            %flag: bool[] = Constant() value=bool[]:[{kept_flag}]
+            yield %flag, %seq
+          }}
+          else {{
+            %grown = SequenceInsert(%seq, %h)
+            %more: bool[] = Constant() value=bool[]:[true]
+            yield %more, %grown
+          }}
+        }}
+        last %final = %seq
+      }}
+      %stacked: f32[...] = ConcatFromSequence(%final) axis=0 new_axis=1
+    }}
+"""
+ROWS = np.array([[-1, 2, -3], [-2, 5, 1], [3, 1, 1], [-4, 0, 2]], np.float32)
+
+
+def test_a_break_before_the_append_stacks_every_row_but_the_last_trips() -> None:
+    """``if row[0] > 0: break`` before ``rows.append(h)``: rows 0 and 1 are kept, row 2 stops the loop unkept."""
+    result = run_one(SequenceAccumulation(), CONDITIONAL_APPEND.format(kept_flag="false"), {"x": ROWS},
+                     [np.maximum(ROWS[:2], 0)])
+    assert result.stats == {"sequences": 1}
+    result = run_one(SequenceAccumulation(), CONDITIONAL_APPEND.format(kept_flag="false"), {"x": -np.abs(ROWS)},
+                     [np.zeros((4, 3), np.float32)])  # no break: every row kept
+
+
+def test_a_skipped_append_that_goes_on_is_left_alone() -> None:
+    """``if row[0] > 0: continue``: the list skips a row and the loop goes on, which no concatenated output is."""
+    result = run_one(SequenceAccumulation(), CONDITIONAL_APPEND.format(kept_flag="true"), {"x": ROWS},
+                     [np.maximum(ROWS[[0, 1, 3]], 0)])
+    assert result.stats == {}
+
+
+def test_the_lists_length_in_the_condition_is_the_trips_counted() -> None:
+    """``while len(rows) < 3``: SequenceLength of the grown list, read after the append, is the trips so far."""
+    result = run_one(SequenceAccumulation(), """
+        graph main(%x: f32[4,3]) -> (%stacked, %count) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %yes: bool[] = Constant() value=bool[]:[true]
+          %three: i64[] = Constant() value=i64[]:[3]
+          %empty = SequenceEmpty() dtype=1
+          %go_last, %final = loop count=%n while=%go {
+            iterator %row: f32[3] = %x[axis 0]
+            recurrence %go: bool[] = %yes -> %go_next
+            recurrence %seq = %empty -> %seq_next
+            %h: f32[3] = Relu(%row)
+            %seq_next = SequenceInsert(%seq, %h)
+            %length: i64[] = SequenceLength(%seq_next)
+            %go_next: bool[] = Less(%length, %three)
+            last %go_last = %go
+            last %final = %seq
+          }
+          %stacked: f32[...] = ConcatFromSequence(%final) axis=0 new_axis=1
+          %count: i64[] = SequenceLength(%final)
+        }
+    """, {"x": ROWS}, [np.maximum(ROWS[:3], 0), np.array(3)])
+    assert result.stats == {"sequences": 1}

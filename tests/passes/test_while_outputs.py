@@ -64,10 +64,17 @@ def test_a_loop_without_a_count_takes_the_users_bound_as_its_length(stop: float)
     assert_matches_onnxruntime(proto, model, {"stop": np.array(stop, np.float32), "x": X})
 
 
-def test_a_loop_without_a_count_or_a_bound_is_refused_naming_the_output() -> None:
+def test_a_loop_without_a_count_or_a_bound_is_refused_naming_the_users_loop_and_the_bound() -> None:
+    """The user's node and what to give, as the Python API spells it (the CLI says ``--max-trips N``)."""
     _, model = load(model_text(count=""))
-    with pytest.raises(PassError, match="output 'sums' collects a value on every trip.*--max-trips"):
+    with pytest.raises(PassError) as refused:
         run_alone(model, WhileOutputs())
+    assert str(refused.value) == (
+        "node 'total' (Loop, opset 17): the loop collects a value on every trip and ends on its condition, after a "
+        "number of trips loopc cannot tell before it runs, so TensorRT has no length for the collected output; give a "
+        "bound on its trips, at least the most it runs, with max_trips=N")
+    assert (refused.value.op, refused.value.hint) == ("Loop", "give a bound on its trips, at least the most it runs, "
+                                                               "with max_trips=N")
 
 
 def test_a_while_loop_with_only_last_values_is_marked_padded_and_needs_no_bound() -> None:

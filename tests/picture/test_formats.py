@@ -51,6 +51,29 @@ def test_text_lists_each_part_of_a_loop() -> None:
     assert lines.index("  loop inner: kWHILE") > lines.index("    ys: kCONCATENATE axis 0")
 
 
+def test_every_picture_counts_a_loops_convolutions() -> None:
+    """A loop with convolutions lists them beside its matmuls; its MACs are all of theirs (a loop without any
+    keeps the ``N matmuls`` form above)."""
+    step = LoopInfo("denoise", ["kCOUNT"], 10, [], [RecurrenceInfo("denoise/x", "noise", "denoise/add", [1, 3, 8, 8])],
+                    [OutputInfo("denoise/last", "kLAST_VALUE")], 18, 2, 6_070_272, ["denoise/conv", "denoise/add"],
+                    convolutions_per_iteration=14)
+    info = NetworkInfo(30, [step])
+    work = "18 layers, 2 matmuls, 14 convolutions, 6,070,272 MACs"
+    assert f"  per iteration: {work}" in text_summary(info).splitlines()
+    for fmt in ("dot", "svg", "html"):
+        assert work in render(info, fmt, "t"), fmt
+    data = json.loads(json_document(info, "t"))
+    assert data["loops"][0]["convolutions_per_iteration"] == 14 and NetworkInfo.from_dict(data) == info
+
+
+def test_a_fingerprint_from_before_convolutions_were_counted_reads_as_none() -> None:
+    old = {"layers": 5, "loops": [{"name": "L", "trip_limits": ["kCOUNT"], "layers_per_iteration": 3,
+                                   "matmuls_per_iteration": 1, "macs_per_iteration": 16}]}
+    (loop,) = NetworkInfo.from_dict(old).loops
+    assert isinstance(loop, LoopInfo) and loop.convolutions_per_iteration == 0
+    assert "3 layers, 1 matmul, 16 MACs" in text_summary(NetworkInfo.from_dict(old))
+
+
 @pytest.mark.parametrize("sample", SAMPLES)
 def test_text_indents_nested_loops_and_conditionals(sample: str) -> None:
     info = sample_info(sample)

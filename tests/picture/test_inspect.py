@@ -51,14 +51,18 @@ def test_each_format_is_written_to_a_file(sample: str, tmp_path: pathlib.Path) -
     assert written["html"].startswith("<!DOCTYPE html>")
     loops = len(list(info.walk_loops()))
     name = pathlib.Path(sample).name
-    assert written["text"].startswith(f"{name}: ")  # the IR's loops first, as before
-    assert f"\n\n{name} as a TensorRT network: {info.layers} layers, {loops} loop" in written["text"]
+    # the summary first; the IR only with --ir
+    assert written["text"].startswith(f"{name} as a TensorRT network: {info.layers} layers, {loops} loop")
+    assert "\nloopc's passes changed" in written["text"] and "%" not in written["text"]
 
 
-def test_text_is_the_default_and_goes_to_stdout() -> None:
-    code, stdout, _ = inspect(str(SAMPLES_DIR / "nested_loops.onnx"))
+def test_text_is_the_default_and_goes_to_stdout_with_the_ir_behind_a_flag() -> None:
+    code, summary, _ = inspect(str(SAMPLES_DIR / "nested_loops.onnx"))
+    assert code == 0 and summary.startswith("nested_loops.onnx as a TensorRT network: ")
+    assert "\nloopc's passes changed:\n" in summary and "from \"node" not in summary
+    code, stdout, _ = inspect(str(SAMPLES_DIR / "nested_loops.onnx"), "--ir")
     assert code == 0
-    assert stdout.startswith("nested_loops.onnx: 2 loop(s)\n")
+    assert stdout.startswith("nested_loops.onnx: 2 loop(s)\n") and stdout.endswith(summary)
     # the IR listing shows the nested loop once, inside its parent (not again on its own)
     assert stdout.count("from \"node '/Loop' (Loop, opset 17)\" {") == 1
     assert "\nloop /Loop_1__2: kCOUNT = 5\n" in stdout and "\n  loop /Loop__1: kCOUNT = 4\n" in stdout

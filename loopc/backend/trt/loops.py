@@ -26,7 +26,7 @@ from loopc.backend.trt.context import ConversionContext, np_dtype
 from loopc.backend.trt.registry import converter, node_error
 from loopc.errors import InternalError
 from loopc.ir import Loop, Node
-from loopc.loop_rules import MAX_TRIPS, saturate_trips
+from loopc.loop_rules import MAX_TRIPS, bound_hint, saturate_trips
 from loopc.trt import trt
 
 
@@ -145,7 +145,8 @@ def _length(ctx: ConversionContext, node: Loop, count: Any) -> Any:
     if node.max_trips is not None:
         return _int32_scalar(ctx, node.max_trips, node, "max_trips")
     if count is None:
-        raise node_error(node, "a while loop's concatenated output needs max_trips")
+        raise node_error(node, "the loop collects a value on every trip and has no trip count, so TensorRT has no "
+                               "length for the collected output", hint=bound_hint())
     return count
 
 

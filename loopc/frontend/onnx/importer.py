@@ -19,6 +19,7 @@ from onnx import helper
 
 from loopc.errors import FrontendError, LoopcError, located
 from loopc.fileio import check_readable
+from loopc.frontend.formats import check_model_file, not_onnx
 from loopc.frontend.onnx import validate
 from loopc.frontend.onnx.functions import built_directly, expand_functions
 from loopc.frontend.onnx.registry import TRANSLATORS
@@ -133,13 +134,17 @@ def _check_tensor_io(graph: onnx.GraphProto, source: str, opset: int) -> None:
 
 def load(path: str) -> onnx.ModelProto:
     """Load an ONNX file and its external data; every failure becomes one clear FrontendError."""
+    check_model_file(path)  # another framework's model or an engine: say which, not how protobuf failed
     check_readable(path)
     if os.path.getsize(path) > MAX_MODEL_BYTES:
         raise FrontendError(f"{path}: larger than 2 GiB, which ONNX protobuf files cannot be")
     try:
         proto = onnx.load(path, load_external_data=False)
     except Exception as exc:
-        raise FrontendError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc})") from None
+        raise FrontendError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc}){not_onnx(path)}") \
+            from None
+    if not proto.ir_version and not proto.HasField("graph"):  # protobuf reads other bytes as an empty message
+        raise FrontendError(f"{path}: not an ONNX model (it holds no graph){not_onnx(path)}")
     try:
         load_external_data(proto, path)
     except OSError as exc:
@@ -179,8 +184,8 @@ def translate_graph(
 
 
 def translate_node(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Graph) -> None:
-    if node.domain not in ("", "ai.onnx"):
-        raise located(FrontendError, ctx.describe(node), f"domain {node.domain!r} is not supported")
+    if node.domain not in validate.DEFAULT_DOMAINS:  # the validator refused it already, naming its version
+        raise validate.foreign_op(node, None)
     for rewritten in upgrade_node(ctx, node):
         _translate_one(ctx, rewritten, scope, graph)
 

@@ -91,7 +91,8 @@ def validate_model(proto: onnx.ModelProto, source: str, opset: int) -> None:
             raise FrontendError(f"{source}: graph input {vi.name!r} declares no "
                                 f"{'type' if which is None else 'element type'}",
                                 hint="give each model input its element type (and shape)")
-    structure = _Structure(opset)
+    structure = _Structure(opset, {("" if e.domain in DEFAULT_DOMAINS else e.domain): e.version
+                                   for e in proto.opset_import})
     structure.graph(proto.graph, "the main graph")
     if structure.tensor_bytes <= CHECKER_MAX_TENSOR_BYTES:
         _onnx_checker(proto, source, opset)
@@ -122,6 +123,25 @@ def check_output_types(graph: onnx.GraphProto, declared: list[int], opset: int, 
 def label(node: onnx.NodeProto) -> str:
     """How a node is named in messages: its name, else its first output."""
     return node.name or next((o for o in node.output if o), "?")
+
+
+#: Why a custom domain's op is not read, and what to do, by domain (any other domain: ``None``).
+_DOMAIN_HINTS = {
+    "com.microsoft": "it is one of onnxruntime's contrib ops, which onnxruntime's optimizers and fusion tools write: "
+                     "give loopc the model from before them, or export it with standard ONNX ops",
+    None: "expand it into standard ONNX ops before exporting the model (an op only a custom runtime or plugin "
+          "implements cannot be built)",
+}
+
+
+def foreign_op(node: onnx.NodeProto, version: int | None) -> LoopcError:
+    """The refusal of ``node``, an op of a domain other than ONNX's default one, whose opset the model imports
+    at ``version`` (None: it imports none): named with its domain and that domain's version."""
+    opset = f"{node.domain} opset {version}" if version is not None else f"domain {node.domain}"
+    return UnsupportedOpError(
+        f"op {node.op_type!r} of domain {node.domain!r} is not one loopc reads: loopc converts the ops of ONNX's "
+        "default domain that `loopc ops` lists", node=label(node), op=node.op_type, opset=opset,
+        hint=_DOMAIN_HINTS.get(node.domain, _DOMAIN_HINTS[None]))
 
 
 def node_error(node: onnx.NodeProto, opset: int, message: str, cls: type[LoopcError] = FrontendError,
@@ -250,8 +270,9 @@ class _Scoped(Generic[_What]):
 class _Structure:
     """Names, schemas, attributes, arity and tensors, graph by graph."""
 
-    def __init__(self, opset: int) -> None:
+    def __init__(self, opset: int, domains: dict[str, int]) -> None:
         self.opset = opset
+        self.domains = domains  #: every imported domain's version (the default domain as "")
         self.names: _Scoped[str | onnx.NodeProto] = _Scoped()
         self.tensor_bytes = 0
 
@@ -309,8 +330,7 @@ class _Structure:
 
     def node(self, node: onnx.NodeProto, inputs: list[str], outputs: list[str]) -> None:
         if node.domain not in DEFAULT_DOMAINS:
-            raise node_error(node, self.opset, f"domain {node.domain!r} is not supported; loopc converts the ops "
-                             f"of ONNX's default domain", UnsupportedOpError)
+            raise foreign_op(node, self.domains.get(node.domain))
         where = self.names.where
         for name in inputs:
             if name and name not in where:

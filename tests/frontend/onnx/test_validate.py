@@ -89,10 +89,30 @@ def test_opset_imported_twice() -> None:
     refused(proto, FrontendError, "opset_import names domain 'ai.onnx' twice")
 
 
-def test_node_in_an_unknown_domain() -> None:
-    proto = unary()
+def test_a_custom_domains_op_is_named_with_its_domain_and_that_domains_opset() -> None:
+    proto = unary("MyOp")
     proto.graph.node[0].domain = "com.example"
-    refused(proto, UnsupportedOpError, "node 'n' (Relu, opset 17): domain 'com.example' is not supported")
+    proto.opset_import.append(helper.make_opsetid("com.example", 3))
+    error = refused(proto, UnsupportedOpError)
+    assert str(error) == (
+        "node 'n' (MyOp, com.example opset 3): op 'MyOp' of domain 'com.example' is not one loopc reads: loopc "
+        "converts the ops of ONNX's default domain that `loopc ops` lists; expand it into standard ONNX ops before "
+        "exporting the model (an op only a custom runtime or plugin implements cannot be built)")
+    assert (error.node, error.op, error.opset) == ("n", "MyOp", "com.example opset 3")
+
+
+def test_a_custom_domain_the_model_does_not_import_is_named_as_a_domain() -> None:
+    proto = unary("MyOp")
+    proto.graph.node[0].domain = "com.example"
+    refused(proto, UnsupportedOpError, "node 'n' (MyOp, domain com.example): op 'MyOp' of domain 'com.example'")
+
+
+def test_onnxruntimes_contrib_ops_are_sent_back_to_before_its_optimizer() -> None:
+    proto = unary("FusedGelu")
+    proto.graph.node[0].domain = "com.microsoft"
+    proto.opset_import.append(helper.make_opsetid("com.microsoft", 1))
+    refused(proto, UnsupportedOpError, "node 'n' (FusedGelu, com.microsoft opset 1): op 'FusedGelu' of domain "
+            "'com.microsoft' is not one loopc reads", "onnxruntime's contrib ops", "give loopc the model from before")
 
 
 def test_unknown_op() -> None:

@@ -116,6 +116,77 @@ class GreedyDecoder(nn.Module):
         return torch.stack(tokens)
 
 
+class GreedyStep(GreedyDecoder):
+    """The same decoder and weights, its step a method, so that its variants differ only in how they stop."""
+
+    def begin(self, memory: Tensor) -> tuple[Tensor, Tensor]:
+        h = torch.tanh(memory.mean(0))
+        return h, torch.zeros_like(h)
+
+    def step(self, memory: Tensor, token: Tensor, h: Tensor, c: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        h, c = self.cell(self.embed(token), h, c)
+        attn = torch.softmax(torch.matmul(memory, h), dim=0)
+        ctx = torch.matmul(attn, memory)
+        return torch.argmax(self.out(torch.cat([h, ctx]))), h, c
+
+
+class GreedyCountCondition(GreedyStep):
+    """``while step < max_len and token != eos``, a counter of its own."""
+
+    def forward(self, memory: Tensor, start: Tensor, max_len: Tensor) -> Tensor:
+        h, c = self.begin(memory)
+        token, step = start, 0
+        tokens: list[Tensor] = []
+        while step < int(max_len) and int(token) != self.eos:
+            token, h, c = self.step(memory, token, h, c)
+            tokens.append(token)
+            step += 1
+        return torch.stack(tokens)
+
+
+class GreedyLenCondition(GreedyStep):
+    """``while len(tokens) < max_len and token != eos``: the list's length is the count."""
+
+    def forward(self, memory: Tensor, start: Tensor, max_len: Tensor) -> Tensor:
+        h, c = self.begin(memory)
+        token = start
+        tokens: list[Tensor] = []
+        while len(tokens) < int(max_len) and int(token) != self.eos:
+            token, h, c = self.step(memory, token, h, c)
+            tokens.append(token)
+        return torch.stack(tokens)
+
+
+class GreedyBreakFirst(GreedyStep):
+    """``if token == eos: break`` before ``tokens.append(token)``: the EOS is not kept."""
+
+    def forward(self, memory: Tensor, start: Tensor, max_len: Tensor) -> Tensor:
+        h, c = self.begin(memory)
+        token = start
+        tokens: list[Tensor] = []
+        for _ in range(int(max_len)):
+            token, h, c = self.step(memory, token, h, c)
+            if int(token) == self.eos:
+                break
+            tokens.append(token)
+        return torch.stack(tokens)
+
+
+class GreedyWhileTrue(GreedyStep):
+    """``while True`` with both stops as one ``break``: ``token == eos or len(tokens) >= max_len``."""
+
+    def forward(self, memory: Tensor, start: Tensor, max_len: Tensor) -> Tensor:
+        h, c = self.begin(memory)
+        token = start
+        tokens: list[Tensor] = []
+        while True:
+            token, h, c = self.step(memory, token, h, c)
+            tokens.append(token)
+            if int(token) == self.eos or len(tokens) >= int(max_len):
+                break
+        return torch.stack(tokens)
+
+
 class TopKSamplingDecoder(nn.Module):
     """Batched top-k sampling with a GRU cell; the uniform draws are an input, so the run is deterministic.
 
@@ -908,6 +979,8 @@ class Case:
     atol: float | None = None
     #: loopc's refusal, for a case at a known limit of loopc (the corpus test checks it is stated)
     refusal: str | None = None
+    #: the bound a while loop that stops on data alone needs (``--max-trips``)
+    max_trips: int | None = None
 
 
 CASES: list[Case] = []
@@ -965,6 +1038,7 @@ def save_case(
     atol: float | None = None,
     refusal: str | None = None,
     other_sizes: dict[str, Tensor] | None = None,
+    max_trips: int | None = None,
 ) -> list[Tensor]:
     """Save inputs and eager outputs of ``module`` under the model's graph names; check onnxruntime agrees.
 
@@ -976,7 +1050,7 @@ def save_case(
         check_ort(name, model_file, module, other_sizes, rtol, atol)
     np.savez(HERE / f"{name}.inputs.npz", **feeds)
     np.savez(HERE / f"{name}.expected.npz", **expected)
-    CASES.append(Case(name, model_file, about, rtol, atol, refusal))
+    CASES.append(Case(name, model_file, about, rtol, atol, refusal, max_trips))
     shapes = ", ".join(f"{k}{list(v.shape)}" for k, v in expected.items())
     also = "" if other_sizes is None else "; also at " + ", ".join(f"{k}{list(v.shape)}" for k, v in other_sizes.items())
     print(f"{name}: {model_file} ok against onnxruntime; outputs {shapes}{also}")
@@ -1104,6 +1178,41 @@ def greedy() -> None:
     inputs = search(make, runs_out, "greedy_decoder (max_len)")
     inputs["max_len"] = scalar(7)
     save_case("greedy_decoder_max_len", "greedy_decoder.onnx", model, inputs, about + "; runs to max_len, no EOS")
+
+
+def greedy_stops() -> None:
+    """``greedy``'s decoder and weights, stopping the ways users write it: a counter or the list's length in the
+    while condition, a ``break`` before the append, and ``while True`` with one ``break``."""
+    variants = {
+        "greedy_count_condition": (GreedyCountCondition, "`while step < max_len and token != eos`", None),
+        "greedy_len_condition": (GreedyLenCondition, "`while len(tokens) < max_len and token != eos`", None),
+        "greedy_break_first": (GreedyBreakFirst, "`if token == eos: break` before `tokens.append(token)`", None),
+        "greedy_while_true": (GreedyWhileTrue, "`while True:` ... `if token == eos or len(tokens) >= max_len: break`",
+                              16),
+    }
+    for name, (kind, stop, max_trips) in variants.items():
+        torch.manual_seed(10)
+        model = kind().eval()
+
+        def make(seed: int) -> dict[str, Tensor]:
+            rng = np.random.default_rng(seed)
+            return {"memory": rnd(rng, 5, 16), "start": scalar(int(rng.integers(1, 12))), "max_len": scalar(12)}
+
+        def stops_early(inp: dict[str, Tensor]) -> bool:
+            return 3 <= model(*inp.values()).numel() <= 8
+
+        def runs_out(inp: dict[str, Tensor]) -> bool:
+            return model(*inp.values()).numel() == 12
+
+        export_ts(name, model, make(0), ["tokens"], {"memory": {0: "src_len"}, "tokens": {0: "steps"}}, script=True)
+        about = (f"`greedy_decoder`'s model stopping with {stop}, list.append + torch.stack, torch.jit.script, {TS}, "
+                 "dynamic src_len")
+        save_case(name, f"{name}.onnx", model, search(make, stops_early, name), about + "; stops at EOS",
+                  max_trips=max_trips)
+        inputs = search(make, runs_out, f"{name} (max_len)")
+        inputs["max_len"] = scalar(7)
+        save_case(f"{name}_max_len", f"{name}.onnx", model, inputs, about + "; runs to max_len, no EOS",
+                  max_trips=max_trips)
 
 
 def topk_sampling() -> None:
@@ -1525,8 +1634,8 @@ def cell_loops() -> None:
 def _kept_cases() -> list[Case]:
     """The cases ``cases.toml`` lists now, for a run that remakes only some groups."""
     tables = tomllib.loads((HERE / "cases.toml").read_text()).get("model", [])
-    return [Case(t["name"], t["path"], t["about"], t.get("rtol"), t.get("atol"), t.get("loopc-refuses"))
-            for t in tables]
+    return [Case(t["name"], t["path"], t["about"], t.get("rtol"), t.get("atol"), t.get("loopc-refuses"),
+                 t.get("max-trips")) for t in tables]
 
 
 def write_toml(kept: list[Case]) -> None:
@@ -1549,6 +1658,8 @@ def write_toml(kept: list[Case]) -> None:
             lines.append(f"atol = {case.atol}")
         if case.refusal is not None:
             lines.append(f'loopc-refuses = "{case.refusal}"')
+        if case.max_trips is not None:
+            lines.append(f"max-trips = {case.max_trips}")
         lines.append("")
     (HERE / "cases.toml").write_text("\n".join(lines))
 
@@ -1556,6 +1667,7 @@ def write_toml(kept: list[Case]) -> None:
 GROUPS: dict[str, Callable[[], None]] = {
     "rnn_stacks": rnn_stacks,
     "greedy": greedy,
+    "greedy_stops": greedy_stops,
     "topk_sampling": topk_sampling,
     "beam": beam,
     "ctc": ctc,
