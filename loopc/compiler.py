@@ -18,13 +18,14 @@ from typing import Any
 import onnx
 
 from loopc.errors import BackendError
-from loopc.spelling import option, warn as warn_user
 from loopc.fileio import OutputFile, load_arrays
 from loopc.fingerprint import LoopInfo, NetworkInfo, Node, describe_network
 from loopc.ir import Graph, Model, format_graph
 from loopc.precision import Precision, PrecisionReport
 from loopc.profiles import InputProfile, ShapeProfile
-from loopc.trt.config import Session, build_serialized, builder_config
+from loopc.spelling import option, warn as warn_user
+from loopc.trt import trt
+from loopc.trt.config import Session, build_serialized, build_target, builder_config
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,9 @@ class BuildReport:
     inputs: dict[str, InputProfile] = field(default_factory=dict)
     #: What ``--fp16`` / ``--bf16`` did, when asked.
     precision: PrecisionReport | None = None
+    #: The compute capability the engine was built for (``sm89``), and the TensorRT whose runtime loads it.
+    target: str = ""
+    tensorrt: str = ""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -243,4 +247,5 @@ def build_plan(
                            f"shapes or values with {option('--shapes')} or {option('--inputs')})") from exc
     report.build_seconds = time.perf_counter() - start
     report.engine_bytes = len(plan)
+    report.target, report.tensorrt = build_target(target), f"{trt().__name__} {trt().__version__}"
     return plan, report

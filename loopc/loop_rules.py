@@ -70,7 +70,9 @@ def padded(stacked: np.ndarray, axis: int, trips: int, length: int, what: str,
     ``error`` (naming ``what``) when the length is shorter than the trips run. A padded output is allocated
     at its full length whatever the trips run, so it is held to loopc's limit for one tensor first."""
     if length < trips:
-        raise error(f"{what}: length {length} is less than the {trips} trips run")
+        raise error(f"{what}: the loop ran {trips} trips, but this output was built to hold {length} (its length is "
+                    "fixed when the engine is built: the loop's trip count, or for a while loop with none the bound "
+                    f"{option('--max-trips')} gives)", hint=f"{bound_hint().replace('give', 'build with', 1)}")
     if length == trips:
         return stacked
     shape = list(stacked.shape)

@@ -14,6 +14,7 @@ import pytest
 
 import loopc
 from loopc.cli.main import SUBCOMMANDS, cli
+from loopc.trt import is_rtx
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[1] / "samples"
 DECODER = SAMPLES / "greedy_gru_decoder.onnx"
@@ -76,7 +77,9 @@ def test_run_in_half_precision_stays_near_onnxruntime() -> None:
 
 
 def test_build_takes_shapes_as_text_or_a_mapping(tmp_path: pathlib.Path) -> None:
-    as_text = loopc.build(RUNNING_SUM, tmp_path / "a.plan", shapes="x:5x3")
+    as_text = loopc.build(RUNNING_SUM, tmp_path / "a.plan", shapes="x:5x3", target="SM86")
+    assert as_text.target == ("sm86" if is_rtx() else "the GPU present")
+    assert as_text.tensorrt.split()[0] in ("tensorrt", "tensorrt_rtx")
     as_mapping = loopc.build(RUNNING_SUM, tmp_path / "b.plan", shapes={"x": (5, 3)})
     assert as_text.inputs["x"].source == as_mapping.inputs["x"].source == "static"
     pinned = loopc.build(DECODER, tmp_path / "c.plan", inputs=DECODER_INPUTS)

@@ -29,7 +29,9 @@ def test_stacked_outputs_pad_to_their_length_with_poison():
     got = padded(stacked, 1, 2, 4, "out")
     np.testing.assert_array_equal(got, [[1, 2, -2**31, -2**31], [3, 4, -2**31, -2**31]])
     assert padded(stacked, 1, 2, 2, "out") is stacked
-    with pytest.raises(LoopcError, match="out: length 1 is less than the 2 trips run"):
+    with pytest.raises(LoopcError, match="out: the loop ran 2 trips, but this output was built to hold 1 .* the bound "
+                                         "max_trips= gives.*build with a bound on its trips, at least the most it runs, "
+                                         "with max_trips=N"):
         padded(stacked, 1, 2, 1, "out")
 
 

@@ -166,7 +166,8 @@ def build(
             f"{loop.layers_per_iteration} layer(s) per iteration"
         )
     say(
-        f"wrote {output}: {report.engine_bytes} bytes, {report.layers} layers, {len(report.all_loops())} loop(s); "
+        f"wrote {output}: {report.engine_bytes} bytes for {report.target} ({report.tensorrt}), {report.layers} layers, "
+        f"{len(report.all_loops())} loop(s); "
         f"compile {report.compile_seconds:.2f} s, build {report.build_seconds:.2f} s"
     )
     if report.precision is not None:

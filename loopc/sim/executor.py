@@ -234,7 +234,7 @@ class Executor:
             result = no_trips(tuple(item_shape), axis, target.dtype)
         if kind == "REVERSE":
             result = np.flip(result, axis=axis)
-        return padded(result, axis, trips, length, f"{out.describe()}: the output", SimulationError)
+        return padded(result, axis, trips, length, out.describe(), SimulationError)
 
 
 def _assertions_by_scope(network: Network) -> dict[NetworkLoop | None, list[Layer]]:

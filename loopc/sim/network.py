@@ -69,7 +69,9 @@ class Layer:
     conditional: Conditional | None = None
 
     def describe(self) -> str:
-        return f"layer {self.name!r} ({self.type})"
+        """The layer, and the user's node it comes from when the network recorded it (loopc's do, as metadata)."""
+        origin = getattr(self.api, "metadata", "") or ""
+        return f"layer {self.name!r} ({self.type})" + (f" of {origin}" if origin else "")
 
 
 @dataclass(eq=False)

@@ -97,6 +97,17 @@ def compute_capability_enum(target: str) -> Any:
     raise LoopcError(f"target {target!r} ({name}) is not one TensorRT-RTX builds for ({listed})", hint=remedy)
 
 
+def build_target(target: str | None = None) -> str:
+    """What an engine is built for: ``target`` (lower case), else the GPU present, else :data:`DEFAULT_TARGET` on
+    TensorRT-RTX; datacenter TensorRT builds for the GPU present whatever is asked."""
+    if not is_rtx():
+        return "the GPU present"
+    if target is not None:
+        return target.lower()
+    cc = gpu.compute_capability()
+    return f"sm{cc[0]}{cc[1]}" if cc else DEFAULT_TARGET
+
+
 def builder_config(session: Session, target: str | None = None, precision: Precision = Precision()) -> Any:
     """Create a builder config that can build here: the GPU present, else ``target`` ahead of time.
 
@@ -104,11 +115,8 @@ def builder_config(session: Session, target: str | None = None, precision: Preci
     strongly typed: loopc retyped the network already, see :mod:`loopc.precision`)."""
     cfg = session.builder.create_builder_config()
     if is_rtx():
-        if target is None:
-            cc = gpu.compute_capability()
-            target = f"sm{cc[0]}{cc[1]}" if cc else DEFAULT_TARGET
         cfg.num_compute_capabilities = 1
-        cfg.set_compute_capability(compute_capability_enum(target), 0)
+        cfg.set_compute_capability(compute_capability_enum(build_target(target)), 0)
     elif target is not None:
         log.warning("datacenter TensorRT builds for the GPU present; ignoring target %s", target)
     if precision and not is_rtx():

@@ -122,3 +122,17 @@ def test_ops_lists_converters_and_simulator_layers() -> None:
     assert set(supported_ops()) <= words and set(supported_layer_types()) <= words
     # ops built by ONNX's definition of them: a converter of loopc's own would take precedence
     assert {"LinearAttention", "SoftmaxCrossEntropyLoss"} <= words and not {"LinearAttention"} & set(supported_ops())
+
+
+def test_a_loop_run_past_its_max_trips_names_the_users_node_and_the_flag() -> None:
+    """onnxscript's Newton iteration stacks 7 iterates; built for 2 (--max-trips 2), the run says which node ran over."""
+    corpus = pathlib.Path(__file__).resolve().parents[1] / "models" / "onnxscript"
+    trips = int(np.load(corpus / "onnxscript_while_history.expected.npz")["count_14"])  # NumPy's reference: 7
+    result = CliRunner().invoke(cli, ["run", str(corpus / "onnxscript_while_history.onnx"), "-i",
+                                      str(corpus / "onnxscript_while_history.inputs.npz"), "--max-trips", "2"])
+    assert result.exit_code == 1
+    assert result.output.strip().splitlines()[-1] == (
+        f"loopc: error: layer 'n6__1/output1' (LOOP_OUTPUT) of node 'n6' (Loop, opset 18): the loop ran {trips} trips, but "
+        "this output was built to hold 2 (its length is fixed when the engine is built: the loop's trip count, or for "
+        "a while loop with none the bound --max-trips gives); build with a bound on its trips, at least the most it "
+        "runs, with --max-trips N")

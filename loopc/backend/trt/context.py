@@ -243,7 +243,8 @@ class ConversionContext:
     # -- layers ------------------------------------------------------------------------------
 
     def named(self, layer: Any, node: Node | str, suffix: str = "") -> Any:
-        """Name ``layer`` after its node (helper layers get ``node/suffix``) and return it.
+        """Name ``layer`` after its node (helper layers get ``node/suffix``), record the user's node it comes from as
+        its metadata, and return it.
 
         Names are unique: a name already taken (equal node names, or a node named like another
         node's helper) gets ``.N``, the first free N, so the names are deterministic and each still
@@ -254,6 +255,8 @@ class ConversionContext:
         base = node if isinstance(node, str) else self._base(node)
         name = self._fresh(f"{base}/{suffix}" if suffix else base, self._layer_names)
         layer.name = name
+        if not isinstance(node, str) and node.origin:
+            layer.metadata = node.origin  # the user's node, for errors (and TensorRT's profiler) to name
         self._layer_names.add(name)
         for i in range(layer.num_outputs):
             tensor = layer.get_output(i)
