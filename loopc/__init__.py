@@ -16,9 +16,8 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-_API = ("build", "compile", "export", "run", "simulate")
-
-__all__ = ["InternalError", "LoopcError", "SimulationError", "__version__", *_API]
+__all__ = ["InternalError", "LoopcError", "SimulationError", "__version__", "build", "compile", "export", "run", "simulate"]
+_API = __all__[4:]
 
 
 def __getattr__(name: str) -> Any:

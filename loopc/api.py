@@ -9,7 +9,7 @@ given loopc's default profile) point at the caller's line. Heavy modules are imp
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING, Any, Union
 
 from loopc.errors import LoopcError

@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
-from onnx import helper, numpy_helper
+from onnx import helper
 from onnx.defs import onnx_opset_version
 from onnx.reference import ReferenceEvaluator
 
@@ -40,8 +40,7 @@ from loopc.errors import LoopcError
 from loopc.ir.core import Graph, Model, Node, Value, type_text
 from loopc.ir.loop import If, Loop, LoopIterator, LoopOutput
 from loopc.ir.builder import node_proto, operand_names
-from loopc.limits import check_constant
-from loopc.loop_rules import DEFAULT_MAX_ITERATIONS, MAX_TRIPS, endless, no_trips, padded, saturate_trips
+from loopc.loop_rules import DEFAULT_MAX_ITERATIONS, endless, no_trips, padded, saturate_trips
 
 Kernel = Callable[[list[Any]], Sequence[Any]]
 

@@ -25,7 +25,7 @@ concatenated outputs, which TensorRT needs as a build-time length.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from loopc.errors import InternalError
