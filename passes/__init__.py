@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from loopc.optimizations import OPTIMIZATIONS
 from loopc.passes._sequence_lengths import SEQUENCE_OPS
 from loopc.passes.bounded_resize import BoundedResize
 from loopc.passes.broadcast_carries import BroadcastCarries
@@ -44,11 +45,6 @@ __all__ = ["BoundedResize", "BroadcastCarries", "ConstantFolding", "CountedLoops
            "RowSlices", "SEQUENCE_OPS", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StackedOutputs", "StaticConditionals", "StaticSequences", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
-#: What only makes loops faster: each can be switched off (``--disable NAME``; ``-O0``: all of them).
-#: All are passes but ``stack-directions``, the recurrent ops' lowering running both directions of a
-#: bidirectional op in one loop (the frontends make it; see :func:`loopc.frontend.load`).
-OPTIMIZATIONS = ("stack-directions", "narrow-products", "inline-one-trip", "scatter-to-concat", "loop-distribution",
-                 "wavefront")
 
 
 def default_passes(max_trips: int | None = None, disabled: Collection[str] = ()) -> list[Pass]:

@@ -15,7 +15,8 @@ from loopc.fileio import OutputFile, load_arrays, save_arrays
 from loopc.limits import DEFAULT_MAX_TENSOR_BYTES, format_bytes, parse_size, tensor_limit
 from loopc.picture import FORMATS as PICTURE_FORMATS
 from loopc.precision import Precision, PrecisionReport
-from loopc.sim import DEFAULT_MAX_ITERATIONS, supported_layer_types
+from loopc.loop_rules import DEFAULT_MAX_ITERATIONS
+from loopc.optimizations import OPTIMIZATIONS
 
 if TYPE_CHECKING:
     from loopc.check.results import OutputComparison
@@ -40,16 +41,12 @@ def frontend_options(command: F) -> F:
 
 def _disabled(ctx: click.Context, param: click.Parameter, value: Any) -> Any:
     """-O0 and --disable, folded into one tuple of optimization passes not to run."""
-    from loopc.passes import OPTIMIZATIONS
-
     level, names = ctx.params.pop("opt_level", 1), tuple(value or ())
     return tuple(OPTIMIZATIONS) if level == 0 else names
 
 
 def optimization_options(command: F) -> F:
     """``-O0`` and ``--disable PASS``: the optimization passes to leave out (the report lists which ran)."""
-    from loopc.passes import OPTIMIZATIONS
-
     command = click.option(
         "--disable", "disabled", multiple=True, type=click.Choice(OPTIMIZATIONS), callback=_disabled,
         help="Leave out this optimization pass (repeatable).")(command)
@@ -373,6 +370,7 @@ def ops() -> None:
     from loopc.frontend.onnx.functions import expanded_ops
     from loopc.frontend.onnx.registry import structural_ops
     from loopc.frontend.openvino.registry import openvino_types
+    from loopc.sim import supported_layer_types
     from loopc.passes import SEQUENCE_OPS
     from loopc.trt import is_rtx
     from loopc.trt.config import targets

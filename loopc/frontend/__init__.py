@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loopc.errors import FrontendError
 from loopc.fileio import check_readable
 from loopc.frontend.formats import check_model_file
 from loopc.gc_pause import gc_paused
-from loopc.ir import Model
+
+if TYPE_CHECKING:
+    from loopc.ir import Model
 
 FRONTENDS = ("onnx", "openvino")
 

@@ -7,8 +7,10 @@ title to a string; :func:`render` picks one by name (``loopc inspect --format``)
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-from loopc.fingerprint import NetworkInfo
+if TYPE_CHECKING:
+    from loopc.fingerprint import NetworkInfo
 
 FORMATS = ("text", "json", "dot", "svg", "html")
 

@@ -25,13 +25,24 @@ print("LOADED", " ".join(sorted(name for name in sys.modules if name.split(".")[
 """
 
 
+def loaded(args: list[str], heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    """The modules of ``heavy`` (a package counts with its submodules) that ``loopc ARGS`` imported."""
+    roots = {name for name in heavy if "." not in name}
+    code = PROBE.replace("{HEAVY_ROOTS}", repr(roots)).replace("{HEAVY}", repr(set(heavy)))
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True).stdout
+    return out.rsplit("LOADED", 1)[1].split()
+
+
 @pytest.mark.parametrize("args", [["--version"], ["--help"], ["-h"]])
 def test_version_and_help_load_nothing_heavy(args: list[str]) -> None:
-    roots = {name for name in HEAVY if "." not in name}
-    code = PROBE.replace("{HEAVY_ROOTS}", repr(roots)).replace("{HEAVY}", repr(set(HEAVY)))
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, check=True).stdout
-    loaded = out.rsplit("LOADED", 1)[1].split()
-    assert loaded == [], f"loopc {' '.join(args)} imported {loaded}"
+    assert loaded(args) == [], f"loopc {' '.join(args)} imported {loaded(args)}"
+
+
+@pytest.mark.parametrize("command", list(SUBCOMMANDS))
+def test_a_subcommands_help_loads_no_onnx_tensorrt_or_ir(command: str) -> None:
+    """Its options may need numpy (sizes, files), never the model machinery."""
+    heavy = tuple(name for name in HEAVY if name != "numpy")
+    assert loaded([command, "--help"], heavy) == []
 
 
 def test_the_help_lists_each_subcommand_with_its_own_short_help() -> None:
