@@ -172,6 +172,8 @@ def translate_graph(
     else:
         ir.set_inputs(inputs)
     for init in graph.initializer:
+        if scope.parent is not None and scope.parent.lookup(init.name) is not None:
+            continue  # an enclosing graph's initializer repeated, values and all (the validator checked): one value
         constant(ctx, scope, ir, init.name, _array(init, f"initializer {init.name!r}"))
     for node in graph.node:
         translate_node(ctx, node, scope, ir)

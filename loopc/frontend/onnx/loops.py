@@ -164,6 +164,9 @@ def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
     body = translate_body(ctx, body_proto, scope, [counter, cond_param, *states], f"{label}_body", prologue)
     cond_out, nexts, scans = body.outputs[0], body.outputs[1:1 + n], body.outputs[1 + n:]
     _check_kind(f"{what}: body output", cond_out, "b", "cond", "a bool")
+    cond_out = _one_flag(em.into(body), cond_out)
+    if cond is not None:
+        cond = _one_flag(em, cond)
 
     recurrences, condition = [], None
     if cond is not None:
@@ -208,6 +211,14 @@ def _reads_name(graph: onnx.GraphProto, name: str) -> bool:
         name in node.input or any(_reads_name(attr.g, name) for attr in node.attribute
                                   if attr.type == onnx.AttributeProto.GRAPH)
         for node in graph.node)
+
+
+def _one_flag(em: Builder, flag: Value) -> Value:
+    """A loop condition as the scalar TensorRT's kWHILE reads: TorchScript writes ``bool(x.item() > t)`` of a [1]
+    tensor as a bool[1], which onnxruntime takes for its one element (the validator refused more than one)."""
+    if flag.shape is None or flag.shape == ():
+        return flag
+    return em.op("Reshape", [flag, em.const(np.array([], np.int64))])
 
 
 def _check_kind(what: str, value: Value | None, kinds: str, role: str, wanted: str) -> None:

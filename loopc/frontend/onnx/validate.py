@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import onnx
-from onnx import AttributeProto, TensorProto
+from onnx import AttributeProto, TensorProto, numpy_helper
 from onnx.defs import OpSchema
 
 from loopc.errors import FrontendError, LoopcError, UnsupportedOpError
@@ -273,7 +273,7 @@ class _Structure:
     def __init__(self, opset: int, domains: dict[str, int]) -> None:
         self.opset = opset
         self.domains = domains  #: every imported domain's version (the default domain as "")
-        self.names: _Scoped[str | onnx.NodeProto] = _Scoped()
+        self.names: _Scoped[str | onnx.NodeProto | onnx.TensorProto] = _Scoped()
         self.tensor_bytes = 0
 
     def graph(self, graph: onnx.GraphProto, where: str) -> None:
@@ -291,9 +291,9 @@ class _Structure:
             what = f"initializer {init.name!r}"
             if not init.name:
                 raise FrontendError(f"{where}: an initializer has no name")
-            if init.name not in inputs:  # an initializer may give a graph input its default
+            if init.name not in inputs and not self._repeated(init, where):  # an input's default is allowed
                 self._fresh(init.name, what, where)
-                names.define(init.name, what)
+                names.define(init.name, init)
             self.tensor_bytes += check_tensor(init, what)
         for sparse in graph.sparse_initializer:
             raise UnsupportedOpError(f"{where}: sparse initializer {sparse.values.name!r} is not supported; "
@@ -311,6 +311,19 @@ class _Structure:
                 raise FrontendError(f"{where}: output {vi.name!r} is never produced")
         names.leave()
 
+    def _repeated(self, init: onnx.TensorProto, where: str) -> bool:
+        """Whether ``init`` repeats an enclosing graph's initializer of the same name: one value, as onnx.checker and
+        onnxruntime read it (graph tools and quantizers copy an outer weight into a loop body). Other values under
+        the same name are an error naming both."""
+        prior = self.names.where.get(init.name)
+        if prior is None or prior[0] == self.names.depth or not isinstance(prior[1], onnx.TensorProto):
+            return False
+        if not same_tensor(prior[1], init):
+            raise FrontendError(f"{where}: initializer {init.name!r} has other values than the initializer of that "
+                                "name in an enclosing graph; ONNX names a value once in a graph and the graphs it "
+                                "encloses", hint="rename one of them")
+        return True
+
     def _fresh(self, name: str, what: str, where: str, node: onnx.NodeProto | None = None) -> None:
         """``name`` must not be defined yet, here or in an enclosing graph (ONNX's SSA rule)."""
         prior = self.names.where.get(name)
@@ -319,6 +332,8 @@ class _Structure:
         depth, by = prior
         if isinstance(by, onnx.NodeProto):
             by = f"node {label(by)!r}"
+        elif isinstance(by, onnx.TensorProto):
+            by = f"initializer {by.name!r}"
         if depth == self.names.depth:
             message = f"{what} is defined twice (first by {by})"
         else:
@@ -647,3 +662,10 @@ def _dims(typed: onnx.TypeProto | onnx.TensorProto) -> list[int | str] | None:
     if not typed.HasField("tensor_type") or not typed.tensor_type.HasField("shape"):
         return None
     return [d.dim_value if d.HasField("dim_value") else "?" for d in typed.tensor_type.shape.dim]
+
+
+def same_tensor(a: onnx.TensorProto, b: onnx.TensorProto) -> bool:
+    """Whether two initializers hold the same type, dims and values, bit for bit (a copy, as tools make it)."""
+    if a.data_type != b.data_type or list(a.dims) != list(b.dims):
+        return False
+    return bool(numpy_helper.to_array(a).tobytes() == numpy_helper.to_array(b).tobytes())

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import pathlib
+import subprocess
+import sys
 
 import numpy as np
 import onnx
@@ -18,6 +20,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from loopc.compiler import load_ir
 from loopc.errors import FrontendError, LimitError, LoopcError, UnsupportedOpError
+from loopc.ir.interpret import interpret
 from tests.frontend.onnx.helpers import check_against_ort, refused
 
 F, I64 = TensorProto.FLOAT, TensorProto.INT64
@@ -615,3 +618,64 @@ def test_a_deprecated_op_is_refused_unless_loopc_upgrades_it():
     params = [numpy_helper.from_array(np.ones(2, np.float32), n) for n in ("s", "b")]
     ir = load_ir(model([node], [tensor("x", [2, 4, 3])], [tensor("y", None)], params, opset=18))
     assert "GroupNormalization" in {n.op for n in ir.graph.nodes}
+
+
+def _weight_repeated_in_a_body(body_values: np.ndarray) -> onnx.ModelProto:
+    """``h = h @ W`` three times in a Loop; W is an initializer of the main graph and, as graph tools and ModelOpt
+    write it, again of the body under the same name (with ``body_values``)."""
+    w = np.array([[0.5, -1.0], [2.0, 0.25]], np.float32)
+    body = helper.make_graph(
+        [helper.make_node("MatMul", ["h_in", "W"], ["h_out"]), helper.make_node("Identity", ["cond_in"], ["cond_out"])],
+        "body", [tensor("i", [], TensorProto.INT64), tensor("cond_in", [], TensorProto.BOOL), tensor("h_in", [1, 2])],
+        [tensor("cond_out", [], TensorProto.BOOL), tensor("h_out", [1, 2])],
+        initializer=[numpy_helper.from_array(body_values, "W")])
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["M", "", "h0"], ["h"], body=body)], "main", [tensor("h0", [1, 2])],
+        [tensor("h", [1, 2])],
+        initializer=[numpy_helper.from_array(w, "W"), numpy_helper.from_array(np.array(3, np.int64), "M")])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+def test_an_outer_initializer_repeated_in_a_body_with_its_values_is_one_value() -> None:
+    w = np.array([[0.5, -1.0], [2.0, 0.25]], np.float32)
+    h0 = np.array([[1.0, 2.0]], np.float32)
+    proto = _weight_repeated_in_a_body(w.copy())
+    onnx.checker.check_model(proto, full_check=True)  # onnx.checker's full check accepts it, as onnxruntime does
+    check_against_ort(proto, {"h0": h0})
+    np.testing.assert_allclose(interpret(load_ir(proto).graph, {"h0": h0})[0], h0 @ w @ w @ w, rtol=1e-6)  # by hand
+
+
+def test_an_outer_initializer_repeated_in_a_body_with_other_values_is_refused() -> None:
+    refused(_weight_repeated_in_a_body(np.eye(2, dtype=np.float32)), FrontendError,
+            "initializer 'W' has other values than the initializer of that name in an enclosing graph",
+            "rename one of them")
+
+
+def test_polygraphys_sanitizer_output_builds_and_matches(tmp_path: pathlib.Path) -> None:
+    """``polygraphy surgeon sanitize --fold-constants`` copies the outer weights a loop body reads into the body."""
+    corpus = pathlib.Path(__file__).resolve().parents[2] / "models" / "torch"
+    sanitized = tmp_path / "kv_cache_decoder.sanitized.onnx"
+    polygraphy = pathlib.Path(sys.executable).parent / "polygraphy"
+    subprocess.run([str(polygraphy), "surgeon", "sanitize", str(corpus / "kv_cache_decoder.onnx"), "--fold-constants",
+                    "-o", str(sanitized)], check=True, capture_output=True)
+    proto = onnx.load(sanitized)
+    outer = {init.name for init in proto.graph.initializer}
+    repeated = {init.name for node in proto.graph.node for attr in node.attribute if attr.type == attr.GRAPH
+                for init in attr.g.initializer} & outer
+    assert repeated, "the sanitizer no longer repeats outer initializers in the loop body"
+    feeds = dict(np.load(corpus / "kv_cache_decoder.inputs.npz"))
+    check_against_ort(proto, feeds)
+
+
+def test_a_loop_condition_of_two_elements_is_refused_naming_it() -> None:
+    """A one-element condition (TorchScript's bool[1]) is read as its element; two are no condition."""
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["h_in"], ["h_out"]),
+         helper.make_node("Constant", [], ["two"], value=numpy_helper.from_array(np.array([True, False])))],
+        "body", [tensor("i", [], TensorProto.INT64), tensor("cond_in", [], TensorProto.BOOL), tensor("h_in", [2])],
+        [tensor("two", [2], TensorProto.BOOL), tensor("h_out", [2])])
+    graph = helper.make_graph([helper.make_node("Loop", ["M", "", "h0"], ["h"], body=body, name="loop")], "main",
+                              [tensor("h0", [2])], [tensor("h", [2])],
+                              initializer=[numpy_helper.from_array(np.array(3, np.int64), "M")])
+    refused(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), FrontendError,
+            "node 'loop' (Loop, opset 17): the body's cond output 'two' must hold one element, not shape [2]")

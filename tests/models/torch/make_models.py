@@ -187,6 +187,19 @@ class GreedyWhileTrue(GreedyStep):
         return torch.stack(tokens)
 
 
+class ItemConverge(nn.Module):
+    """Newton's square root until the step is small, tested as users write it: ``bool(delta.item() > tol)`` of a
+    [1] tensor, which TorchScript exports as a bool[1] loop condition."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        delta = torch.ones(1)
+        while bool(delta.item() > 1e-4):
+            y = 0.5 * (x + 2.0 / x)
+            delta = (y - x).abs().max().reshape(1)
+            x = y
+        return x
+
+
 class TopKSamplingDecoder(nn.Module):
     """Batched top-k sampling with a GRU cell; the uniform draws are an input, so the run is deterministic.
 
@@ -1215,6 +1228,15 @@ def greedy_stops() -> None:
                   max_trips=max_trips)
 
 
+def item_condition() -> None:
+    model = ItemConverge().eval()
+    inputs = {"x": torch.tensor([3.0, 5.0, 0.5])}
+    export_ts("item_condition_converge", model, inputs, ["root"], {"x": {0: "n"}}, script=True)
+    save_case("item_condition_converge", "item_condition_converge.onnx", model, inputs,
+              f"Newton iteration `while bool(delta.item() > 1e-4)` with delta of shape [1] (a bool[1] Loop condition), "
+              f"torch.jit.script, {TS}, dynamic n", other_sizes={"x": torch.tensor([9.0, 2.0])})
+
+
 def topk_sampling() -> None:
     torch.manual_seed(11)
     model = TopKSamplingDecoder().eval()
@@ -1668,6 +1690,7 @@ GROUPS: dict[str, Callable[[], None]] = {
     "rnn_stacks": rnn_stacks,
     "greedy": greedy,
     "greedy_stops": greedy_stops,
+    "item_condition": item_condition,
     "topk_sampling": topk_sampling,
     "beam": beam,
     "ctc": ctc,
