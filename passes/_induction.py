@@ -18,6 +18,7 @@ broken the source model already.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -54,8 +55,11 @@ class Affine:
 class Induction:
     """Answers :meth:`affine` for the values of one loop's body (memoized: each value once)."""
 
-    def __init__(self, loop: Loop) -> None:
+    def __init__(self, loop: Loop, continuing: Mapping[Value, Value] | None = None) -> None:
+        """``continuing`` maps a recurrence's next value to what it is on every trip after which the loop goes on
+        (an If's output, to its branch that does not break): the trips that count are those."""
         self.loop = loop
+        self.continuing = continuing or {}
         self.inner = {v for v in loop.body.inputs} | {v for _, n in loop.body.walk() for v in n.outputs}
         self.states = {r.state: r for r in loop.recurrences}
         self._memo: dict[Value, Affine | None] = {}
@@ -113,13 +117,14 @@ class Induction:
         start = self.affine(rec.init)
         if start is None or start.step != 0:
             return None
-        step = _constant_step(rec)
+        step = _constant_step(rec, self.continuing.get(rec.next, rec.next))
         return None if step is None else replace(start, step=step)
 
 
-def _constant_step(rec: Recurrence) -> int | None:
-    """``c`` when ``rec.next`` is ``rec.state + c`` (or ``- c``) with ``c`` an integer constant."""
-    node = rec.next.producer
+def _constant_step(rec: Recurrence, following: Value) -> int | None:
+    """``c`` when ``following`` (``rec.next``, or what it is on the trips that go on) is ``rec.state + c`` (or
+    ``- c``) with ``c`` an integer constant."""
+    node = following.producer
     if node is None or node.op not in ("Add", "Sub") or len(node.inputs) != 2:
         return None
     a, b = node.inputs

@@ -7,7 +7,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value, constant_int, constant_value
+from loopc.ir import Graph, If, Loop, LoopOutput, Node, Recurrence, Value, constant_int, constant_value
 from loopc.ir.bounds import Bounder
 from loopc.ir.builder import Builder
 from loopc.ir.ops import traits
@@ -56,6 +56,20 @@ class TripCounter(NamedTuple):
     before: Value
     after: Value
     run: Value
+
+
+def stopping_branch(value: Value) -> tuple[If, Graph] | None:
+    """When ``value`` is an If's output that one of its branches yields as a constant false: the If and that branch.
+    Read as a loop's next condition, it is a ``break``: a trip that takes that branch is the last."""
+    node = value.producer
+    if not isinstance(node, If):
+        return None
+    k = node.outputs.index(value)
+    for branch in node.subgraphs():
+        held = constant_value(branch.outputs[k])
+        if held is not None and np.asarray(held).size == 1 and not bool(np.asarray(held).reshape(-1)[0]):
+            return node, branch
+    return None
 
 
 def trip_counter(outer: Graph, loop: Loop) -> TripCounter:

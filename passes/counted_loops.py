@@ -30,7 +30,7 @@ from loopc.ir import Graph, Loop, Node, Value, constant_value
 from loopc.ir.builder import Builder
 from loopc.loop_rules import MAX_TRIPS
 from loopc.passes._induction import Affine, Induction
-from loopc.passes._util import as_i64, computed_from
+from loopc.passes._util import as_i64, computed_from, stopping_branch
 from loopc.passes.manager import PassResult
 
 BOOL, I64 = np.dtype(np.bool_), np.dtype(np.int64)
@@ -66,11 +66,14 @@ class CountedLoops:
 
     def _rewrite(self, outer: Graph, loop: Loop) -> int:
         assert loop.condition is not None
-        induction = Induction(loop)
         carried = next((r for r in loop.recurrences if r.state is loop.condition), None)
         if any(o.value is loop.condition for o in loop.loop_outputs):
             return 0  # the flag's own final value is read: it must keep its values
         predicate = carried.next if carried is not None else loop.condition
+        going_on = _breaking_branch(predicate) if carried is not None else None
+        if going_on is not None:  # `if stop: break` before the count's test: count the trips that go on
+            return self._bound_past_a_break(outer, loop, going_on) if loop.trip_count is None else 0
+        induction = Induction(loop)
         bounds: list[Bound] = []
         rest: list[Value] = []
         for conjunct in _conjuncts(predicate):
@@ -98,6 +101,39 @@ class CountedLoops:
         else:
             loop.set_condition(condition if rest else None)
         return len(bounds)
+
+
+    def _bound_past_a_break(self, outer: Graph, loop: Loop, going_on: dict[Value, Value]) -> int:
+        """A trip count for a loop whose carried condition is an If's output that one branch makes false (a
+        ``break``): every trip after which the loop goes on took the other branch, so its values bound the trips.
+        The condition stays as it is; the count only gives the loop its length."""
+        carried = next(r for r in loop.recurrences if r.state is loop.condition)
+        induction = Induction(loop, going_on)
+        bounds = [bound for c in _conjuncts(going_on[carried.next]) if (bound := _bound(induction, c)) is not None]
+        if not bounds:
+            return 0
+        before: list[Node] = []
+        b = Builder(outer, before)
+        counts = [_trips(b, loop.name, bound, extra=1) for bound in bounds]
+        count = _smallest(b, loop.name, counts)
+        folded = constant_value(count)
+        if folded is not None and int(np.asarray(folded)) > MAX_TRIPS:
+            return 0
+        outer.insert_before(loop, before)
+        loop.set_trip_count(count)
+        loop.set_max_trips(None)
+        return len(bounds)
+
+
+def _breaking_branch(predicate: Value) -> dict[Value, Value] | None:
+    """When ``predicate`` is an If's output that one branch yields as a constant false (a ``break``): each output of
+    that If mapped to what the other branch yields, the values of the trips that go on."""
+    found = stopping_branch(predicate)
+    if found is None:
+        return None
+    branch, stops = found
+    goes_on = branch.else_branch if stops is branch.then_branch else branch.then_branch
+    return dict(zip(branch.outputs, goes_on.outputs))
 
 
 def _conjuncts(value: Value) -> list[Value]:

@@ -14,9 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.errors import PassError
-from loopc.ir import Graph, If, Loop, LoopOutput, Node, Recurrence, Value, constant_value
+from loopc.ir import Graph, If, Loop, LoopOutput, Node, Recurrence, Value
 from loopc.ir.builder import Builder
-from loopc.passes._util import first_rows, merge_stacked_axis, recurrences, trip_counter, trips_run
+from loopc.passes._util import first_rows, merge_stacked_axis, recurrences, stopping_branch, trip_counter, trips_run
 from loopc.passes.manager import PassResult
 
 
@@ -176,12 +176,7 @@ def _ends_the_loop(loop: Loop, branch: If, taken: Graph) -> bool:
     producer = carried[0].next.producer
     if producer is not None and producer.op == "And":
         nexts += list(producer.inputs)
-    for value in nexts:
-        if value is not None and value.producer is branch:
-            held = constant_value(taken.outputs[branch.outputs.index(value)])
-            if held is not None and np.asarray(held).size == 1 and not bool(np.asarray(held).reshape(-1)[0]):
-                return True
-    return False
+    return any(value is not None and stopping_branch(value) == (branch, taken) for value in nexts)
 
 
 def _remove(node: Node) -> None:

@@ -164,9 +164,8 @@ def translate_loop(ctx: Context, node: onnx.NodeProto, scope: Scope, graph: Grap
     body = translate_body(ctx, body_proto, scope, [counter, cond_param, *states], f"{label}_body", prologue)
     cond_out, nexts, scans = body.outputs[0], body.outputs[1:1 + n], body.outputs[1 + n:]
     _check_kind(f"{what}: body output", cond_out, "b", "cond", "a bool")
-    cond_out = _one_flag(em.into(body), cond_out)
     if cond is not None:
-        cond = _one_flag(em, cond)
+        cond_out = _like(em.into(body), cond_out, cond)
 
     recurrences, condition = [], None
     if cond is not None:
@@ -213,12 +212,14 @@ def _reads_name(graph: onnx.GraphProto, name: str) -> bool:
         for node in graph.node)
 
 
-def _one_flag(em: Builder, flag: Value) -> Value:
-    """A loop condition as the scalar TensorRT's kWHILE reads: TorchScript writes ``bool(x.item() > t)`` of a [1]
-    tensor as a bool[1], which onnxruntime takes for its one element (the validator refused more than one)."""
-    if flag.shape is None or flag.shape == ():
+def _like(em: Builder, flag: Value, start: Value) -> Value:
+    """The body's next condition in the shape of the one it starts from: TorchScript starts a ``while`` with a
+    scalar and computes ``bool(x.item() > t)`` of a [1] tensor as a bool[1], both one element (the validator says
+    so), which onnxruntime takes alike."""
+    if flag.shape is None or start.shape is None or flag.shape == start.shape or \
+            not all(isinstance(d, int) for d in start.shape):
         return flag
-    return em.op("Reshape", [flag, em.const(np.array([], np.int64))])
+    return em.op("Reshape", [flag, em.const(np.array(start.shape, np.int64))])
 
 
 def _check_kind(what: str, value: Value | None, kinds: str, role: str, wanted: str) -> None:

@@ -200,6 +200,22 @@ class ItemConverge(nn.Module):
         return x
 
 
+class CountedBreak(nn.Module):
+    """``while step < n`` with ``if ...: break`` before ``step += 1``: the count moves in the branch that goes on."""
+
+    def forward(self, x: Tensor, n: Tensor) -> Tensor:
+        step = 0
+        outs: list[Tensor] = []
+        h = x
+        while step < int(n):
+            h = torch.tanh(h * 1.5 + 0.1)
+            outs.append(h)
+            if bool(h.sum() > 1.5):
+                break
+            step += 1
+        return torch.stack(outs)
+
+
 class TopKSamplingDecoder(nn.Module):
     """Batched top-k sampling with a GRU cell; the uniform draws are an input, so the run is deterministic.
 
@@ -1237,6 +1253,17 @@ def item_condition() -> None:
               f"torch.jit.script, {TS}, dynamic n", other_sizes={"x": torch.tensor([9.0, 2.0])})
 
 
+def counted_break() -> None:
+    model = CountedBreak().eval()
+    about = f"`while step < n:` ... `if h.sum() > 1.5: break` before `step += 1`, torch.jit.script, {TS}, dynamic d"
+    export_ts("counted_break", model, {"x": torch.tensor([0.3, 0.2]), "n": scalar(9)}, ["hs"], {"x": {0: "d"}},
+              script=True)
+    save_case("counted_break", "counted_break.onnx", model, {"x": torch.tensor([0.3, 0.2]), "n": scalar(9)},
+              about + "; breaks")
+    save_case("counted_break_runs_out", "counted_break.onnx", model, {"x": torch.tensor([-0.3, -0.2]), "n": scalar(5)},
+              about + "; runs to n")
+
+
 def topk_sampling() -> None:
     torch.manual_seed(11)
     model = TopKSamplingDecoder().eval()
@@ -1691,6 +1718,7 @@ GROUPS: dict[str, Callable[[], None]] = {
     "greedy": greedy,
     "greedy_stops": greedy_stops,
     "item_condition": item_condition,
+    "counted_break": counted_break,
     "topk_sampling": topk_sampling,
     "beam": beam,
     "ctc": ctc,
