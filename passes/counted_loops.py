@@ -82,20 +82,10 @@ class CountedLoops:
                 rest.append(conjunct)
             else:
                 bounds.append(bound)
-        if not bounds:
-            return 0
-        before: list[Node] = []
-        b = Builder(outer, before)
         # a carried condition is what trip t computed for trip t + 1: one more trip than it allows
-        counts = [_trips(b, loop.name, bound, extra=1 if carried is not None else 0) for bound in bounds]
-        count = _smallest(b, loop.name, counts + ([loop.trip_count] if loop.trip_count is not None else []))
-        folded = constant_value(count)
-        if folded is not None and int(np.asarray(folded)) > MAX_TRIPS:
-            return 0  # no count TensorRT can take; the while limit stays
-        outer.insert_before(loop, before)
-        loop.set_trip_count(count)
-        loop.set_max_trips(None)  # concatenated outputs are now as long as the trip count
-        condition = _all_of(b.into(loop.body), loop.name, rest)
+        if not bounds or not _count(outer, loop, bounds, extra=1 if carried is not None else 0):
+            return 0
+        condition = _all_of(Builder(outer).into(loop.body), loop.name, rest)
         if carried is not None:
             loop.update(carried, next=condition)
         else:
@@ -110,19 +100,23 @@ class CountedLoops:
         carried = next(r for r in loop.recurrences if r.state is loop.condition)
         induction = Induction(loop, going_on)
         bounds = [bound for c in _conjuncts(going_on[carried.next]) if (bound := _bound(induction, c)) is not None]
-        if not bounds:
-            return 0
-        before: list[Node] = []
-        b = Builder(outer, before)
-        counts = [_trips(b, loop.name, bound, extra=1) for bound in bounds]
-        count = _smallest(b, loop.name, counts)
-        folded = constant_value(count)
-        if folded is not None and int(np.asarray(folded)) > MAX_TRIPS:
-            return 0
-        outer.insert_before(loop, before)
-        loop.set_trip_count(count)
-        loop.set_max_trips(None)
-        return len(bounds)
+        return len(bounds) if bounds and _count(outer, loop, bounds, extra=1) else 0
+
+
+def _count(outer: Graph, loop: Loop, bounds: list[Bound], extra: int) -> bool:
+    """Give ``loop`` the trip count its ``bounds`` (and its own count) allow, ``extra`` trips past each; False, and
+    nothing changed, when the count is one TensorRT cannot take (the while limit then stays)."""
+    before: list[Node] = []
+    b = Builder(outer, before)
+    counts = [_trips(b, loop.name, bound, extra=extra) for bound in bounds]
+    count = _smallest(b, loop.name, counts + ([loop.trip_count] if loop.trip_count is not None else []))
+    folded = constant_value(count)
+    if folded is not None and int(np.asarray(folded)) > MAX_TRIPS:
+        return False
+    outer.insert_before(loop, before)
+    loop.set_trip_count(count)
+    loop.set_max_trips(None)  # concatenated outputs are now as long as the trip count
+    return True
 
 
 def _breaking_branch(predicate: Value) -> dict[Value, Value] | None:
