@@ -26,6 +26,7 @@ from loopc.passes.invariants import Invariants
 from loopc.passes.loop_distribution import LoopDistribution
 from loopc.passes.narrow_products import NarrowProducts
 from loopc.passes.pasted_resize import PastedResize
+from loopc.passes.profile_conditionals import PinnedDims, ProfileConditionals
 from loopc.passes.row_slices import RowSlices
 from loopc.passes.manager import Pass, PassManager, PassResult
 from loopc.passes.scatter_to_concat import ScatterToConcat
@@ -41,17 +42,19 @@ from loopc.passes.unroll import Unroll
 from loopc.passes.wavefront import Wavefront
 from loopc.passes.while_outputs import WhileOutputs
 
-__all__ = ["BoundedResize", "BroadcastCarries", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FixedRanges", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize",
+__all__ = ["BoundedResize", "BroadcastCarries", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FixedRanges", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize", "PinnedDims", "ProfileConditionals",
            "RowSlices", "SEQUENCE_OPS", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StackedOutputs", "StaticConditionals", "StaticSequences", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
 
 
-def default_passes(max_trips: int | None = None, disabled: Collection[str] = ()) -> list[Pass]:
+def default_passes(max_trips: int | None = None, disabled: Collection[str] = (), pinned: PinnedDims | None = None
+                   ) -> list[Pass]:
     """The canonicalization pipeline, in the order that lets each pass feed the next, without the
     optimizations named in ``disabled`` (see :data:`OPTIMIZATIONS`; the others are needed to build).
 
-    ``max_trips`` is the user's bound on while loops' trips (``--max-trips``), never a guess. Dead
+    ``max_trips`` is the user's bound on while loops' trips (``--max-trips``), never a guess; ``pinned``, the
+    dims the build's profile pins (see :mod:`loopc.passes.profile_conditionals`). Dead
     code goes early too: the accumulation passes count a carried value's readers, and unrolling and
     while-outputs refuse what they cannot express, so no dead reader may be left for them to see.
     """
@@ -59,7 +62,7 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = ())
     if unknown:
         raise ValueError(f"cannot disable {', '.join(unknown)}: the optimizations are {', '.join(OPTIMIZATIONS)}")
     passes: list[Pass] = [
-        ShapeRefinement(), ConstantFolding(), FixedRanges(), StaticConditionals(), Identities(), StaticSequences(), RowSlices(), SqueezedRows(), DroppedWrites(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
+        ShapeRefinement(), ConstantFolding(), FixedRanges(), ProfileConditionals(pinned or {}), StaticConditionals(), Identities(), StaticSequences(), RowSlices(), SqueezedRows(), DroppedWrites(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
         SequenceAccumulation(), GrowingConcat(), PastedResize(), BoundedResize(), SteadyCarries(), GrownBuffers(max_trips), Unroll(), GatherToIterator(), StackedOutputs(), BroadcastCarries(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
         WhileOutputs(max_trips), DeadCode(),
     ]

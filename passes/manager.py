@@ -32,7 +32,8 @@ from typing import Protocol
 
 from loopc.errors import InternalError, PassError
 from loopc.gc_pause import gc_paused
-from loopc.ir import Graph, verify
+from loopc.ir import Graph, If, VerificationError, verify
+from loopc.ir.dependence import deciding_hint, input_dependence
 
 log = logging.getLogger(__name__)
 
@@ -112,7 +113,10 @@ class PassManager:
             raise InternalError(f"pass {p.name} changed the graph but reported modified=False")
         if result.modified:
             state.changes += 1  # edits the IR cannot see itself (a refined shape) count too
-            verify(graph, after=f"pass {p.name}")
+            try:
+                verify(graph, after=f"pass {p.name}")
+            except VerificationError as exc:
+                raise _branch_that_cannot_run(graph, exc) or exc
         ensures = getattr(p, "ensures", None)
         if ensures is not None:
             ensures(graph)
@@ -124,6 +128,21 @@ class PassManager:
         if self.dump is not None:
             self.dump(p.name, graph)
         return True
+
+
+def _branch_that_cannot_run(graph: Graph, exc: VerificationError) -> PassError | None:
+    """The user's error when the IR broke inside a branch that an input's value chooses: deciding the conditions
+    and shapes the build knows made that branch inconsistent, so it cannot run with these shapes, and only
+    fixing that input leaves it out (Silero VAD's 8 kHz model, built for 16 kHz chunks). None otherwise."""
+    failing = next((node for _, node in graph.walk() if node.describe() == exc.node), None)
+    inner = failing.graph if failing is not None else None
+    while inner is not None and inner.owner is not None:
+        owner = inner.owner
+        if isinstance(owner, If) and input_dependence(owner.inputs[0], graph)[0]:
+            return PassError(f"{owner.describe()}: a branch cannot run with the shapes this build has "
+                             f"({exc.message})", hint=deciding_hint(owner))
+        inner = owner.graph
+    return None
 
 
 def broken(p: Pass, node: object, what: str) -> InternalError:

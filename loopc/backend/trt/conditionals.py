@@ -7,7 +7,8 @@ the branches are converted with those values redirected to the input tensors.
 A TensorRT conditional's branches give each output one rank. ONNX's may differ; when both are a
 single element (``0`` against ``[0.5]``) and every reader broadcasts it against operands of at least
 the higher rank, the rank is invisible to the model, and the lower one is raised (see
-:func:`_rank_is_invisible`). Other differences are refused.
+:func:`_rank_is_invisible`). Other differences are refused, saying what would let the build decide the
+conditional (pinned dims or a fixed input: :mod:`loopc.ir.dependence`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from loopc.errors import InternalError
 from loopc.ir import Graph, If, Node, Value
 from loopc.ir.ops import traits
 from loopc.ir.core import Use
+from loopc.ir.dependence import deciding_hint
 from loopc.trt import trt
 
 
@@ -73,7 +75,7 @@ def convert_if(ctx: ConversionContext, node: Node) -> None:
                     for j, t in enumerate((a, b)))
         if len(a.shape) != len(b.shape):
             raise node_error(node, f"output {k} has rank {len(a.shape)} in one branch, {len(b.shape)} in the other; "
-                                   "TensorRT needs equal ranks")
+                                   "TensorRT needs equal ranks", hint=deciding_hint(node) or None)
         ctx.set(value, ctx.out(layer.add_output(a, b), node, f"output{k}"))
 
 

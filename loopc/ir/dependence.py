@@ -1,0 +1,66 @@
+"""Which of a graph's inputs a value depends on, and how: by their values, or only by their shapes.
+
+A conditional TensorRT cannot take is one the build must decide; what can decide it depends on what its
+condition reads. ``Shape(x)[-1] == 1`` reads only a shape, which a profile that pins that dim decides;
+``sr == 16000`` reads an input's value, which only fixing that input decides. The walk follows operands
+back to the graph's inputs, switching to "shape only" past ``Shape`` and ``Size`` (their result does not
+depend on their operand's values). Loop-body parameters stop the walk: they are no input of the model.
+"""
+
+from __future__ import annotations
+
+from loopc.ir.core import Graph, Node, Value
+
+#: Ops whose result depends only on their operand's shape.
+_SHAPE_READERS = frozenset({"Shape", "Size"})
+
+
+def input_dependence(value: Value | None, graph: Graph) -> tuple[list[Value], list[Value]]:
+    """The inputs of ``graph`` that ``value`` depends on by their values, and those it reads only the shape of."""
+    if value is None:
+        return [], []
+    inputs = set(graph.inputs)
+    by_value: dict[Value, None] = {}
+    by_shape: dict[Value, None] = {}
+    seen: set[tuple[Value, bool]] = set()
+    stack = [(value, False)]
+    while stack:
+        current, shape_only = stack.pop()
+        if (current, shape_only) in seen:
+            continue
+        seen.add((current, shape_only))
+        if current in inputs:
+            (by_shape if shape_only else by_value)[current] = None
+            continue
+        node = current.producer
+        if node is None:
+            continue
+        below = shape_only or node.op in _SHAPE_READERS
+        stack.extend((operand, below) for operand in node.inputs if operand is not None)
+    return list(by_value), [v for v in by_shape if v not in by_value]
+
+
+def root(graph: Graph) -> Graph:
+    """The model's main graph, which holds ``graph`` (at any depth)."""
+    while (up := graph.parent()) is not None:
+        graph = up
+    return graph
+
+
+def deciding_hint(node: Node) -> str:
+    """What the user can give so that the build decides conditional ``node`` (empty when nothing can)."""
+    from loopc.spelling import option
+
+    if node.graph is None:
+        return ""
+    by_value, by_shape = input_dependence(node.inputs[0], root(node.graph))
+    if by_value:
+        names = ", ".join(repr(v.name) for v in by_value)
+        example = f"{by_value[0].name}=VALUE"
+        return (f"its condition depends on the value of input {names}: fix it at build time with "
+                f"{option('--fix-input')} {example}")
+    if by_shape:
+        names = ", ".join(repr(v.name) for v in by_shape)
+        return (f"its condition depends on the shape of input {names}: pin those dims so the build decides it "
+                f"({option('--shapes')}, or {option('--inputs')} with an example)")
+    return ""
