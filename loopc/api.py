@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Union
 from loopc.errors import LoopcError
 from loopc.loop_rules import DEFAULT_MAX_ITERATIONS
 from loopc.precision import Precision
+from loopc.spelling import option
 
 if TYPE_CHECKING:
     import numpy as np
@@ -52,6 +53,7 @@ def build(
     frontend: str | None = None,
     weights: str | os.PathLike[str] | None = None,
     disable: Collection[str] = (),
+    fix_input: Mapping[str, Any] | None = None,
     dump_ir: Callable[[str, str], None] | None = None,
     progress: Callable[[str], None] | None = None,
     warn: Callable[[str], None] | None = None,
@@ -70,6 +72,8 @@ def build(
         max_trips: the length of outputs that grow in while loops nothing else bounds.
         frontend: ``"onnx"`` or ``"openvino"`` (default: from the file); ``weights``: an OpenVINO IR's ``.bin``.
         disable: optimizations to leave out (names in :data:`loopc.passes.OPTIMIZATIONS`).
+        fix_input: inputs to fix at build time, by name (``{"sr": 16000}``): constants in the engine, which no
+            longer takes them; for an input that only steers control flow (see :mod:`loopc.specialize`).
         dump_ir: told ``(stage, IR text)`` after the frontend and after each pass that changes the IR.
         progress: told each stage as it starts; ``warn``: told each default chosen (default: ``warnings.warn``).
 
@@ -82,7 +86,7 @@ def build(
     profile = _profile(shapes, min_shapes, opt_shapes, max_shapes, examples)
     return build_engine(model, output, shapes=profile, inputs=examples, target=target, fp16=fp16, bf16=bf16,
                         half_state=fp16_state, max_trips=max_trips, dump_ir=dump_ir, progress=progress, warn=warn,
-                        frontend=frontend, weights=weights, disabled=_disabled(disable))
+                        frontend=frontend, weights=weights, disabled=_disabled(disable), fixed=fix_input)
 
 
 def compile(  # noqa: A001  (the public name users expect)
@@ -95,12 +99,13 @@ def compile(  # noqa: A001  (the public name users expect)
     frontend: str | None = None,
     weights: str | os.PathLike[str] | None = None,
     disable: Collection[str] = (),
+    fix_input: Mapping[str, Any] | None = None,
     dump_ir: Callable[[str, str], None] | None = None,
     progress: Callable[[str], None] | None = None,
 ) -> Compiled:
     """Import and canonicalize ``model`` and make its TensorRT network, without building an engine (what
     ``loopc inspect`` shows). ``fp16``, ``bf16``, ``fp16_state``, ``max_trips``, ``frontend``, ``weights``,
-    ``disable``, ``dump_ir`` and ``progress`` are :func:`build`'s.
+    ``disable``, ``fix_input``, ``dump_ir`` and ``progress`` are :func:`build`'s.
 
     Returns:
         A :class:`~loopc.compiler.Compiled`: the loop IR (``model``), the ``network`` (an
@@ -109,7 +114,8 @@ def compile(  # noqa: A001  (the public name users expect)
     from loopc.compiler import compile as compile_model
 
     return compile_model(model, max_trips=max_trips, dump_ir=dump_ir, progress=progress, frontend=frontend,
-                         weights=weights, disabled=_disabled(disable), precision=Precision.of(fp16, bf16, fp16_state))
+                         weights=weights, disabled=_disabled(disable), precision=Precision.of(fp16, bf16, fp16_state),
+                         fixed=fix_input)
 
 
 def run(
@@ -124,6 +130,7 @@ def run(
     max_trips: int | None = None,
     max_iterations: int = DEFAULT_MAX_ITERATIONS,
     weights: str | os.PathLike[str] | None = None,
+    fix_input: Mapping[str, Any] | None = None,
 ) -> dict[str, np.ndarray]:
     """Run ``model`` on ``inputs`` as ``loopc run`` does, and return its outputs by the model's output names.
 
@@ -133,19 +140,25 @@ def run(
         executor: ``"sim"``, the simulator on the CPU, or ``"trt"``, a real engine (needs an NVIDIA GPU).
         frontend: ``"loopc"`` (its ONNX or OpenVINO frontend, from the file), ``"onnx"``/``"openvino"``
             (forced), or ``"trt-onnx"``: TensorRT's own ONNX parser, to compare.
-        fp16, bf16, fp16_state, max_trips, weights: as for :func:`build`.
+        fp16, bf16, fp16_state, max_trips, weights, fix_input: as for :func:`build`; the network is the one an
+            engine built for these inputs' shapes holds (conditionals those shapes decide are decided).
         max_iterations: a loop still running after this many trips is an error, never a hang (simulator).
     """
     if executor not in EXECUTORS:
         raise LoopcError(f"unknown executor {executor!r}; choose one of {', '.join(EXECUTORS)}")
     precision = Precision.of(fp16, bf16, fp16_state)
-    feeds_given = _arrays(inputs)
+    import numpy as np
+
+    from loopc.specialize import unfixed_feeds
+
+    feeds_given = unfixed_feeds(_arrays(inputs), fix_input or {})
     if executor == "trt":
         from loopc.trt.engine import require_gpu
 
         require_gpu("--executor trt")
-    return run_network(load_network(model, frontend, max_trips, weights, precision), feeds_given, executor,
-                       max_iterations)
+    pinned = {name: tuple(np.shape(value)) for name, value in feeds_given.items()}
+    parsed = load_network(model, frontend, max_trips, weights, precision, fixed=fix_input, pinned=pinned)
+    return run_network(parsed, feeds_given, executor, max_iterations)
 
 
 def export(
@@ -184,8 +197,10 @@ def simulate(network: Any, inputs: Inputs, *, max_iterations: int = DEFAULT_MAX_
 
 
 def load_network(model: str | os.PathLike[str], frontend: str = "loopc", max_trips: int | None = None,
-                 weights: str | os.PathLike[str] | None = None, precision: Precision = Precision()) -> Any:
-    """Turn a model file into a TensorRT network (with its ``session``) using the chosen frontend."""
+                 weights: str | os.PathLike[str] | None = None, precision: Precision = Precision(),
+                 fixed: Mapping[str, Any] | None = None, pinned: Mapping[str, tuple[int, ...]] | None = None) -> Any:
+    """Turn a model file into a TensorRT network (with its ``session``) using the chosen frontend; ``fixed`` and
+    ``pinned`` as for :func:`loopc.compiler.compile`."""
     if frontend not in FRONTENDS:
         raise LoopcError(f"unknown frontend {frontend!r}; choose one of {', '.join(FRONTENDS)}")
     if frontend == "trt-onnx":
@@ -194,11 +209,14 @@ def load_network(model: str | os.PathLike[str], frontend: str = "loopc", max_tri
         if precision:
             raise LoopcError(f"{precision.half} retypes loopc's network; TensorRT's own parser (trt-onnx) "
                              "builds the model's types")
+        if fixed:
+            raise LoopcError(f"{option('--fix-input')} rewrites loopc's network; TensorRT's own parser (trt-onnx) "
+                             "takes every input")
         return parse_onnx(model)
     from loopc.compiler import compile as compile_model
 
     return compile_model(model, max_trips=max_trips, frontend=None if frontend == "loopc" else frontend,
-                         weights=weights, precision=precision)
+                         weights=weights, precision=precision, fixed=fixed, pinned=pinned)
 
 
 def run_network(parsed: Any, inputs: Mapping[str, Any], executor: str = "sim",

@@ -13,7 +13,7 @@ import os
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import onnx
 
@@ -22,10 +22,15 @@ from loopc.fileio import OutputFile, load_arrays
 from loopc.fingerprint import LoopInfo, NetworkInfo, Node, describe_network
 from loopc.ir import Graph, Model, format_graph
 from loopc.precision import Precision, PrecisionReport
-from loopc.profiles import InputProfile, ShapeProfile
+from loopc.profiles import InputProfile, ShapeProfile, build_narrowing
+from loopc.specialize import fix_inputs, pinned_dims
 from loopc.spelling import option, warn as warn_user
 from loopc.trt import trt
-from loopc.trt.config import Session, build_serialized, build_target, builder_config
+from loopc.trt.config import Session, build_target, builder_config
+from loopc.trt.isolated import build_engine, prestart
+
+if TYPE_CHECKING:
+    from loopc.passes import PinnedDims
 
 log = logging.getLogger(__name__)
 
@@ -80,13 +85,13 @@ def load_ir(model: onnx.ModelProto | str | os.PathLike[str], frontend: str | Non
 
 def optimize(
     model: Model, dump: Callable[[str, Graph], None] | None = None, max_trips: int | None = None,
-    disabled: Collection[str] = (),
+    disabled: Collection[str] = (), pinned: PinnedDims | None = None,
 ) -> dict[str, int]:
     """Run the canonicalization passes (verifying after each), without the optimizations in
-    ``disabled``; return their statistics."""
+    ``disabled``, deciding conditionals at the ``pinned`` dims; return their statistics."""
     from loopc.passes import PassManager, default_passes
 
-    manager = PassManager(default_passes(max_trips, disabled), dump=dump)
+    manager = PassManager(default_passes(max_trips, disabled, pinned), dump=dump)
     model.graph = manager.run(model.graph)
     return manager.stats
 
@@ -101,13 +106,16 @@ def compile(  # noqa: A001  (the public name users expect)
     weights: str | os.PathLike[str] | None = None,
     disabled: Collection[str] = (),
     precision: Precision = Precision(),
+    fixed: Mapping[str, Any] | None = None,
+    pinned: PinnedDims | None = None,
 ) -> Compiled:
     """Import, canonicalize and convert ``model`` to a TensorRT network (not yet built).
 
     ``max_trips`` bounds while loops with scan outputs (see :func:`loopc.frontend.onnx.import_model`);
     ``progress`` is told each stage as it starts; ``frontend`` and ``weights`` go to :func:`load_ir`;
     ``disabled`` names optimization passes not to run (:data:`loopc.passes.OPTIMIZATIONS`); ``precision``
-    asks for a half-precision network (see :mod:`loopc.precision`).
+    asks for a half-precision network (see :mod:`loopc.precision`); ``fixed`` inputs become constants and
+    ``pinned`` dims decide conditionals (see :mod:`loopc.specialize`).
     """
     from loopc.backend.trt.network import to_network
     from loopc.passes import OPTIMIZATIONS
@@ -117,11 +125,12 @@ def compile(  # noqa: A001  (the public name users expect)
     start = time.perf_counter()
     say("importing")
     ir = load_ir(model, frontend, weights, disabled)
+    fix_inputs(ir, fixed or {})
     if dump_ir:
         dump_ir("frontend", format_graph(ir.graph))
     say("canonicalizing loops")
     dump = (lambda name, g: dump_ir(name, format_graph(g))) if dump_ir else None
-    stats = optimize(ir, dump, max_trips, disabled)
+    stats = optimize(ir, dump, max_trips, disabled, pinned)
     halved = None
     if precision and is_rtx():
         say(f"retyping to {precision.half}")
@@ -170,6 +179,7 @@ def build(
     frontend: str | None = None,
     weights: str | os.PathLike[str] | None = None,
     disabled: Collection[str] = (),
+    fixed: Mapping[str, Any] | None = None,
 ) -> BuildReport:
     """Compile ``model`` and write the serialized engine to ``output`` (checked first; see :class:`OutputFile`).
 
@@ -177,12 +187,20 @@ def build(
     name, or an ``.npz``), then loopc's default range (see :mod:`loopc.profiles`); ``warn`` is told
     each default chosen (default: :func:`warnings.warn`). ``report.inputs`` records every input's profile.
     ``fp16`` / ``bf16`` build in half precision (``half_state``: loop state too; see :mod:`loopc.precision`);
-    the float32 engine is then built as well, for its size in ``report.precision``.
+    the float32 engine is then built as well, for its size in ``report.precision``. ``fixed`` inputs are
+    constants in the engine (see :mod:`loopc.specialize`).
     """
     precision = Precision.of(fp16, bf16, half_state)
     plan_file = output if isinstance(output, OutputFile) else OutputFile(output)
+    prestart()  # the builder's worker process starts while the model compiles
+    fixed = dict(fixed or {})
     examples = load_arrays(inputs) if isinstance(inputs, (str, os.PathLike)) else dict(inputs or {})
-    options: dict[str, Any] = dict(max_trips=max_trips, frontend=frontend, weights=weights, disabled=disabled)
+    examples = {name: value for name, value in examples.items() if name not in fixed}
+    given = shapes or ShapeProfile()
+    shapes = dataclasses.replace(given, examples={k: v for k, v in given.examples.items() if k not in fixed})
+    pinned = pinned_dims(dataclasses.replace(shapes, examples={**examples, **shapes.examples}))
+    options: dict[str, Any] = dict(max_trips=max_trips, frontend=frontend, weights=weights, disabled=disabled,
+                                   fixed=fixed, pinned=pinned)
     compiled = compile(model, dump_ir=dump_ir, progress=progress, precision=precision, **options)
     report = build_compiled(compiled, plan_file, shapes=shapes, inputs=examples, target=target, progress=progress,
                             warn=warn)
@@ -232,19 +250,34 @@ def build_plan(
     if inputs:
         checked = prepare_inputs(input_specs(network, compiled.model), inputs, partial=True, origin=f"{option('--inputs')}: ")
         profile = dataclasses.replace(profile, examples={**profile.examples, **checked})
-    cfg = builder_config(session, target=target, precision=compiled.precision)
     dims = {v.name: tuple(v.shape) for v in compiled.model.graph.inputs if v.shape is not None}
     report = dataclasses.replace(compiled.report)
-    report.inputs = profile.apply(session.builder, network, cfg, dim_names=dims, warn=warn or warn_user)
+    said: dict[str, list[str]] = {}  # the warning lines of each attempt, by narrowing
+
+    def attempt(narrow: str = "", refused: str = "") -> bytes:  # a moved default after a shape refusal
+        cfg = builder_config(session, target=target, precision=compiled.precision)
+        said[narrow] = []
+        report.inputs = profile.apply(session.builder, network, cfg, dim_names=dims, warn=said[narrow].append,
+                                      graph=compiled.model.graph, narrow=narrow, refused=refused)
+        # in a worker process, so that a crash of TensorRT's builder is an error, not loopc's end
+        return build_engine(compiled.model, network, report.inputs, target=target, precision=compiled.precision)
+
     start = time.perf_counter()
     try:
-        plan = build_serialized(session, network, cfg)
+        try:
+            plan = attempt()
+        except BackendError as refusal:
+            plan = build_narrowing(attempt, report.inputs, refusal)
     except BackendError as exc:
+        for line in said.get("", []):
+            (warn or warn_user)(line)
         defaulted = [name for name, rec in report.inputs.items() if rec.source == "default"]
         if not defaulted:
             raise
         raise BackendError(f"{exc} (input(s) {', '.join(defaulted)} had loopc's default profile; give their "
                            f"shapes or values with {option('--shapes')} or {option('--inputs')})") from exc
+    for line in list(said.values())[-1]:
+        (warn or warn_user)(line)
     report.build_seconds = time.perf_counter() - start
     report.engine_bytes = len(plan)
     report.target, report.tensorrt = build_target(target), f"{trt().__name__} {trt().__version__}"

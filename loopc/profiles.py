@@ -3,24 +3,31 @@
 An input TensorRT needs a profile for is one with dynamic dims, or a shape tensor (an integer input
 TensorRT computes shapes from, like a trip count or a ``max_len``: its profile gives *values*).
 Each such input takes, bound by bound, the first of: the flags, the example inputs (``--inputs``,
-which pin min = opt = max unless the flags name that input too), then loopc's default range
-:data:`DEFAULT_RANGE`. Dynamic dims sharing a symbolic name (``batch``) take the range of that name
-wherever an input gives it.
+which pin min = opt = max unless the flags name that input too), then loopc's default: the range
+:data:`DEFAULT_RANGE` where the graph takes it, else sizes inside what the graph requires of each dim
+(:mod:`loopc.profile_constraints`), said in one line per input. Dynamic dims sharing a symbolic name
+(``batch``) take the range of that name wherever an input gives it. When TensorRT's builder still refuses
+a default for its shapes, :func:`build_narrowing` moves it (:data:`NARROWINGS`: TensorRT checks a profile's
+shapes at its opt, so the opt moves to the min or max, or the bound it names moves to the opt) and builds again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import operator
+import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from loopc.errors import LoopcError
 from loopc.spelling import option
+
+if TYPE_CHECKING:
+    from loopc.ir import Graph
 
 Dims = tuple[int, ...]
 #: Shapes as a user gives them: ``"x:1x3x224,y:4"`` (trtexec's syntax) or ``{"x": (1, 3, 224), "y": (4,)}``.
@@ -84,6 +91,10 @@ class NetworkInput:
         names = self.names if len(self.names) == len(self.shape) else (None,) * len(self.shape)
         return [d if d != -1 else (n or "?") for d, n in zip(self.shape, names)]
 
+    def declared_dims(self) -> list[int | str | None]:
+        """The dims as :func:`loopc.profile_constraints.variables` takes them: a name, a size, None."""
+        return [d if d != "?" else None for d in self.declared()]
+
 
 @dataclass
 class ShapeProfile:
@@ -95,6 +106,9 @@ class ShapeProfile:
     #: Example inputs (``--inputs``): their shapes, and values for shape tensors, fill every bound
     #: the flags leave open.
     examples: dict[str, np.ndarray] = field(default_factory=dict)
+    #: The default bounds found for a graph (see :meth:`resolve`), kept for a narrower build of the same graph.
+    _choices: dict[Graph, dict[str, tuple[list[int], list[int], list[int], str]]] = field(
+        default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def pinned(cls, inputs: Mapping[str, Any]) -> ShapeProfile:
@@ -134,8 +148,14 @@ class ShapeProfile:
                 raise LoopcError(f"input {name!r} needs all of {_all_three()} "
                                  f"(or an example of it in {option('--inputs')})")
 
-    def resolve(self, inputs: Sequence[NetworkInput]) -> dict[str, InputProfile]:
-        """The profile of every input, keyed by name, in the network's order."""
+    def resolve(self, inputs: Sequence[NetworkInput], graph: Graph | None = None, narrow: str = "",
+                why: dict[str, str] | None = None) -> dict[str, InputProfile]:
+        """The profile of every input, keyed by name, in the network's order.
+
+        With ``graph`` (the IR the network was made from), defaults are sizes that graph takes (see
+        :mod:`loopc.profile_constraints`), and ``why`` is given, per input, what moved them off
+        :data:`DEFAULT_RANGE`; ``narrow`` (a key of :data:`NARROWINGS`) moves their bounds.
+        """
         self.check_complete()
         known = {t.name for t in inputs}
         unknown = sorted((set(self.min) | set(self.opt) | set(self.max)) - known)
@@ -151,24 +171,55 @@ class ShapeProfile:
                 records[t.name] = self._given(t)
                 if not t.shape_tensor:
                     _bind(symbols, t, records[t.name])
+        fitted = self._fitted(inputs, records, graph) if graph is not None else {}
         for t in inputs:
             if t.name not in records:
-                records[t.name] = _default(t, symbols) if t.dynamic or t.shape_tensor else _static(t)
+                records[t.name] = _default(t, symbols, fitted.get(t.name), narrow) if t.dynamic or t.shape_tensor \
+                    else _static(t)
+                if why is not None and t.name in fitted and fitted[t.name][3]:
+                    why[t.name] = fitted[t.name][3]
         return {t.name: records[t.name] for t in inputs}
+
+    def _fitted(self, inputs: Sequence[NetworkInput], given: Mapping[str, InputProfile], graph: Graph
+                ) -> dict[str, tuple[list[int], list[int], list[int], str]]:
+        """The default bounds the graph takes for each input left to the default, and why they are not
+        :data:`DEFAULT_RANGE` ("" when they are); computed once per graph."""
+        if graph in self._choices:
+            return self._choices[graph]
+        from loopc.profile_constraints import choose, spans, variables
+
+        names = {v.name for v in graph.inputs}
+        free = {t.name: t for t in inputs if t.name not in given and t.dynamic and not t.shape_tensor}
+        dims = variables({name: t.declared_dims() for name, t in free.items() if name in names})
+        pinned = {name: (rec.min, rec.opt, rec.max) for name, rec in given.items()
+                  if name in names and not rec.shape_tensor}
+        choice = choose(graph, dims, DEFAULT_RANGE, pinned) if dims else None
+        fitted: dict[str, tuple[list[int], list[int], list[int], str]] = {}
+        if choice is not None and choice.fits:
+            for name, low, mid, high in spans(choice, dims):
+                moved = [d for d in dims[name] if not isinstance(d, int) and d in choice.why]
+                fitted[name] = (low, mid, high, _reasons(free[name], dims[name], moved, choice))
+        self._choices[graph] = fitted
+        return fitted
 
     def apply(
         self, builder: Any, network: Any, cfg: Any, *,
         dim_names: Mapping[str, Sequence[str | int | None]] | None = None,
         warn: Callable[[str], None] | None = None,
+        graph: Graph | None = None,
+        narrow: str = "",
+        refused: str = "",
     ) -> dict[str, InputProfile]:
         """Add one optimization profile covering every dynamic input of ``network``; return what each got.
 
         ``dim_names`` gives the model's dims per input (symbolic names where it has them); ``warn``
-        is told, one line per input, the default profile an input got.
+        is told, one line per input, the default profile an input got and why. ``graph``, ``narrow``:
+        see :meth:`resolve`; ``refused`` is what TensorRT said of the wider default, for that line.
         """
         inputs = [network_input(network.get_input(i), (dim_names or {}).get(network.get_input(i).name))
                   for i in range(network.num_inputs)]
-        records = self.resolve(inputs)
+        why: dict[str, str] = {}
+        records = self.resolve(inputs, graph, narrow, why)
         needing = [t for t in inputs if t.dynamic or t.shape_tensor]
         if needing:
             profile = builder.create_optimization_profile()
@@ -182,7 +233,11 @@ class ShapeProfile:
             cfg.add_optimization_profile(profile)
         for t in inputs:
             if warn and records[t.name].source == "default":
-                warn(default_warning(t, records[t.name]))
+                because = why.get(t.name, "")
+                if narrow and t.dynamic and not t.shape_tensor:
+                    step = NARROWINGS[narrow]
+                    because = f"{because}; {step}, as TensorRT refused the wider range ({refused})".lstrip("; ")
+                warn(default_warning(t, records[t.name], because))
         return records
 
     def _given(self, t: NetworkInput) -> InputProfile:
@@ -218,16 +273,18 @@ def network_input(tensor: Any, dims: Sequence[str | int | None] | None = None) -
     return NetworkInput(tensor.name, shape, bool(tensor.is_shape_tensor), dtype, names)
 
 
-def default_warning(t: NetworkInput, rec: InputProfile) -> str:
-    """The one line that says which default profile an input got and how to choose another."""
+def default_warning(t: NetworkInput, rec: InputProfile, why: str = "") -> str:
+    """The one line that says which default profile an input got, why when it is not :data:`DEFAULT_RANGE`,
+    and how to choose another."""
     if t.shape_tensor:
         assert rec.values is not None
         lo, mid, hi = (_text(rec.values[k]) for k in ("min", "opt", "max"))
         return (f"input {t.name!r} is a shape tensor (TensorRT computes shapes from its values, e.g. a trip "
                 f"count); using values min {lo} opt {mid} max {hi}; {override_hint()}")
     declared = "(" + ", ".join(str(d) for d in t.declared()) + ")"
+    because = f" ({why})" if why else ""
     return (f"input {t.name!r} has dynamic dims {declared}; using min {_text(rec.min)} opt {_text(rec.opt)} "
-            f"max {_text(rec.max)}; {override_hint()}")
+            f"max {_text(rec.max)}{because}; {override_hint()}")
 
 
 #: The largest dim, and element count, loopc accepts for an input's profile (int32 indexing, as most of
@@ -269,16 +326,83 @@ def _static(t: NetworkInput) -> InputProfile:
     return InputProfile("static", t.dtype, t.declared(), list(t.shape), list(t.shape), list(t.shape))
 
 
-def _default(t: NetworkInput, symbols: Mapping[str, tuple[int, int, int]]) -> InputProfile:
+def _default(t: NetworkInput, symbols: Mapping[str, tuple[int, int, int]],
+             fitted: tuple[list[int], list[int], list[int], str] | None = None, narrow: str = "") -> InputProfile:
     if t.shape_tensor:
         count = _volume(t)
         values = {key: [v] * count for key, v in zip(("min", "opt", "max"), DEFAULT_RANGE)}
         shape = list(t.shape)
         return InputProfile("default", t.dtype, t.declared(), shape, list(shape), list(shape), True, values)
     names = t.names if len(t.names) == len(t.shape) else (None,) * len(t.shape)
-    per_dim = [(d, d, d) if d != -1 else symbols.get(n or "", DEFAULT_RANGE) for d, n in zip(t.shape, names)]
+    ranges = [(fitted[0][k], fitted[1][k], fitted[2][k]) if fitted else DEFAULT_RANGE for k in range(len(t.shape))]
+    per_dim = [(d, d, d) if d != -1 else symbols.get(n or "", ranges[k])
+               for k, (d, n) in enumerate(zip(t.shape, names))]
     low, mid, high = ([dims[k] for dims in per_dim] for k in range(3))
+    if narrow:  # TensorRT refused the range: move the bounds of the dims the user left to loopc
+        free = [d == -1 and n not in symbols for d, n in zip(t.shape, names)]
+        low, mid, high = _narrowed(narrow, low, mid, high, free)
     return InputProfile("default", t.dtype, t.declared(), low, mid, high)
+
+
+#: How a default profile TensorRT refused is moved, by what TensorRT's message names: it checks a profile's
+#: shapes at the opt (kOPT), so a refused opt moves to a bound the graph takes; a refused min or max moves to
+#: the opt.
+NARROWINGS = {
+    "opt-min": "opt moved to min", "opt-max": "opt moved to max", "min": "min raised to opt",
+    "max": "max lowered to opt", "opt": "fixed to opt",
+}
+_TRIES = {"kMIN": ("min", "opt"), "kMAX": ("max", "opt"), "": ("opt-min", "opt-max", "min", "opt")}
+#: What TensorRT's builder says when a profile's shapes are ones the network cannot take.
+_SHAPE_REFUSAL = re.compile(r"shape|dimension|empty axis|indeterminate|volume|broadcast", re.IGNORECASE)
+
+
+def _narrowed(narrow: str, low: list[int], mid: list[int], high: list[int], free: Sequence[bool]
+              ) -> tuple[list[int], list[int], list[int]]:
+    """The bounds after ``narrow`` (a key of :data:`NARROWINGS`), for the ``free`` dims only."""
+    pick = {"opt-min": (low, low, high), "opt-max": (low, high, high), "min": (mid, mid, high),
+            "max": (low, mid, mid), "opt": (mid, mid, mid)}[narrow]
+    moved = [[p[k] if f else b[k] for k, f in enumerate(free)] for p, b in zip(pick, (low, mid, high))]
+    return moved[0], moved[1], moved[2]
+
+
+def build_narrowing(build: Callable[[str, str], bytes], records: Mapping[str, InputProfile], error: Exception
+                    ) -> bytes:
+    """Build again with moved defaults after ``error`` (TensorRT refusing the default profile for its shapes):
+    ``build(narrow, refused)`` for each narrowing :data:`NARROWINGS` the message calls for, until one builds.
+    Re-raises ``error`` when no input took a default range, it is no shape refusal, or none builds."""
+    from loopc.trt.isolated import BuilderCrashError
+
+    dynamic = [rec for rec in records.values() if rec.source == "default" and not rec.shape_tensor
+               and rec.min != rec.max]
+    if not dynamic or isinstance(error, BuilderCrashError) or not _SHAPE_REFUSAL.search(str(error)):
+        raise error
+    point = next((p for p in ("kMIN", "kMAX") if p in str(error)), "")
+    for narrow in _TRIES[point]:
+        try:
+            return build(narrow, _refusal(error))
+        except Exception as exc:  # the builder's own error type; the first refusal is the answer
+            if isinstance(exc, BuilderCrashError) or not _SHAPE_REFUSAL.search(str(exc)):
+                raise
+    raise error
+
+
+def _refusal(error: Exception) -> str:
+    """TensorRT's reason, without the build's preamble, short enough for one line."""
+    text = str(error).rsplit("Error Code ", 1)[-1].split(": ", 1)[-1].strip()
+    return text if len(text) <= 160 else text[:159] + "…"
+
+
+def _reasons(t: NetworkInput, dims: Sequence[Any], moved: Sequence[Any], choice: Any) -> str:
+    """Why each moved dim of ``t`` is where it is: ``height 48..52: node '/rnn/LSTM' (LSTM): ...``, once per dim
+    name (the first input naming it says it)."""
+    parts = []
+    for var in dict.fromkeys(moved):
+        label = var if isinstance(var, str) else f"dim {var[1]}"
+        low, high = choice.sizes["min"][var], choice.sizes["max"][var]
+        span = f"= {low}" if low == high else f"in {low}..{high}"
+        parts.append(f"{label} {span}: {choice.why[var]}")
+        choice.why.pop(var)  # said once, for the first input that has it
+    return "; ".join(parts)
 
 
 def _bind(symbols: dict[str, tuple[int, int, int]], t: NetworkInput, rec: InputProfile) -> None:

@@ -124,8 +124,13 @@ def _shape_dims(shape: Node) -> tuple[Any, ...] | None:
 
 def _static_dims_picked(gather: Node) -> np.ndarray | None:
     """``Shape(x)[k]`` when dim ``k`` of ``x`` is static though others are not (TorchScript tests
-    ``x.size(1) == 1`` before a squeeze; the answer is known when the dim is)."""
+    ``x.size(1) == 1`` before a squeeze; the answer is known when the dim is), through an integer Cast
+    between them (OpenVINO's ShapeOf in i32)."""
     shape = gather.inputs[0].producer if gather.inputs[0] is not None else None
+    dtype = np.dtype(np.int64)
+    if shape is not None and shape.op == "Cast" and shape.outputs[0].dtype is not None \
+            and shape.outputs[0].dtype.kind in "iu" and shape.inputs[0] is not None:
+        dtype, shape = shape.outputs[0].dtype, shape.inputs[0].producer
     indices = constant_value(gather.inputs[1]) if len(gather.inputs) > 1 else None
     if shape is None or shape.op != "Shape" or indices is None or np.asarray(indices).dtype.kind not in "iu":
         return None
@@ -136,4 +141,4 @@ def _static_dims_picked(gather: Node) -> np.ndarray | None:
     if np.any(index >= len(dims)) or np.any(index < -len(dims)):
         return None
     picked = np.vectorize(lambda k: dims[int(k)] if isinstance(dims[int(k)], int) else -1, otypes=[np.int64])(index)
-    return None if np.any(picked < 0) else picked.astype(np.int64)
+    return None if np.any(picked < 0) else picked.astype(dtype)

@@ -112,6 +112,11 @@ def _dump_ir(stage: str, text: str) -> None:
     click.echo(f"--- IR after {stage} ---\n{text}", err=True)
 
 
+FIX_INPUT_HELP = ("Fix an input at build time, NAME=VALUE (repeatable): it becomes a constant and the engine no "
+                  "longer takes it; for an input that only steers control flow, like a sample rate.")
+fix_input_option = click.option("--fix-input", "fix_input", multiple=True, metavar="NAME=VALUE", help=FIX_INPUT_HELP)
+
+
 @cli.command(short_help=short_help("build"))
 @model_argument
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="Where to write the .plan.")
@@ -126,6 +131,7 @@ def _dump_ir(stage: str, text: str) -> None:
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 @click.option("--report", "report_path", type=click.Path(dir_okay=False), help="Write a JSON build report here.")
 @click.option("--dump-ir", is_flag=True, help="Print the IR after the frontend and after each pass that changes it.")
+@fix_input_option
 @optimization_options
 @frontend_options
 @limit_option
@@ -134,15 +140,17 @@ def build(
     model: str, output: str, shapes: str | None, min_shapes: str | None, opt_shapes: str | None,
     max_shapes: str | None, inputs_path: str | None, target: str | None, precision: Precision,
     max_trips: int | None, report_path: str | None, dump_ir: bool, disabled: tuple[str, ...], frontend: str | None,
-    weights: str | None,
+    weights: str | None, fix_input: tuple[str, ...],
 ) -> None:
     """Compile MODEL into a TensorRT engine whose loops are TensorRT loops.
 
     Dynamic inputs without --shapes or --inputs get loopc's default profile (each dynamic dim and
-    shape-tensor value min 1, opt 8, max 64), with one warning per input.
+    shape-tensor value min 1, opt 8, max 64, where the model takes that; else a range inside what the
+    model requires), with one warning per input saying what was chosen and why.
     """
     from loopc.compiler import build as build_engine
     from loopc.profiles import ShapeProfile
+    from loopc.specialize import parse_fixed
 
     plan_file = OutputFile(output, "-o")
     report_file = OutputFile(report_path, "--report") if report_path else None
@@ -154,7 +162,7 @@ def build(
                           half_state=precision.half_state, max_trips=max_trips, dump_ir=_dump_ir if dump_ir else None,
                           progress=lambda stage: click.echo(f"loopc: {stage} ...", err=True),
                           warn=lambda message: click.echo(f"loopc: warning: {message}", err=True),
-                          frontend=frontend, weights=weights, disabled=disabled)
+                          frontend=frontend, weights=weights, disabled=disabled, fixed=parse_fixed(fix_input))
     say = _teller(plan_file, report_file)
     for loop in report.all_loops():
         say(
@@ -307,22 +315,25 @@ def _ir_loops(graph: Graph, name: str) -> str:
 @click.option("--max-iterations", type=click.IntRange(min=1), default=DEFAULT_MAX_ITERATIONS, show_default=True,
               help="A loop still running after this many trips is an error (sim only).")
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
+@fix_input_option
 @precision_options
 @limit_option
 @verbose_option
 def run(
     model: str, inputs_path: str | None, output_path: str | None, reference: str | None, rtol: float, atol: float,
     executor: str, frontend: str, max_iterations: int, max_trips: int | None, weights: str | None,
-    precision: Precision,
+    fix_input: tuple[str, ...], precision: Precision,
 ) -> None:
     """Run MODEL on the inputs and print (or save) its outputs; with --reference, say whether they match."""
+    from loopc.specialize import parse_fixed
+
     output_file = OutputFile(output_path, "-o") if output_path else None
     if output_file:
         _outputs(output_file, reads=(model, inputs_path, weights, reference))
     inputs = load_arrays(inputs_path) if inputs_path else {}
     outputs = api.run(model, inputs, executor=executor, frontend=frontend, max_iterations=max_iterations,
                       max_trips=max_trips, weights=weights, fp16=precision.half == "fp16",
-                      bf16=precision.half == "bf16", fp16_state=precision.half_state)
+                      bf16=precision.half == "bf16", fp16_state=precision.half_state, fix_input=parse_fixed(fix_input))
     say = _teller(output_file)
     if output_file:
         save_arrays(output_file, outputs)
@@ -367,6 +378,7 @@ def ops() -> None:
     """List the ONNX ops and OpenVINO IR types loopc reads, the TensorRT layer types the simulator runs, and the
     targets it builds for."""
     from loopc.backend.trt.registry import supported_ops
+    from loopc.frontend.onnx.contrib import contrib_ops
     from loopc.frontend.onnx.functions import expanded_ops
     from loopc.frontend.onnx.registry import structural_ops
     from loopc.frontend.openvino.registry import openvino_types
@@ -381,6 +393,8 @@ def ops() -> None:
     click.echo("  " + " ".join(structural_ops()))
     click.echo("ONNX ops built from ONNX's own definition of them (a function of other ops), when their parts are:")
     click.echo("  " + " ".join(expanded_ops()))
+    click.echo("onnxruntime's contrib ops (and those it adds to the default domain), expanded into ONNX ops:")
+    click.echo("  " + " ".join(contrib_ops()))
     click.echo("ONNX sequence ops, read when each sequence's length is known before the model runs, or when a loop "
                "appends to it (SequenceInsert) and it is stacked after the loop (ConcatFromSequence):")
     click.echo("  " + " ".join(SEQUENCE_OPS))

@@ -7,6 +7,7 @@ import logging
 import os
 import sys
 import traceback
+import warnings
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -56,7 +57,8 @@ class _Group(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
-            with spelled("command line"):
+            with spelled("command line"), warnings.catch_warnings():
+                warnings.showwarning = _show_warning
                 return super().invoke(ctx)
         except LoopcError as exc:
             _report(ctx, f"error: {exc}", EXIT_INPUT)
@@ -70,6 +72,11 @@ class _Group(click.Group):
                     "allocate)", EXIT_INPUT)
         except Exception as exc:
             _report(ctx, f"internal error: {type(exc).__name__}: {exc}", EXIT_INTERNAL)
+
+
+def _show_warning(message: Warning | str, *args: Any, **kwargs: Any) -> None:
+    """A warning as the command's other warnings read: one ``loopc: warning:`` line, not Python's two."""
+    click.echo(f"loopc: warning: {message}", err=True)
 
 
 def _report(ctx: click.Context, message: str, code: int) -> None:

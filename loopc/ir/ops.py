@@ -255,6 +255,8 @@ _add(["DFT"], axes=(AxisParam("axis", operand=2),))
 # ------------------------------------------------------------------------ products and the rest
 
 _add(["MatMul"], matrix_product=True, lift=Lift("matmul"), precision="half")
+_add(["GroupedMatMul"], matrix_product=True, traps=Trap.INDEX, precision="half")
+_add(["MatMulInteger"], matrix_product=True)
 _add(["Gemm"], matrix_product=True, lift=Lift("gemm"), precision="half")
 _add(["Einsum", "Conv", "ConvTranspose"], matrix_product=True, precision="half")
 _add(["Shape", "Size"], shape_only=True, precision="follow")

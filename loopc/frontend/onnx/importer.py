@@ -20,7 +20,8 @@ from onnx import helper
 from loopc.errors import FrontendError, LoopcError, located
 from loopc.fileio import check_readable
 from loopc.frontend.formats import check_model_file, not_onnx
-from loopc.frontend.onnx import validate
+from loopc.frontend.onnx import newer_opsets, validate
+from loopc.frontend.onnx.contrib import expand_contrib
 from loopc.frontend.onnx.functions import built_directly, expand_functions
 from loopc.frontend.onnx.registry import TRANSLATORS
 from loopc.frontend.onnx.tensors import load_external_data, to_array
@@ -93,9 +94,11 @@ def import_model(model: onnx.ModelProto | str | os.PathLike[str], *, stack_direc
     source = "<model>" if isinstance(model, onnx.ModelProto) else os.fspath(model)
     proto = model if isinstance(model, onnx.ModelProto) else load(source)
     opset = validate.default_opset(proto, source)
+    proto = expand_contrib(proto, opset)  # onnxruntime's contrib ops, as standard ones
     validate.validate_model(proto, source, opset)
     _check_tensor_io(proto.graph, source, opset)
     proto = expand_functions(proto, opset, built_directly)
+    proto = newer_opsets.declare_added_outputs(proto, opset)  # ops newer than the installed onnx, typed
     types, inferred, refusal = infer_types(proto, source, opset)
     validate.validate_types(inferred, opset)
     ctx = Context(opset, types, stack_directions=stack_directions)

@@ -3,8 +3,8 @@
 Run strict, as onnx.checker runs it, ONNX's inference refuses a declared type or shape that a node's
 inference contradicts, and an attribute the op's inference finds invalid — the checks the validator
 does not repeat op by op. (onnxruntime refuses the same types and attributes, but only warns of a
-contradicted shape and computes another; loopc, whose types come from the declarations where the
-two disagree, refuses it.) Its message lists entries such as
+contradicted shape and computes another; loopc does the same where it can say what the graph computes,
+:mod:`loopc.frontend.onnx.declarations`, and refuses what is left.) Its message lists entries such as
 ``(op_type:Loop, node name: /Loop): [ShapeInferenceError] Inference error(s): (op_type:Add): [...] text``,
 a graph attribute's entries nested in its node's. The first entry's innermost node is the one blamed:
 found in the model by op and name level by level (an unnamed node by what it declares, when its

@@ -32,8 +32,10 @@ from onnx import AttributeProto, TensorProto, numpy_helper
 from onnx.defs import OpSchema
 
 from loopc.errors import FrontendError, LoopcError, UnsupportedOpError
+from loopc.frontend.onnx import newer_opsets
 from loopc.frontend.onnx.tensors import check_tensor
 from loopc.ir.ops import traits
+from loopc.spelling import warn
 
 log = logging.getLogger(__name__)
 
@@ -61,10 +63,14 @@ _ROLES = {("Loop", "M"): "trip count M", ("Loop", "cond"): "condition cond", ("I
 
 
 def default_opset(proto: onnx.ModelProto, source: str) -> int:
-    """The model's default-domain opset, after checking its IR version and every opset import."""
-    if not MIN_IR_VERSION <= proto.ir_version <= onnx.IR_VERSION:
+    """The model's default-domain opset, after checking its IR version and every opset import.
+
+    An IR version or opset newer than the installed onnx package knows is read as the newest loopc knows,
+    with a warning (see :mod:`.newer_opsets`); its ops are checked node by node (:func:`validate_model`)."""
+    if not MIN_IR_VERSION <= proto.ir_version <= newer_opsets.newest_ir_version():
         raise FrontendError(f"{source}: ir_version {proto.ir_version} is not one this onnx package reads "
-                            f"({MIN_IR_VERSION} to {onnx.IR_VERSION})")
+                            f"({MIN_IR_VERSION} to {onnx.IR_VERSION}; loopc reads up to "
+                            f"{newer_opsets.newest_ir_version()} as {onnx.IR_VERSION})")
     versions: dict[str, int] = {}
     for entry in proto.opset_import:
         domain = "" if entry.domain in DEFAULT_DOMAINS else entry.domain
@@ -75,9 +81,12 @@ def default_opset(proto: onnx.ModelProto, source: str) -> int:
                                 f"version {entry.version}; opset versions start at 1")
         versions[domain] = entry.version
     opset = versions.get("", 0)
-    if not 1 <= opset <= onnx.defs.onnx_opset_version():
-        raise FrontendError(f"{source}: default-domain opset {opset} is not one this onnx package knows "
-                            f"(1 to {onnx.defs.onnx_opset_version()})")
+    if opset < 1:
+        raise FrontendError(f"{source}: the model imports no default-domain opset (ONNX's ops need one)",
+                            hint="add an opset_import for domain '' (ai.onnx)")
+    newer = newer_opsets.notice(proto.ir_version, opset, source)
+    if newer is not None:
+        warn(newer)
     return opset
 
 
@@ -179,7 +188,10 @@ def _op(op: str, opset: int) -> _Op | None:
     try:
         schema = onnx.defs.get_schema(op, opset, "")
     except onnx.defs.SchemaError:
-        return None
+        found = newer_opsets.added_schema(op, opset)  # added by an opset the installed onnx lacks
+        if found is None:
+            return None
+        schema = found
     constraints = {c.type_param_str: frozenset(c.allowed_type_strs) for c in schema.type_constraints}
     inputs = tuple(
         _Param(p.name, p.type_str, p.option == _SINGLE, constraints.get(p.type_str, frozenset({p.type_str})),
@@ -352,7 +364,15 @@ class _Structure:
                 raise node_error(node, self.opset, f"input {name!r} is not defined before it is used")
         op = _op(node.op_type, self.opset)
         if op is None:
-            raise node_error(node, self.opset, self._unknown(node.op_type))
+            raise node_error(node, self.opset, self._unknown(node.op_type), UnsupportedOpError
+                             if self.opset > onnx.defs.onnx_opset_version() else FrontendError)
+        changed = newer_opsets.changed_in(node.op_type, self.opset)
+        if changed is not None:
+            raise node_error(node, self.opset, f"{node.op_type} changed in opset {changed[0]} ({changed[1]}), which "
+                             f"the installed onnx package does not define (it knows opsets up to "
+                             f"{onnx.defs.onnx_opset_version()}): loopc would read it with its older meaning",
+                             UnsupportedOpError, hint=f"install {changed[1]} or newer, or export the model with "
+                             f"opset {changed[0] - 1}")
         if op.deprecated and node.op_type not in UPGRADED_DEPRECATED:
             raise node_error(node, self.opset, f"{node.op_type} is deprecated in opset {self.opset}",
                              hint="export the model with an opset that still defines it, or with its replacement")
@@ -363,7 +383,11 @@ class _Structure:
             self._constant(node, set())
 
     def _unknown(self, op: str) -> str:
-        newest = _op(op, onnx.defs.onnx_opset_version())
+        known = newer_opsets.newest_opset()
+        newest = _op(op, known)
+        if newest is None and self.opset > onnx.defs.onnx_opset_version():
+            return (f"{op!r} is not an op of any opset loopc knows (up to {known}, the installed onnx package "
+                    f"up to {onnx.defs.onnx_opset_version()}); the model's opset {self.opset} may have added it")
         if newest is None:
             return f"{op!r} is not an ONNX op"
         return f"{op} does not exist in opset {self.opset}; it was added in opset {newest.since}"
@@ -476,6 +500,8 @@ def _onnx_checker(proto: onnx.ModelProto, source: str, opset: int) -> None:
     the check an undeclared one is given a placeholder, then cleared.
     """
     placeholders = []
+    ir_version = proto.ir_version
+    proto.ir_version = min(ir_version, onnx.IR_VERSION)  # a newer one is read as the newest onnx reads (warned)
     for vi in proto.graph.input:
         if vi.type.HasField("tensor_type") and not vi.type.tensor_type.HasField("shape"):
             vi.type.tensor_type.shape.SetInParent()
@@ -501,6 +527,9 @@ def _onnx_checker(proto: onnx.ModelProto, source: str, opset: int) -> None:
         if found and found[2] in UPGRADED_DEPRECATED and "is deprecated" in first:
             log.debug("onnx.checker stopped at %s, which loopc upgrades: %s", found[2], first)
             return
+        if found and newer_opsets.added_schema(found[2], opset) is not None:
+            log.debug("onnx.checker stopped at %s, an op newer than the installed onnx: %s", found[2], first)
+            return
         message = f"{first} (onnx.checker)"
         if found:
             raise FrontendError(message, node=found[1] or "?", op=found[2], opset=opset) from None
@@ -508,6 +537,7 @@ def _onnx_checker(proto: onnx.ModelProto, source: str, opset: int) -> None:
     except Exception as exc:  # the checker is a backstop, not the authority: its own failures are not the model's
         log.debug("onnx.checker could not check %s: %s", source, exc)
     finally:
+        proto.ir_version = ir_version
         for message, field in reversed(placeholders):
             message.ClearField(field)
 

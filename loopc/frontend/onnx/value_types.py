@@ -30,8 +30,9 @@ import onnx
 from onnx import AttributeProto, helper
 
 from loopc.errors import LoopcError, UnsupportedOpError
-from loopc.frontend.onnx import validate
+from loopc.frontend.onnx import declarations, validate
 from loopc.frontend.onnx.inference import inference_error
+from loopc.spelling import warn
 
 #: Rounds of inference at most: declared ranks and result dims flow one loop level per round, and a
 #: dim found unproven may make another one unproven (it fed it), one round each. A model that needs
@@ -55,21 +56,17 @@ def infer_types(proto: onnx.ModelProto, source: str,
 
     The main graph's declared output element types are set aside while inference runs, so that it
     says what the graph computes there; a declared type the graph contradicts is an error. The first
-    run is strict, as onnx.checker's is: a declared type or shape, or an attribute, that a node's
-    inference contradicts is returned as an error naming the node (raised after loopc's own type
-    checks, whose messages say more); inference then runs again leniently for the types.
+    run is strict, as onnx.checker's is. Where it fails, declared shapes the graph contradicts are
+    replaced by the computed ones, with a warning each (:mod:`loopc.frontend.onnx.declarations`), and it
+    runs again: a declared type or shape, or an attribute, that a node's inference still contradicts is
+    returned as an error naming the node (raised after loopc's own type checks, whose messages say more);
+    inference then runs again leniently for the types.
     """
     declared = [vi.type.tensor_type.elem_type if vi.type.HasField("tensor_type") else 0 for vi in proto.graph.output]
-    for vi in proto.graph.output:
-        if vi.type.HasField("tensor_type"):
-            vi.type.tensor_type.elem_type = 0
-    refusal = None
-    try:
-        inferred, refusal = _strict(proto, opset)
-    finally:
-        for vi, elem in zip(proto.graph.output, declared):
-            if elem:
-                vi.type.tensor_type.elem_type = elem
+    inferred, refusal, failed = _strict_outputs_free(proto, declared, opset)
+    if failed and (fixed := _computed_shapes_win(proto)) is not None:
+        proto = fixed
+        inferred, refusal, _ = _strict_outputs_free(proto, declared, opset)
     if refusal is None:  # else strict inference found the cause, which may lie inside a body
         validate.check_output_types(inferred.graph, declared, opset, source)
     for vi, elem in zip(inferred.graph.output, declared):
@@ -89,6 +86,37 @@ def infer_types(proto: onnx.ModelProto, source: str,
 
     collect(inferred.graph, None)
     return types, inferred, refusal
+
+
+def _strict_outputs_free(proto: onnx.ModelProto, declared: list[int],
+                         opset: int) -> tuple[onnx.ModelProto, LoopcError | None, bool]:
+    """Strict inference (see :func:`_strict`) with the main graph's output element types set aside."""
+    for vi in proto.graph.output:
+        if vi.type.HasField("tensor_type"):
+            vi.type.tensor_type.elem_type = 0
+    try:
+        return _strict(proto, opset)
+    finally:
+        for vi, elem in zip(proto.graph.output, declared):
+            if elem:
+                vi.type.tensor_type.elem_type = elem
+
+
+def _computed_shapes_win(proto: onnx.ModelProto) -> onnx.ModelProto | None:
+    """``proto`` with the declared shapes the graph contradicts replaced, each with a warning (see
+    :mod:`loopc.frontend.onnx.declarations`); None where it contradicts none, or contradicts a Loop body's
+    carried input (onnxruntime types the body by that declaration, and refuses some such models)."""
+    computed = _inferred(declarations.set_aside(proto))
+    for _ in range(MAX_ROUNDS):  # carried inputs get their initial values' ranks, one loop level a round
+        if not _declare_carried_types(computed.graph, {}):
+            break
+        computed = _inferred(computed)
+    found = declarations.corrected(proto, computed)
+    if found is None or any(note.startswith(declarations.CARRIED) for note in found[1]):
+        return None
+    for note in found[1]:
+        warn(note)
+    return found[0]
 
 
 def _conflict(first: onnx.TypeProto, second: onnx.TypeProto) -> bool:
@@ -163,14 +191,15 @@ def _dim(d: onnx.TensorShapeProto.Dimension) -> int | str | None:
 
 # -- inference runs ---------------------------------------------------------------------------------
 
-def _strict(proto: onnx.ModelProto, opset: int) -> tuple[onnx.ModelProto, LoopcError | None]:
-    """Strict inference's model, or the lenient one and strict inference's refusal as an error."""
+def _strict(proto: onnx.ModelProto, opset: int) -> tuple[onnx.ModelProto, LoopcError | None, bool]:
+    """Strict inference's model, or the lenient one and strict inference's refusal as an error (None where it
+    names no node); and whether strict inference failed."""
     try:
-        return onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True), None
+        return onnx.shape_inference.infer_shapes(proto, check_type=True, strict_mode=True, data_prop=True), None, False
     except onnx.shape_inference.InferenceError as exc:
-        return _inferred(proto), inference_error(exc, proto.graph, opset)
+        return _inferred(proto), inference_error(exc, proto.graph, opset), True
     except Exception:
-        return _inferred(proto), None
+        return _inferred(proto), None, True
 
 
 def _inferred(proto: onnx.ModelProto) -> onnx.ModelProto:

@@ -116,6 +116,28 @@ def tf_scan_rnn() -> None:
               {"x": _sequence(11, 3, 7)})
 
 
+def tf_scan_pair() -> None:
+    """``tf.scan`` carrying a pair of states (an Elman RNN beside a running sum of the projected inputs), hidden 6:
+    two TensorLists whose placeholders, ``[T, 1, 1]`` with T dynamic, the frontend broadcasts to one shared target
+    (``[T, batch, 6]``)."""
+    hidden = 6
+    w, u = _uniform(50, F, hidden), _uniform(51, hidden, hidden)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, None, F], tf.float32, name="x")])
+    def fn(x: tf.Tensor) -> tf.Tensor:
+        xt = tf.transpose(x, [1, 0, 2])
+        h0 = tf.zeros([tf.shape(x)[0], hidden])
+        hs, sums = tf.scan(lambda s, xi: (tf.tanh(xi @ w + s[0] @ u), s[1] + xi @ w), xt, initializer=(h0, h0))
+        return tf.transpose(hs + sums, [1, 0, 2])
+
+    save_case("tf_scan_pair",
+              "tf.scan carrying a pair of states (h = tanh(x W + h U) and a running sum of x W, hidden 6) over time on"
+              " the time-major input, both stacked and added; two TensorList placeholders [T, 1, 1] broadcast to one"
+              " shared target [T, batch, 6]; a tf.function with dynamic batch and time",
+              ov.convert_model(fn), lambda f: [fn(tf.constant(f["x"])).numpy()], {"x": _sequence(52, 3, 5)},
+              {"x": _sequence(53, 2, 7)})
+
+
 def keras_gru_masking() -> None:
     """``Masking(0.0)`` then ``GRU(8, return_sequences=True)``, rows zero-padded after their lengths."""
     tf.keras.utils.set_random_seed(20)
@@ -202,6 +224,7 @@ def write_toml() -> None:
 
 def main() -> None:
     tf_scan_rnn()
+    tf_scan_pair()
     keras_gru_masking()
     tf_while_greedy()
     write_toml()

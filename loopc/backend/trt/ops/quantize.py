@@ -224,7 +224,9 @@ def dequantize_linear(ctx: ConversionContext, node: Node) -> None:
 @converter("DynamicQuantizeLinear")
 def dynamic_quantize_linear(ctx: ConversionContext, node: Node) -> None:
     """uint8 quantization with the scale and zero point of the data's range (0 included), as ONNX defines it:
-    scale = (max(x, 0) - min(x, 0)) / 255, zero point = clip(round(-min / scale)), y as QuantizeLinear."""
+    scale = (max(x, 0) - min(x, 0)) / 255, zero point = clip(round(-min / scale)), y as QuantizeLinear.
+    An empty range (x all zeros) has scale 1, so y and the zero point are 0: ONNX's spec of the op (its only
+    version, 11) says so since onnx 1.24, and onnxruntime computes it (scale 0 would make y 0 / 0)."""
     T = trt()
     x = ctx.cast(ctx.get(node.inputs[0], node), T.float32, node, "wide")
     rank = len(x.shape)
@@ -236,8 +238,11 @@ def dynamic_quantize_linear(ctx: ConversionContext, node: Node) -> None:
         return ctx.elementwise(reduced, zero, bound, node, f"{op.lower()}_with_zero")
 
     low, high = extreme("MIN", "MIN"), extreme("MAX", "MAX")
-    scale = ctx.elementwise(ctx.elementwise(high, low, "SUB", node, "range"),
-                            ctx.constant(np.array(255.0, np.float32), node, "levels"), "DIV", node, "scale")
+    spread = ctx.elementwise(high, low, "SUB", node, "range")
+    empty = ctx.cast(ctx.elementwise(spread, ctx.constant(np.array(0.0, np.float32), node, "no_range"), "EQUAL",
+                                     node, "empty"), T.float32, node, "empty_one")
+    scale = ctx.elementwise(ctx.elementwise(spread, ctx.constant(np.array(255.0, np.float32), node, "levels"), "DIV",
+                                            node, "step"), empty, "SUM", node, "scale")
     bounds = [ctx.constant(np.array(v, np.float32), node, name) for v, name in ((0.0, "u8_low"), (255.0, "u8_high"))]
 
     def to_uint8(t: Any, suffix: str) -> Any:  # clipped to uint8's range, still in float

@@ -6,6 +6,7 @@ ones."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,10 @@ def reduce(ctx: ConversionContext, node: Node) -> None:
     if axes_v is not None and ctx.constant_of(axes_v) is None and axes_count(ctx, node, axes_v):
         if rank == 0:
             raise unsupported(node, "computed axes of a rank-0 input (it has no axis to reduce)")
+        if node.op == "ReduceLogSumExp":
+            ctx.set(node.outputs[0], _log_sum_exp(
+                ctx, node, x, lambda t, op, kept: _reduce_run_time_axes(ctx, node, t, axes_v, kept, op), keep))
+            return
         ctx.set(node.outputs[0], _finished(ctx, node, _reduce_run_time_axes(ctx, node, _prepared(ctx, node, x),
                                                                             axes_v, keep), x))
         return
@@ -63,6 +68,13 @@ def reduce(ctx: ConversionContext, node: Node) -> None:
             ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(x), node))
             return
         axes = list(range(rank))
+    if node.op == "ReduceLogSumExp" and rank:
+        def over(t: Any, op: str, kept: bool) -> Any:
+            return ctx.out(ctx.network.add_reduce(t, getattr(trt().ReduceOperation, op), mask(axes, rank), kept),
+                           node, f"{op.lower()}{'_kept' if kept else ''}")
+
+        ctx.set(node.outputs[0], _log_sum_exp(ctx, node, x, over, keep))
+        return
     prepared = _prepared(ctx, node, x)
     suffix = "reduce" if node.op in _POST or x.dtype == trt().bool else ""
     if rank == 0:
@@ -87,6 +99,24 @@ def _prepared(ctx: ConversionContext, node: Node, x: Any) -> Any:
     return x
 
 
+def _log_sum_exp(ctx: ConversionContext, node: Node, x: Any, over: Callable[[Any, str, bool], Any], keep: bool) -> Any:
+    """log(sum(exp(x))) as m + log(sum(exp(x - m))), m the max over the axes (0 where it is not finite), in
+    float32, as ONNX's reference computes it: exp then overflows for no finite input, and a half input's sum
+    does not overflow where its logarithm is finite (65,536 zeros sum to 65,536, past float16's 65,504).
+    ``over(t, op, keep)`` reduces ``t`` over the node's axes."""
+    T = trt()
+    wide = x if x.dtype == T.float32 else ctx.cast(x, T.float32, node, "wide")
+    top = over(wide, "MAX", True)
+    endless = ctx.elementwise(ctx.unary(top, "ISINF", node, "max_inf"), ctx.unary(top, "ISNAN", node, "max_nan"), "OR",
+                              node, "max_not_finite")
+    zero = ctx.constant(np.zeros([1] * len(top.shape), np.float32), node, "no_shift")
+    shift = ctx.out(ctx.network.add_select(endless, zero, top), node, "shift")
+    exp = ctx.unary(ctx.elementwise(wide, shift, "SUB", node, "shifted"), "EXP", node, "exp")
+    y = ctx.elementwise(ctx.unary(over(exp, "SUM", keep), "LOG", node, "log_sum"), over(shift, "MAX", keep), "SUM",
+                        node, "wide_result" if x.dtype != T.float32 else "")
+    return y if x.dtype == T.float32 else ctx.cast(y, x.dtype, node)
+
+
 def _finished(ctx: ConversionContext, node: Node, y: Any, x: Any) -> Any:
     """The reduction's result as the op gives it: a root or logarithm, booleans back, or as it is."""
     if node.op in _POST:
@@ -96,7 +126,8 @@ def _finished(ctx: ConversionContext, node: Node, y: Any, x: Any) -> Any:
     return y
 
 
-def _reduce_run_time_axes(ctx: ConversionContext, node: Node, x: Any, axes_v: Value, keep: bool) -> Any:
+def _reduce_run_time_axes(ctx: ConversionContext, node: Node, x: Any, axes_v: Value, keep: bool,
+                          op: str | None = None) -> Any:
     """Each axis of ``x`` split in two, (1, n) when the axes name it, else (n, 1), and the second parts
     reduced by a reduce layer whose axes are fixed: all of an axis, or a unit one (nothing). The tensor is
     viewed (a reshape, which moves no data) as [before, kept_a, reduced_a, kept_b, reduced_b, ..., after]
@@ -107,7 +138,7 @@ def _reduce_run_time_axes(ctx: ConversionContext, node: Node, x: Any, axes_v: Va
     flags = axis_flags(ctx, node, axes_v, rank)
     dims = ctx.shape_of(x, node, "dims")
     kept, reduced = split_dims(ctx, node, dims, flags)
-    op = _REDUCE[node.op]
+    op = op or _REDUCE[node.op]
     step = getattr(trt().ReduceOperation, "SUM" if op == "AVG" else op)
     y = x
     wide = [d for d in range(rank) if x.shape[d] != 1]  # the dims between two of them are ones

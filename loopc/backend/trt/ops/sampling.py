@@ -76,7 +76,10 @@ def tile(ctx: ConversionContext, node: Node) -> None:
 @converter("Pad")
 def pad(ctx: ConversionContext, node: Node) -> None:
     """Pads of n axes are [begin_0..begin_n-1, end_0..end_n-1]: the slice starts at -begin and is
-    d + begin + end long (a negative pad crops). Pads and axes may be computed (shape tensors)."""
+    d + begin + end long (a negative pad crops). Pads and axes may be computed (shape tensors).
+
+    A negative pad crops before the other end is padded (ONNX's reference and onnxruntime): the same
+    slice for every mode but wrap, whose period is then the cropped length, so wrap crops first."""
     x = ctx.get(node.inputs[0], node)
     shape = tuple(x.shape)
     rank = len(shape)
@@ -103,6 +106,9 @@ def pad(ctx: ConversionContext, node: Node) -> None:
         if known.size != 2 * n:
             raise unsupported(node, f"{known.size} pads for {n} axes")
         begin, end = [int(p) for p in known.reshape(-1)[:n]], [int(p) for p in known.reshape(-1)[n:]]
+        if mode == "wrap" and min(begin + end) < 0:
+            x, begin, end = _crop(ctx, node, x, axes, begin, end), [max(b, 0) for b in begin], [max(e, 0) for e in end]
+            shape = tuple(x.shape)
         if isinstance(axes, list) and -1 not in (dims := [shape[a] for a in axes]):
             size = [d + b + e for d, b, e in zip(dims, begin, end)]
             ctx.set(node.outputs[0], sampled_slice(ctx, node, x, axes, [-b for b in begin], size, _PAD_MODES[mode],
@@ -115,6 +121,11 @@ def pad(ctx: ConversionContext, node: Node) -> None:
             raise unsupported(node, f"{pads.shape[0]} pads for {n} axes")
     begin_t = ctx.gather1(pads, list(range(n)), node, "begin")
     end_t = ctx.gather1(pads, list(range(n, 2 * n)), node, "end")
+    if mode == "wrap" and known is None:
+        x = _crop(ctx, node, x, axes, begin_t, end_t)
+        zero = ctx.constant(np.zeros(n, np.int64), node, "no_pad")
+        begin_t, end_t = (ctx.elementwise(t, zero, "MAX", node, f"{what}_added")
+                          for t, what in ((begin_t, "begin"), (end_t, "end")))
     start = ctx.elementwise(ctx.constant(np.zeros(n, np.int64), node, "zero"), begin_t, "SUB", node, "start")
     if isinstance(axes, list):
         dims_t = ctx.gather1(ctx.shape_of(x, node), axes, node, "dims")
@@ -122,3 +133,26 @@ def pad(ctx: ConversionContext, node: Node) -> None:
         dims_t = ctx.out(ctx.network.add_gather(ctx.shape_of(x, node), axes, 0), node, "dims")
     size = ctx.elementwise(ctx.elementwise(dims_t, begin_t, "SUM", node, "plus_begin"), end_t, "SUM", node, "size")
     ctx.set(node.outputs[0], sampled_slice(ctx, node, x, axes, start, size, _PAD_MODES[mode], fill))
+
+
+def _crop(ctx: ConversionContext, node: Node, x: Any, axes: list[int] | Any, begin: list[int] | Any,
+          end: list[int] | Any) -> Any:
+    """``x`` without what the negative pads of ``axes`` remove (each side's pad, ints or an INT64 tensor)."""
+    if isinstance(begin, list) and isinstance(end, list) and isinstance(axes, list) and -1 not in \
+            (dims := [x.shape[a] for a in axes]):
+        return sampled_slice(ctx, node, x, axes, [max(-b, 0) for b in begin],
+                             [d + min(b, 0) + min(e, 0) for d, b, e in zip(dims, begin, end)], "STRICT_BOUNDS",
+                             suffix="cropped")
+    n = len(axes) if isinstance(axes, list) else int(axes.shape[0])
+    zero = ctx.constant(np.zeros(n, np.int64), node, "no_crop")
+    begin_t, end_t = (b if not isinstance(b, list) else ctx.constant(np.array(b, np.int64), node, what)
+                      for b, what in ((begin, "crop_begin"), (end, "crop_end")))
+    if isinstance(axes, list):
+        dims_t = ctx.gather1(ctx.shape_of(x, node), axes, node, "uncropped")
+    else:
+        dims_t = ctx.out(ctx.network.add_gather(ctx.shape_of(x, node), axes, 0), node, "uncropped")
+    start = ctx.elementwise(ctx.elementwise(zero, begin_t, "SUB", node, "neg_begin"), zero, "MAX", node, "crop_start")
+    size = ctx.elementwise(ctx.elementwise(dims_t, ctx.elementwise(begin_t, zero, "MIN", node, "begin_cut"), "SUM",
+                                           node, "less_begin"),
+                           ctx.elementwise(end_t, zero, "MIN", node, "end_cut"), "SUM", node, "crop_size")
+    return sampled_slice(ctx, node, x, axes, start, size, "STRICT_BOUNDS", suffix="cropped")

@@ -97,9 +97,11 @@ def broadcast_to(ctx: ConversionContext, node: Node, x: Any, target: Ints | Any,
     target_t = _tensor(ctx, node, target, "target")
     have = ctx.shape_of(x, node, "have")
     one = ctx.constant(np.ones(rank, np.int64), node, "ones")
-    # A unit axis takes the target's size, 0 included (so not max(have, target)); others keep theirs.
-    unit = ctx.elementwise(have, one, "EQUAL", node, "unit")
-    out = ctx.out(ctx.network.add_select(unit, target_t, have), node, "out_shape")
+    # A unit axis takes the target's size, 0 included; others keep theirs: max(have, target) * min(have, target, 1)
+    # (a broadcast has have == target, have == 1 or target == 1). Not a select on have == 1: TensorRT-RTX's builder
+    # crashes on a loop whose shapes depend on a comparison of dims.
+    low = ctx.elementwise(ctx.elementwise(have, target_t, "MIN", node, "low"), one, "MIN", node, "nonzero")
+    out = ctx.elementwise(ctx.elementwise(have, target_t, "MAX", node, "high"), low, "PROD", node, "out_shape")
     # stride 1 where the input already has the size, 0 where a unit axis grows: max(min(d - 1, 1), 0)
     stride = ctx.elementwise(ctx.elementwise(have, one, "SUB", node, "d_minus_1"), one, "MIN", node, "min1")
     stride = ctx.elementwise(stride, ctx.constant(np.zeros(rank, np.int64), node, "zeros"), "MAX", node, "stride")

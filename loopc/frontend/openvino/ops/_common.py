@@ -10,7 +10,7 @@ import numpy as np
 from onnx import helper
 
 from loopc.frontend.openvino.importer import Op, static_value
-from loopc.ir import Value
+from loopc.ir import Node, Value
 
 I64 = np.dtype(np.int64)
 
@@ -58,10 +58,17 @@ def dim(value: Value, k: int) -> int | None:
 
 
 def cast(op: Op, value: Value, dtype: np.dtype) -> Value:
-    """``value`` as ``dtype`` (no node when it already is)."""
+    """``value`` as ``dtype`` (no node when it already is), one Cast per value and type in a graph: a shape that
+    several Broadcasts read (TensorFlow's frontend broadcasts every TensorList of a ``tf.scan`` to one target) stays
+    one value, which is what lets ``broadcast-carries`` see each buffer's target as its own."""
     if value.dtype == dtype:
         return value
-    return op.op("Cast", [value], {"to": helper.np_dtype_to_tensor_dtype(np.dtype(dtype))})
+    to = helper.np_dtype_to_tensor_dtype(np.dtype(dtype))
+    for use in value.uses():
+        user = use.user
+        if isinstance(user, Node) and user.op == "Cast" and user.attrs.get("to") == to and user.graph is op.em.graph:
+            return user.outputs[0]
+    return op.op("Cast", [value], {"to": to})
 
 
 def optional_input(op: Op, k: int) -> Value | None:

@@ -36,9 +36,17 @@ def _binary(onnx_op: str):
     return translate
 
 
+#: Ops OpenVINO computes on integers as the identity (PyTorch's ``torch.floor`` of an int tensor), where ONNX's
+#: take floats only.
+WHOLE_ALREADY = {"Floor", "Ceil"}
+
+
 def _unary(onnx_op: str):
     def translate(op: Op) -> list[Value]:
         op.expect_inputs(1)
+        dtype = op.inputs[0].dtype
+        if onnx_op in WHOLE_ALREADY and dtype is not None and dtype.kind in "iu":
+            return [op.op("Identity", list(op.inputs))]
         return [op.op(onnx_op, list(op.inputs))]
 
     return translate
@@ -48,6 +56,28 @@ for _ov, _onnx in BINARY.items():
     translates(_ov, *INTRODUCED.get(_ov, (1,)))(_binary(_onnx))
 for _ov, _onnx in UNARY.items():
     translates(_ov, *INTRODUCED.get(_ov, (1,)))(_unary(_onnx))
+
+
+#: BitwiseX-13 → (ONNX op on booleans, ONNX op on integers): OpenVINO's PyTorch frontend writes ``a & b``,
+#: ``a | b``, ``a ^ b`` and ``~a`` of bool tensors (masks, loop conditions) as these.
+BITWISE = {"BitwiseAnd": ("And", "BitwiseAnd"), "BitwiseOr": ("Or", "BitwiseOr"), "BitwiseXor": ("Xor", "BitwiseXor"),
+           "BitwiseNot": ("Not", "BitwiseNot")}
+
+
+def _bitwise(logical: str, integer: str):
+    def translate(op: Op) -> list[Value]:
+        unary = integer == "BitwiseNot"
+        op.expect_inputs(1 if unary else 2)
+        if not unary:
+            op.choice_attr("auto_broadcast", ("numpy", "none"), "numpy")
+        dtype = op.inputs[0].dtype
+        return [op.op(logical if dtype is not None and dtype.kind == "b" else integer, list(op.inputs))]
+
+    return translate
+
+
+for _ov, (_logical, _integer) in BITWISE.items():
+    translates(_ov, 13)(_bitwise(_logical, _integer))
 
 
 @translates("NotEqual")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from loopc.frontend.openvino.importer import Op
+from loopc.frontend.openvino.importer import Op, static_value
 from loopc.frontend.openvino.ops._common import I64, axes, axis, cast, const_ints, dim, i64, optional_input
 from loopc.frontend.openvino.registry import translates
 from loopc.ir import Value
@@ -149,11 +149,14 @@ def split(op: Op) -> list[Value]:
 
 @translates("VariadicSplit")
 def variadic_split(op: Op) -> list[Value]:
-    """One Slice per piece; with a -1 the pieces after it count from the end, so a dynamic axis works."""
+    """One Slice per piece; with a -1 the pieces after it count from the end, so a dynamic axis works.
+    Lengths computed at run time (``torch.chunk`` of a loop-carried value) give run-time offsets."""
     op.expect_inputs(3)
     x = op.inputs[0]
     rank = op.rank(0)
     a = axis(op, const_ints(op, 1, "axis")[0], rank)
+    if static_value(op.inputs[2]) is None:
+        return _split_at_run_time(op, x, a)
     lengths = const_ints(op, 2, "split_lengths")
     if len(lengths) != len(op.layer.outputs):
         raise op.error(f"{len(lengths)} split_lengths but {len(op.layer.outputs)} output port(s)")
@@ -176,6 +179,28 @@ def variadic_split(op: Op) -> list[Value]:
         outs.append(op.op("Slice", [x, op.const([start], np.int64), op.const([end], np.int64),
                                     op.const([a], np.int64)]))
     return outs
+
+
+def _split_at_run_time(op: Op, x: Value, a: int) -> list[Value]:
+    """The pieces of lengths known only at run time: a -1 takes what the others leave of the axis, each piece
+    ends at the running sum of the lengths and starts where the one before ends."""
+    pieces = len(op.layer.outputs)
+    given = i64(op, op.inputs[2], vector=True)
+    if given.shape is not None and given.shape[0] not in (None, pieces):
+        raise op.error(f"{given.shape[0]} split_lengths but {pieces} output port(s)")
+    # min/max arithmetic, not a comparison: TensorRT-RTX 1.7's builder crashes on a shape computed inside a
+    # loop from a comparison of dims (a Where on ``== -1``)
+    free = op.op("Neg", [op.op("Min", [given, op.const([0], np.int64)])])  # 1 at the -1, else 0
+    fixed = op.op("Max", [given, op.const([0], np.int64)])
+    length = op.op("Gather", [op.op("Shape", [x]), op.const([a], np.int64)])
+    rest = op.op("Sub", [length, op.op("ReduceSum", [fixed, op.const([0], np.int64)], {"keepdims": 1})])
+    lengths = op.op("Add", [fixed, op.op("Mul", [free, rest])])
+    ends = op.op("CumSum", [lengths, op.const(0, np.int64)])
+    starts = op.op("Sub", [ends, lengths])
+    axes_ = op.const([a], np.int64)
+    return [op.op("Slice", [x, op.op("Slice", [starts, op.const([k], np.int64), op.const([k + 1], np.int64)]),
+                            op.op("Slice", [ends, op.const([k], np.int64), op.const([k + 1], np.int64)]), axes_])
+            for k in range(pieces)]
 
 
 @translates("Reverse")
