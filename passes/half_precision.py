@@ -9,7 +9,8 @@ the other type. Its rules, stated once here:
 2. **Each op computes in its registry type** (:data:`loopc.ir.ops.Precision`): products, arithmetic and
    activations in half; what accumulates many terms (sums, means, norms, cumulative sums), normalizations'
    statistics and softmax in float32, as TensorRT's guidance for strongly typed networks has it; what moves,
-   selects or compares elements in its operands' type.
+   selects or compares elements in its operands' type. The terms a float32 reduction sums (the elementwise
+   work feeding it: a written-out variance's squares, a softmax's exponentials) are float32 too.
 3. **Shape work stays float32.** A value computed only from shapes, sizes, loop counters and constants (a
    resize's scale, a position, a diffusion step's time) is no activation; it keeps full precision.
 4. **What decides control flow stays float32.** A float value a loop's trip count or condition, or a
@@ -23,7 +24,15 @@ the other type. Its rules, stated once here:
    on a half copy of it. With ``half_state`` the state and its update are half too.
 6. **Weights are stored in half.** A float constant read in half gets a half copy (one per constant); the
    float32 original goes with dead code when nothing else reads it. A node reading a constant the half type
-   cannot hold (a -1e9 mask fill is -inf in float16) computes in float32 instead.
+   cannot hold (a -1e9 mask fill is -inf in float16) computes in float32 instead, and so does a node reading
+   32- or 64-bit integers cast to float (an int32 MatMulInteger sum before its dequantizing scale).
+7. **Casts cross a loop at its edges.** A slice a body reads in the other type is a slice of the source cast
+   before the loop (a second iterator), and a reshaped or transposed slice is the same move of that slice; a
+   concatenated loop output whose value is a cast to float32 of a half value (or a reshape of one) carries the
+   half value, and the cast is made after the loop. The result is the same; TensorRT-RTX's builder (Myelin)
+   refuses a Cast beside a Shuffle at a loop's iterator or output (``Error Code 1: Myelin``: a reshape of the
+   whole unsliced tensor, ``out->dim_count() == perm.size()``, ``ssa_validation``), which linear-attention
+   loops (``y_t = (q_t S_t) * scale`` with ``S_t`` float32) made every time.
 
 :attr:`HalfPrecision.kept` lists, after a run, each node left computing in float32 and why, for the report.
 """
@@ -39,7 +48,7 @@ import numpy as np
 import onnx
 from onnx import helper
 
-from loopc.ir import Graph, If, Loop, Node, Value, constant_value
+from loopc.ir import Graph, If, Loop, LoopIterator, Node, Value, constant_value
 from loopc.ir.ops import traits
 from loopc.passes.manager import PassResult
 
@@ -52,8 +61,10 @@ CONTROL = "decides control flow (a loop's trips or condition, or a branch)"
 SHAPE_WORK = "shape work (computed from shapes, counters and constants only)"
 STATE = "loop-carried state (kept in float32; --fp16-state puts it in half)"
 FLOAT_OP = "accumulates or normalizes (computed in float32)"
+SUMMED = "a large term of a float32 sum (a square, an exponential) or a statistic (a mean, a variance)"
 FOLLOWS = "reads float32 values"
 OUT_OF_RANGE = "reads a constant the half type cannot hold (a -1e9 mask fill in float16)"
+WIDE_INTEGERS = "reads 32- or 64-bit integers converted to float (an integer product's sums pass 65504)"
 
 
 @dataclass(frozen=True)
@@ -96,9 +107,12 @@ class _Retyping:
         self.half_nodes = self.casts = self.weights = 0
         self._casts: dict[tuple[Value, np.dtype[Any]], Value] = {}
         self._home: dict[Value, Graph] = {v: graph for v in graph.inputs}
+        #: Each iterator's param, with its loop and role: a cast of a slice is a slice of the cast source (rule 7).
+        self._iterated: dict[Value, tuple[Loop, LoopIterator]] = {}
         self.static = _static_values(graph, self._home)
         self.control = _control_values(graph)
         self.carried = set() if half_state else _carried_values(graph)
+        self.summed = _summed_values(graph)
 
     def run(self) -> None:
         interface = [(k, v, v.dtype) for k, v in enumerate(self.graph.outputs)]
@@ -152,11 +166,15 @@ class _Retyping:
             return F32, CONTROL
         if any(v in self.carried for v in results):
             return F32, STATE
+        if any(v in self.summed for v in results):
+            return F32, SUMMED
         data = [v for v in operands if v is not None and constant_value(v) is None and v not in self.static]
         if not data:
             return F32, SHAPE_WORK
         if any(not _fits(constant_value(v), self.half) for v in operands if v is not None):
             return F32, OUT_OF_RANGE
+        if any(_from_wide_integers(v) for v in operands):
+            return F32, WIDE_INTEGERS
         precision = traits(node.op).precision
         if precision == "half":
             return self.half, ""
@@ -182,6 +200,7 @@ class _Retyping:
         for param in loop.body.inputs:
             self._home[param] = loop.body
         for it in loop.iterators:
+            self._iterated[it.param] = (loop, it)
             if _is_float(it.param):
                 it.param.dtype = it.source.dtype
         states = {}
@@ -202,6 +221,9 @@ class _Retyping:
             if rec.next.dtype != dtype:
                 loop.update(rec, next=self._cast(rec.next, dtype))
         for out in loop.loop_outputs:
+            if out.kind != "last" and is_f32(out.value) and out.value not in self.control | self.static and (
+                    computed := self._uncast(out.value)) is not None:
+                loop.update(out, value=computed)
             if _is_float(out.result):
                 out.result.dtype = out.value.dtype
 
@@ -244,6 +266,10 @@ class _Retyping:
         key = (value, dtype)
         if key in self._casts:
             return self._casts[key]
+        if value in self._iterated:
+            return self._sliced_cast(value, dtype)
+        if _moved(value, lambda v: v in self._iterated):
+            return self._moved_cast(value, dtype)
         cast = Value(f"{value.name}_{self._tag(dtype)}", dtype, value.shape)
         node = Node("Cast", [value], [cast], {"to": helper.np_dtype_to_tensor_dtype(dtype)},
                     origin=value.producer.origin if value.producer is not None else "")
@@ -258,6 +284,48 @@ class _Retyping:
         self._casts[key] = cast
         self.casts += 1
         return cast
+
+    def _sliced_cast(self, param: Value, dtype: np.dtype[Any]) -> Value:
+        """An iterator's slice in ``dtype``: a new iterator of the loop over the source in ``dtype``, cast outside
+        the loop (rule 7)."""
+        loop, it = self._iterated[param]
+        sliced = Value(f"{param.name}_{self._tag(dtype)}", dtype, param.shape)
+        twin = LoopIterator(sliced, self._as(it.source, dtype), it.axis, it.reverse)
+        loop.add_iterator(twin)
+        self._home[sliced] = loop.body
+        self._iterated[sliced] = (loop, twin)
+        self._casts[(param, dtype)] = sliced
+        return sliced
+
+    def _moved_cast(self, value: Value, dtype: np.dtype[Any]) -> Value:
+        """A moved slice (``Unsqueeze(x_t)``) in ``dtype``: the same move of the slice in ``dtype`` (rule 7)."""
+        assert value.producer is not None and value.producer.inputs[0] is not None
+        return self._moved(value, self._cast(value.producer.inputs[0], dtype))
+
+    def _uncast(self, value: Value) -> Value | None:
+        """``value``, a cast to float32 of a half value (or a move of one), computed in half (rule 7): the cast
+        goes after the loop. None when ``value`` is no such thing."""
+        producer = value.producer
+        if producer is None or producer.graph is None or not producer.inputs or producer.inputs[0] is None:
+            return None
+        source = producer.inputs[0]
+        if producer.op in ("Cast", "CastLike"):
+            return source if source.dtype == self.half else None
+        if not _is_mover(producer) or (computed := self._uncast(source)) is None:
+            return None
+        return self._moved(value, computed)
+
+    def _moved(self, value: Value, source: Value) -> Value:
+        """``value``'s move (its producer, a reshape or transpose) applied to ``source``, once, in its type."""
+        dtype, mover = source.dtype, value.producer
+        assert dtype is not None and mover is not None and mover.graph is not None
+        key = (value, dtype)
+        if key not in self._casts:
+            moved = Value(f"{value.name}_{self._tag(dtype)}", dtype, value.shape)
+            mover.graph.insert_after(mover, [Node(mover.op, [source, *mover.inputs[1:]], [moved], dict(mover.attrs),
+                                                  origin=mover.origin)])
+            self._casts[key] = moved
+        return self._casts[key]
 
     def _tag(self, dtype: np.dtype[Any] | None) -> str:
         return "f32" if dtype == F32 else ("f16" if dtype == np.dtype(np.float16) else "bf16")
@@ -324,6 +392,30 @@ def _control_values(graph: Graph) -> set[Value]:
     return {v for v in found if _is_float(v)}
 
 
+def _is_mover(node: Node) -> bool:
+    """Whether ``node`` only moves its first operand's elements (a reshape or a transpose), in any type."""
+    facts = traits(node.op)
+    return not node.subgraphs() and len(node.outputs) == 1 and (facts.reshapes or facts.permutes)
+
+
+def _moved(value: Value, root: Any) -> bool:
+    """Whether ``value`` is made by moves (:func:`_is_mover`) of a value ``root`` holds true of."""
+    producer = value.producer
+    while producer is not None and _is_mover(producer) and producer.inputs and producer.inputs[0] is not None:
+        if root(producer.inputs[0]):
+            return True
+        producer = producer.inputs[0].producer
+    return False
+
+
+def _from_wide_integers(value: Value | None) -> bool:
+    """Whether ``value`` is a Cast of a 32- or 64-bit integer tensor (rule 6): MatMulInteger's and ConvInteger's
+    int32 sums, which a dequantizing Mul scales down, reach millions; float16 holds 65504."""
+    producer = value.producer if value is not None else None
+    source = producer.inputs[0] if producer is not None and producer.op == "Cast" and producer.inputs else None
+    return source is not None and source.dtype is not None and source.dtype.kind in "iu" and source.dtype.itemsize >= 4
+
+
 def _fits(array: Any, dtype: np.dtype[Any]) -> bool:
     """Whether a constant (None: not one) keeps its finite values finite in ``dtype``."""
     if array is None or np.asarray(array).dtype.kind != "f" or np.asarray(array).size == 0:
@@ -356,6 +448,48 @@ def _carried_values(graph: Graph) -> set[Value]:
                     stack += [v for v in value.producer.inputs if v is not None]
             carried |= {v for v in back if _is_float(v)}
     return carried
+
+
+def _summed_values(graph: Graph) -> set[Value]:
+    """A float32 reduction's large terms and its statistics (rule 2). Large terms: the values on an elementwise
+    path into it from a node that squares or multiplies activations or exponentiates (``x*x``, ``exp(x)``), where
+    float16 passes 65504 though the sum is float32. Statistics: the values computed from reductions' results and
+    constants alone (a mean, a variance, its inverse root). A normalization written out subtracts
+    ``mean(x)**2`` from ``mean(x*x)``: in float16 the squares overflow and the difference cancels."""
+    reductions = [node for _, node in graph.walk() if node.inputs and node.inputs[0] is not None
+                  and traits(node.op).reduction and traits(node.op).precision == "float"]
+    fed: set[Value] = set()  # on an elementwise path into a reduction
+    stack = [node.inputs[0] for node in reductions]
+    while stack:
+        value = stack.pop()  # type: ignore[assignment]
+        if value is None or value in fed or not _is_float(value) or value.producer is None or not _updates(
+                value.producer):
+            continue
+        fed.add(value)
+        stack += value.producer.inputs
+    grown: dict[Value, bool] = {}  # whether a value is, or is computed elementwise from, a grower's result
+
+    def grows(value: Value) -> bool:
+        if value not in grown:
+            producer = value.producer
+            grown[value] = value in fed and producer is not None and (_grows(producer) or any(
+                grows(v) for v in producer.inputs if v is not None))
+        return grown[value]
+
+    summed = {v for v in fed if grows(v)}
+    statistics = {v for node in reductions for v in node.outputs}
+    for _, node in graph.walk():
+        data = [v for v in node.inputs if v is not None and _is_float(v) and constant_value(v) is None]
+        if _updates(node) and data and all(v in statistics for v in data):
+            statistics.update(v for v in node.outputs if _is_float(v))
+    return summed | (statistics - {v for node in reductions for v in node.outputs})  # those are float32 anyway
+
+
+def _grows(node: Node) -> bool:
+    """Whether ``node`` may take an activation far past its own size: a product of two computed values, or an
+    exponential."""
+    data = [v for v in node.inputs if v is not None and constant_value(v) is None]
+    return node.op == "Exp" or (node.op == "Mul" and len(data) == 2)
 
 
 def _updates(node: Node) -> bool:

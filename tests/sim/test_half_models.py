@@ -41,7 +41,7 @@ OUTSIDE: dict[tuple[str, str], str] = {
                                                          "neighbouring pixels",
     ("torch_whole/keypoint_rcnn", "bf16"): _NEAR_TIES,
     ("tf2onnx/tf_while_greedy", "bf16"): _FLIPS,
-    ("torch/beam_search", "bf16"): _FLIPS,
+    ("outside/ov_onnx_greedy_decoder_fp16", "bf16"): _FLIPS,
 }
 
 
