@@ -64,3 +64,16 @@ def test_floor_ceiling_round_of_integers_are_the_identity(dtype: Any, tmp_path: 
     got = check(model, {"x": values}, tmp_path, rtol=0, atol=0)
     for value in got.values():
         np.testing.assert_array_equal(value, values)  # and OpenVINO's, which check compared
+
+
+@pytest.mark.parametrize("index_type", [np.uint64, np.uint32, np.int32])
+def test_gather_takes_any_integer_indices(index_type: Any, tmp_path: Path) -> None:
+    """OpenVINO's ONNX frontend converts a detector's box indices to u64 before its Gather; OpenVINO's Gather
+    takes any integer type, ONNX's int32 or int64."""
+    import openvino.opset8 as o8
+
+    x, idx = param("x", [6, 4], np.float32), param("idx", [3], np.int64)
+    rows = o8.gather(x, o1.convert(idx, index_type), np.int64(0))
+    model = ov.Model([o1.result(rows)], [x, idx], "gather")
+    check(model, {"x": RNG.standard_normal((6, 4)).astype(np.float32), "idx": np.array([5, 0, 2], np.int64)},
+          tmp_path, rtol=0, atol=0)

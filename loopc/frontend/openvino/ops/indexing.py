@@ -35,7 +35,7 @@ def gather(op: Op) -> list[Value]:
     """Gather-8 counts negative indices from the end, as ONNX does (Gather-1/7 leave them undefined).
     batch_dims > 0 is a GatherND over the batch dims with the gathered axis moved next to them."""
     op.expect_inputs(3)
-    data, indices = op.inputs[:2]
+    data, indices = op.inputs[0], index_operand(op, op.inputs[1])
     rank = op.rank(0)
     a = axis(op, const_ints(op, 2, "axis")[0], rank)
     batch = op.int_attr("batch_dims", 0) if op.version >= 7 else 0
@@ -83,6 +83,20 @@ def gather_elements(op: Op) -> list[Value]:
     op.expect_inputs(2)
     a = axis(op, op.int_attr("axis"), op.rank(0))
     return [op.op("GatherElements", list(op.inputs), {"axis": a})]
+
+
+def index_operand(op: Op, indices: Value) -> Value:
+    """Indices as ONNX takes them (int32 or int64): OpenVINO's Gather takes any integer type, and its ONNX
+    frontend converts a detector's box indices to u64."""
+    if indices.dtype is None or indices.dtype in ONNX_INDICES:
+        return indices
+    source = indices.producer.inputs[0] if indices.producer is not None and indices.producer.op == "Cast" else None
+    if source is not None and source.dtype in ONNX_INDICES:
+        return source  # the Convert's operand: TensorRT has no u64, and a valid (non-negative) index is the same
+    return i64(op, indices)
+
+
+ONNX_INDICES = (np.dtype(np.int32), np.dtype(np.int64))
 
 
 @translates("Slice", 8)
