@@ -4,7 +4,9 @@ A conditional TensorRT cannot take is one the build must decide; what can decide
 condition reads. ``Shape(x)[-1] == 1`` reads only a shape, which a profile that pins that dim decides;
 ``sr == 16000`` reads an input's value, which only fixing that input decides. The walk follows operands
 back to the graph's inputs, switching to "shape only" past ``Shape`` and ``Size`` (their result does not
-depend on their operand's values). Loop-body parameters stop the walk: they are no input of the model.
+depend on their operand's values), and back at an op whose result's size follows its operands' values
+(NonZero, NonMaxSuppression: a detector's box count). Loop-body parameters stop the walk: they are no input of
+the model.
 """
 
 from __future__ import annotations
@@ -35,9 +37,25 @@ def input_dependence(value: Value | None, graph: Graph) -> tuple[list[Value], li
         node = current.producer
         if node is None:
             continue
-        below = shape_only or node.op in _SHAPE_READERS
+        # past Shape/Size only shapes matter, until an op whose result's size follows its operands' values
+        below = (shape_only and not _sized_by_values(node.op)) or node.op in _SHAPE_READERS
         stack.extend((operand, below) for operand in node.inputs if operand is not None)
     return list(by_value), [v for v in by_shape if v not in by_value]
+
+
+#: Ops whose result's size follows their operands' *values* where those are data, not sizes: a detector's box
+#: count. (A Pad's or a Reshape's sizes are shape work, which the walk follows as such.)
+_SIZED_BY_DATA = frozenset({"NonZero", "NonMaxSuppression", "Compress", "Unique", "StringSplit"})
+
+
+def _sized_by_values(op: str) -> bool:
+    return op in _SIZED_BY_DATA
+
+
+def steers(value: Value) -> bool:
+    """Whether input ``value`` looks like one that only steers control flow (an integer or bool of at most one
+    dimension: a sample rate, a mode), which a user can fix at build time; not data like an image."""
+    return value.dtype is not None and value.dtype.kind in "iub" and value.shape is not None and len(value.shape) <= 1
 
 
 def root(graph: Graph) -> Graph:
@@ -54,11 +72,14 @@ def deciding_hint(node: Node) -> str:
     if node.graph is None:
         return ""
     by_value, by_shape = input_dependence(node.inputs[0], root(node.graph))
+    steering = [v for v in by_value if steers(v)]
+    if steering:
+        names = ", ".join(repr(v.name) for v in steering)
+        return (f"its condition depends on the value of input {names}: fix it at build time with "
+                f"{option('--fix-input')} {steering[0].name}=VALUE")
     if by_value:
         names = ", ".join(repr(v.name) for v in by_value)
-        example = f"{by_value[0].name}=VALUE"
-        return (f"its condition depends on the value of input {names}: fix it at build time with "
-                f"{option('--fix-input')} {example}")
+        return f"its condition depends on the data of input {names}, which no build-time choice decides"
     if by_shape:
         names = ", ".join(repr(v.name) for v in by_shape)
         return (f"its condition depends on the shape of input {names}: pin those dims so the build decides it "

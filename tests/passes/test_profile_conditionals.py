@@ -124,3 +124,24 @@ def test_the_command_line_fixes_an_input_and_pins_shapes(tmp_path):
     assert ran.exit_code == 0, ran.output
     want = oracle(proto, {"x": x, "mode": np.array(1, np.int64)})
     np.testing.assert_allclose(np.load(outputs)["y"], want, rtol=1e-6)
+
+
+def test_a_count_of_data_is_no_shape_a_profile_decides():
+    """``numel(nonzero(x)) == 0`` (a detector's empty guard) reads ``x``'s values through NonZero's size: pinning
+    ``x``'s dims cannot decide it, and an image is nothing to fix at build time."""
+    from loopc.ir.dependence import deciding_hint
+
+    model = import_model(onnx.parser.parse_model("""<ir_version: 8, opset_import: ["" : 17]>
+        g (float[4] x) => (int64[?] y) {
+            hits = NonZero (x)
+            n = Size (hits)
+            zero = Constant <value_int = 0> ()
+            none = Equal (n, zero)
+            y = If (none) <
+                then_branch = g1 () => (int64 e) { e = Constant <value_int = 0> () },
+                else_branch = g2 () => (int64[1, ?] h) { h = Identity (hits) }
+            >
+        }"""))
+    guard = next(node for node in model.graph.nodes if node.op == "If")
+    assert [[v.name for v in vs] for vs in input_dependence(guard.inputs[0], model.graph)] == [["x"], []]
+    assert deciding_hint(guard) == "its condition depends on the data of input 'x', which no build-time choice decides"

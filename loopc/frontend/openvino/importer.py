@@ -23,7 +23,7 @@ from loopc.ir.builder import Builder
 from loopc.frontend.openvino.reader import IR, Layer, Net, Port, read_ir
 from loopc.frontend.openvino.registry import check_version, resolve
 from loopc.frontend.openvino.weights import Weights, element_type, parse_shape
-from loopc.ir import Graph, Model, Node, Value, constant_value
+from loopc.ir import Graph, If, Model, Node, Value, constant_value
 from loopc.ir.ops import traits
 
 log = logging.getLogger(__name__)
@@ -245,7 +245,8 @@ class Op:
     def rank(self, k: int) -> int:
         shape = self.inputs[k].shape
         if shape is None:
-            raise self.unsupported(f"the rank of input {k} is unknown, and this op needs it")
+            raise self.unsupported(f"the rank of input {k} is unknown, and this op needs it"
+                                   + _unknown_because(self.inputs[k]))
         return len(shape)
 
     def op(self, op: str, inputs: Sequence[Value | None], attrs: dict[str, Any] | None = None) -> Value:
@@ -280,6 +281,36 @@ def static_value(value: Value | None, depth: int = FOLD_DEPTH) -> np.ndarray | N
         folded = fold(node, known)
     return None if folded is None else folded[node.outputs.index(value)]
 
+
+
+def _unknown_because(value: Value) -> str:
+    """Why ``value`` has no rank, when a conditional made it: its branches give it different ranks (OpenVINO's ONNX
+    frontend writes the empty tensor of a detector's ``numel() == 0`` guard as a scalar), which one TensorRT
+    conditional cannot hold, with what would decide the conditional at build time."""
+    stack: list[Value] = [value]
+    seen: set[Value] = set()
+    while stack:  # back through the values that lost their rank, to the conditional that lost it first
+        current = stack.pop()
+        node = current.producer
+        if current in seen or current.shape is not None or node is None:
+            continue
+        seen.add(current)
+        if isinstance(node, If):
+            return _rank_lost_at(node, node.outputs.index(current))
+        stack.extend(v for v in node.inputs if v is not None)
+    return ""
+
+
+def _rank_lost_at(node: If, k: int) -> str:
+    from loopc.ir.dependence import deciding_hint
+
+    shapes = [b.outputs[k].shape for b in (node.then_branch, node.else_branch)]
+    ranks = [len(shape) for shape in shapes if shape is not None]
+    if len(ranks) < 2 or ranks[0] == ranks[1]:
+        return ""
+    hint = deciding_hint(node)
+    return (f": it is output {k} of {node.describe()}, rank {ranks[0]} in one branch and {ranks[1]} in the other, "
+            f"and TensorRT needs one rank" + (f"; {hint}" if hint else ""))
 
 
 def _check_types(node: Node) -> None:
