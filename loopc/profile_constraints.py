@@ -32,10 +32,9 @@ from typing import Any
 
 import numpy as np
 import onnx
-from onnx import helper, numpy_helper
 
 from loopc.ir import Graph, Node, Value, constant_value
-from loopc.ir.builder import node_proto, operand_names, result_names
+from loopc.ir.builder import node_proto, operand_names, result_names, shape_function
 from loopc.ir.loop import If, Loop
 
 log = logging.getLogger(__name__)
@@ -193,28 +192,14 @@ def _evaluate(node: Node, shapes: list[Concrete], values: list[np.ndarray | None
 
 def _infer(node: Node, shapes: list[Concrete], values: list[np.ndarray | None]) -> list[Concrete]:
     """ONNX's shape function for ``node`` at these operand shapes; it refusing fully known shapes is a refusal."""
-    unknown: list[Concrete] = [None] * len(node.outputs)
     try:
-        schema = onnx.defs.get_schema(node.op, onnx.defs.onnx_opset_version())
-    except onnx.defs.SchemaError:
-        return unknown
-    types: dict[str, onnx.TypeProto] = {}
-    data: dict[str, onnx.TensorProto] = {}
-    for name, value, shape, array in zip(operand_names(node), node.inputs, shapes, values):
-        if value is None:
-            continue
-        if value.dtype is None:
-            return unknown
-        elem = helper.np_dtype_to_tensor_dtype(np.dtype(value.dtype))
-        types[name] = helper.make_tensor_type_proto(elem, None if shape is None else list(shape))
-        if array is not None:
-            data[name] = numpy_helper.from_array(np.asarray(array), name)
-    try:
-        found = onnx.shape_inference.infer_node_outputs(schema, node_proto(node), types, data)
+        found = shape_function(node, shapes, values)
     except Exception as exc:  # noqa: BLE001  (ONNX raises its own error types, and plain ones)
         if all(s is not None and None not in s for s, v in zip(shapes, node.inputs) if v is not None):
             raise _Refused(_first_line(exc)) from None
-        return unknown
+        found = None
+    if found is None:
+        return [None] * len(node.outputs)
     return [_concrete(found.get(name)) for name in result_names(node)]
 
 

@@ -220,17 +220,7 @@ class ShapeProfile:
                   for i in range(network.num_inputs)]
         why: dict[str, str] = {}
         records = self.resolve(inputs, graph, narrow, why)
-        needing = [t for t in inputs if t.dynamic or t.shape_tensor]
-        if needing:
-            profile = builder.create_optimization_profile()
-            for t in needing:
-                rec = records[t.name]
-                if t.shape_tensor:
-                    assert rec.values is not None
-                    profile.set_shape_input(t.name, rec.values["min"], rec.values["opt"], rec.values["max"])
-                else:
-                    profile.set_shape(t.name, tuple(rec.min), tuple(rec.opt), tuple(rec.max))
-            cfg.add_optimization_profile(profile)
+        add_profile(builder, network, cfg, records)
         for t in inputs:
             if warn and records[t.name].source == "default":
                 because = why.get(t.name, "")
@@ -258,6 +248,25 @@ class ShapeProfile:
         low, mid, high = _fill(t, flags, tuple(example.shape) if example is not None else None)
         _check_order(t.name, (low, mid, high), "")
         return InputProfile(source, t.dtype, t.declared(), list(low), list(mid), list(high))
+
+
+def add_profile(builder: Any, network: Any, cfg: Any, records: Mapping[str, InputProfile]) -> None:
+    """Add the optimization profile ``records`` describe (as :meth:`ShapeProfile.apply` resolves them, or as a
+    build worker receives them) to ``cfg``: dims for the dynamic inputs, values for the shape-tensor inputs."""
+    profile = None
+    for i in range(network.num_inputs):
+        tensor = network.get_input(i)
+        rec = records.get(tensor.name)
+        if rec is None or not (tensor.is_shape_tensor or -1 in tuple(tensor.shape)):
+            continue
+        profile = profile or builder.create_optimization_profile()
+        if tensor.is_shape_tensor:
+            assert rec.values is not None
+            profile.set_shape_input(tensor.name, rec.values["min"], rec.values["opt"], rec.values["max"])
+        else:
+            profile.set_shape(tensor.name, tuple(rec.min), tuple(rec.opt), tuple(rec.max))
+    if profile is not None:
+        cfg.add_optimization_profile(profile)
 
 
 def network_input(tensor: Any, dims: Sequence[str | int | None] | None = None) -> NetworkInput:

@@ -63,27 +63,38 @@ def infer(node: Node, known: Mapping[Value, np.ndarray] | None = None) -> list[o
     """ONNX's shape function for ``node``: each result's type (None where it cannot tell). It is shown the
     small operands that are constants or in ``known``."""
     nothing: list[onnx.TypeProto | None] = [None] * len(node.outputs)
+    arrays = [None if v is None else known[v] if known is not None and v in known else constant_value(v)
+              for v in node.inputs]
+    try:
+        found = shape_function(node, [None if v is None else v.shape for v in node.inputs],
+                               [a if a is not None and np.asarray(a).size <= MAX_DATA else None for a in arrays])
+    except Exception:  # noqa: BLE001  (a shape function that cannot tell is no information)
+        return nothing
+    return nothing if found is None else [found.get(name) for name in result_names(node)]
+
+
+def shape_function(node: Node, shapes: Sequence[Sequence[Any] | None],
+                   arrays: Sequence[Any]) -> dict[str, onnx.TypeProto] | None:
+    """ONNX's shape function for ``node`` with operands of ``shapes`` (None: unknown rank) and values ``arrays``
+    (None where not shown): the results' types by name. None when the op has no schema or an operand no dtype;
+    the shape function's own refusal is raised."""
     try:
         schema = onnx.defs.get_schema(node.op, onnx.defs.onnx_opset_version())
     except onnx.defs.SchemaError:
-        return nothing
+        return None
     types: dict[str, onnx.TypeProto] = {}
     data: dict[str, onnx.TensorProto] = {}
-    for name, value in zip(operand_names(node), node.inputs):
+    for name, value, shape, array in zip(operand_names(node), node.inputs, shapes, arrays):
         if value is None:
             continue
         if value.dtype is None:
-            return nothing
+            return None
         elem = helper.np_dtype_to_tensor_dtype(np.dtype(value.dtype))
-        types[name] = helper.make_tensor_type_proto(elem, None if value.shape is None else list(value.shape))
-        array = known.get(value) if known is not None and value in known else constant_value(value)
-        if array is not None and np.asarray(array).size <= MAX_DATA:
+        types[name] = helper.make_tensor_type_proto(elem, None if shape is None else list(shape))
+        if array is not None:
             data[name] = numpy_helper.from_array(np.asarray(array), name)
-    try:
-        found = onnx.shape_inference.infer_node_outputs(schema, node_proto(node), types, data)
-    except Exception:  # noqa: BLE001  (a shape function that cannot tell is no information)
-        return nothing
-    return [found.get(name) for name in result_names(node)]
+    found: dict[str, onnx.TypeProto] = onnx.shape_inference.infer_node_outputs(schema, node_proto(node), types, data)
+    return found
 
 
 def refine(node: Node, known: Mapping[Value, np.ndarray] | None = None) -> int:

@@ -85,7 +85,6 @@ def build_engine(model: Model, network: Any, profile: Mapping[str, Any], *, targ
     ``profile`` maps each input to its record (:class:`loopc.profiles.InputProfile`). TensorRT's refusal is a
     :class:`BackendError` as in-process; a crash of the worker is a :class:`BuilderCrashError`.
     """
-    from loopc.trt import trt
     from loopc.trt.config import build_target
 
     constants: dict[str, np.ndarray] = {}
@@ -125,24 +124,6 @@ def network_digest(network: Any) -> str:
         digest.update(repr((str(layer.type), layer.name, [t.name if t is not None else None for t in inputs],
                             [(t.name, tuple(t.shape)) for t in outputs])).encode())
     return digest.hexdigest()
-
-
-def add_profile(builder: Any, network: Any, cfg: Any, records: Mapping[str, Any]) -> None:
-    """Add the optimization profile ``records`` describe (as :meth:`loopc.profiles.ShapeProfile.apply` made
-    them) to ``cfg``: dims for the dynamic inputs, values for the shape-tensor inputs."""
-    profile = None
-    for i in range(network.num_inputs):
-        tensor = network.get_input(i)
-        rec = records.get(tensor.name)
-        if rec is None or not (tensor.is_shape_tensor or -1 in tuple(tensor.shape)):
-            continue
-        profile = profile or builder.create_optimization_profile()
-        if tensor.is_shape_tensor:
-            profile.set_shape_input(tensor.name, rec.values["min"], rec.values["opt"], rec.values["max"])
-        else:
-            profile.set_shape(tensor.name, tuple(rec.min), tuple(rec.opt), tuple(rec.max))
-    if profile is not None:
-        cfg.add_optimization_profile(profile)
 
 
 # -- the parent's side -----------------------------------------------------------------------------------------
@@ -318,6 +299,7 @@ def serve(module: str, level: int) -> None:
 def _build(request: BuildRequest, phase: Callable[[str], None]) -> tuple[bytes, float]:
     from loopc.backend.trt.network import to_network
     from loopc.ir import parse_model
+    from loopc.profiles import add_profile
     from loopc.trt.config import build_serialized, builder_config
 
     phase("ir")
