@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import pathlib
 import sys
 import time
 
-from loopc.conformance import Sweep, node_test_cases, sweep
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # for the tests package
+
+from tests.conformance import Sweep, node_test_cases, sweep  # noqa: E402
 
 
 def main() -> int:

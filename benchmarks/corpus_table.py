@@ -15,7 +15,9 @@ import argparse
 import pathlib
 import sys
 
-from loopc.corpus import Attempt, Case, build_with_loopc, build_with_parser, load_corpus, run
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # for the tests package
+
+from tests.corpus import Attempt, Case, build_with_loopc, build_with_parser, load_corpus, run  # noqa: E402
 
 CORPUS = pathlib.Path(__file__).resolve().parents[1] / "tests" / "models"
 

@@ -51,13 +51,13 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from loopc.corpus import Case, _one_line, load_corpus
 from loopc.fileio import load_arrays
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.loop_work import cell  # noqa: E402  (after the path: run as a script)
+from tests.corpus import Case, _one_line, load_corpus  # noqa: E402
 
 #: What a decoder's case description says it is.
 DECODER = re.compile(r"\bdecoder\b|\bgenerator\b|\bbeam search\b", re.IGNORECASE)

@@ -18,7 +18,7 @@ import onnx
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # the tests package holds the model list
 
-from loopc.corpus import Attempt, Case, build_with_parser, compare
+from tests.corpus import Attempt, Case, build_with_parser, compare
 from loopc.exporter import export_model
 from loopc.fileio import load_arrays
 from tests.backend.onnx.cases import ExportCase, export_cases, onnxruntime_outputs  # noqa: E402

@@ -43,7 +43,7 @@ sys.path.insert(0, str(ROOT))
 from benchmarks.decoder_cost import DECODER, benchmark_inputs  # noqa: E402  (after the path)
 from benchmarks.loop_work import cell  # noqa: E402
 from loopc.check.compare import compare_half  # noqa: E402
-from loopc.corpus import Case, _one_line, load_corpus  # noqa: E402
+from tests.corpus import Case, _one_line, load_corpus  # noqa: E402
 from loopc.fileio import load_arrays  # noqa: E402
 from loopc.precision import Precision  # noqa: E402
 

@@ -148,7 +148,7 @@ def corpus_row(case: Any, halves: Iterable[str] = HALVES) -> Row:
 
 def conformance_row(case: Any, halves: Iterable[str] = HALVES) -> Row:
     """An ONNX node test, its profile pinned to the test's inputs and its expected outputs the oracle."""
-    from loopc.conformance import _as_array
+    from tests.conformance import _as_array
 
     model = case.model
     inputs, expected = case.data_sets[0]
@@ -167,7 +167,7 @@ def loop_node_tests(pattern: str = "") -> list[Any]:
     """The ONNX node tests whose model holds a Loop, Scan, LSTM, GRU or RNN (as ``benchmarks/loop_conformance.py``
     picks them)."""
     from benchmarks.loop_conformance import has_loop
-    from loopc.conformance import node_test_cases
+    from tests.conformance import node_test_cases
 
     return [c for c in node_test_cases(pattern or None) if has_loop(c)]
 
@@ -179,7 +179,7 @@ def _child(kind: str, key: str, queue: Any) -> None:
 
     logging.disable(logging.WARNING)
     if kind == "corpus":
-        from loopc.corpus import load_corpus
+        from tests.corpus import load_corpus
 
         case = next(c for c in load_corpus(CORPUS) if c.id == key)
         row = corpus_row(case)
@@ -226,7 +226,7 @@ def main() -> int:
     args = parser.parse_args()
     jobs: list[tuple[str, str, str]] = []
     if not args.no_corpus:
-        from loopc.corpus import load_corpus
+        from tests.corpus import load_corpus
 
         jobs += [("corpus", c.id, c.id) for c in load_corpus(CORPUS) if args.k in c.id]
     if args.conformance:

@@ -23,7 +23,9 @@ from typing import Any
 import numpy as np
 import onnx
 
-from loopc.conformance import MATCH, node_test_cases, run_case
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # for the tests package
+
+from tests.conformance import MATCH, node_test_cases, run_case  # noqa: E402
 
 LOOP_OPS = {"Loop", "Scan", "LSTM", "GRU", "RNN"}
 SAMPLES = pathlib.Path(__file__).resolve().parents[1] / "samples"

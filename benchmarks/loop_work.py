@@ -244,7 +244,7 @@ def torch_case(name: str) -> Case:
 
 
 def cases(only: str | None) -> Iterator[Case]:
-    from loopc.conformance import node_test_cases
+    from tests.conformance import node_test_cases
 
     for test in node_test_cases():
         ops = {n.op_type for n in test.model.graph.node}
@@ -344,7 +344,7 @@ def _add(total: int | None, more: int | None) -> int | None:
 
 def measure(case: Case, build: bool, disabled: tuple[str, ...] = ()) -> Row:
     import loopc
-    from loopc.conformance import declared_shape_mismatch
+    from tests.conformance import declared_shape_mismatch
     from loopc.errors import LoopcError
     from loopc.trt.config import build_serialized, builder_config
     from loopc.trt.onnx_parser import parse_onnx

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import pathlib
 import sys
 import time
 from collections import defaultdict
@@ -23,7 +24,9 @@ from dataclasses import asdict
 from functools import cache
 from typing import Any
 
-from loopc.conformance import INTERNAL_ERROR, MATCH, RANDOM, CaseResult, node_test_cases, run_case
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # for the tests package
+
+from tests.conformance import INTERNAL_ERROR, MATCH, RANDOM, CaseResult, node_test_cases, run_case  # noqa: E402
 
 #: Outcomes of loopc's side, in the order the table prints them.
 CORRECT, REFUSED, WRONG, CRASHED, DRAWN = "correct", "refused", "wrong", "crashed", "random"

@@ -32,6 +32,8 @@ from collections import Counter
 from types import SimpleNamespace
 from typing import Any
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # for the tests package
+
 #: Run by onnx-weekly's Python: every node test as files, and what the files cannot say.
 _WRITE_CASES = r"""
 import json, os, sys, warnings
@@ -90,7 +92,7 @@ def write_cases(python: pathlib.Path, folder: pathlib.Path) -> dict[str, Any]:
 
 
 def load_case(folder: pathlib.Path, facts: dict[str, Any], stamp: tuple[int, int] | None) -> Any:
-    """A node-test case as :func:`loopc.conformance.run_case` takes it; ``stamp`` = (ir_version, opset)
+    """A node-test case as :func:`tests.conformance.run_case` takes it; ``stamp`` = (ir_version, opset)
     restamps its model."""
     import onnx
     from onnx import numpy_helper
@@ -134,7 +136,7 @@ def restampable(model: Any) -> bool:
 def _run(job: tuple[str, dict[str, Any], tuple[int, int] | None]) -> tuple[str, tuple[str, bool, str], tuple[str, bool, str]]:
     import warnings
 
-    from loopc.conformance import run_case
+    from tests.conformance import run_case
 
     path, facts, stamp = job
     warnings.simplefilter("ignore")  # each restamped model warns that its opset is newer than onnx knows
@@ -160,7 +162,7 @@ def main() -> int:
         return 0
     import onnx
 
-    from loopc.conformance import MATCH, node_test_cases
+    from tests.conformance import MATCH, node_test_cases
 
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:

@@ -16,9 +16,11 @@ import pathlib
 import sys
 import tomllib
 
-from loopc import api
-from loopc.corpus import Attempt, Case, build_with_loopc, compare, openvino_outputs
-from loopc.fileio import load_arrays
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1]))  # for the tests package
+
+from loopc import api  # noqa: E402
+from loopc.fileio import load_arrays  # noqa: E402
+from tests.corpus import Attempt, Case, build_with_loopc, compare, openvino_outputs  # noqa: E402
 
 SAMPLES = pathlib.Path(__file__).resolve().parents[1] / "samples" / "openvino"
 

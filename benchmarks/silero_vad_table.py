@@ -19,7 +19,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from loopc import api  # noqa: E402
-from loopc.corpus import compare  # noqa: E402
+from tests.corpus import compare  # noqa: E402
 from loopc.fileio import OutputFile  # noqa: E402
 from tests.shipped import shipped  # noqa: E402
 from tests.test_silero_vad import VARIANTS, VERSION, feeds, fixed_rate  # noqa: E402

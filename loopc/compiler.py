@@ -31,6 +31,7 @@ from loopc.trt.isolated import build_engine, prestart
 
 if TYPE_CHECKING:
     from loopc.passes import PinnedDims
+    from loopc.passes._why import Declines
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +55,9 @@ class BuildReport:
     #: The compute capability the engine was built for (``sm89``), and the TensorRT whose runtime loads it.
     target: str = ""
     tensorrt: str = ""
+    #: Per loop (``Loop 'name'``, or ``outside loops``), the rewrites that did not apply and why
+    #: (``counted-loops: its trip count cannot be counted: ...``).
+    declined: dict[str, list[str]] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -85,15 +89,31 @@ def load_ir(model: onnx.ModelProto | str | os.PathLike[str], frontend: str | Non
 
 def optimize(
     model: Model, dump: Callable[[str, Graph], None] | None = None, max_trips: int | None = None,
-    disabled: Collection[str] = (), pinned: PinnedDims | None = None,
+    disabled: Collection[str] = (), pinned: PinnedDims | None = None, declines: Declines | None = None,
 ) -> dict[str, int]:
     """Run the canonicalization passes (verifying after each), without the optimizations in
-    ``disabled``, deciding conditionals at the ``pinned`` dims; return their statistics."""
+    ``disabled``, deciding conditionals at the ``pinned`` dims; return their statistics. The rewrites that
+    did not apply are recorded into ``declines``, when given."""
     from loopc.passes import PassManager, default_passes
 
     manager = PassManager(default_passes(max_trips, disabled, pinned), dump=dump)
+    if declines is not None:
+        manager.declines = declines
     model.graph = manager.run(model.graph)
     return manager.stats
+
+
+def declined_by_loop(declines: Declines, graph: Graph) -> dict[str, list[str]]:
+    """The reasons still about ``graph`` (not about nodes a later rewrite removed), one line each, per loop."""
+    alive: set[object] = {node for _, node in graph.walk()}
+    alive.add(None)
+    grouped: dict[str, list[str]] = {}
+    for loop, found in declines.by_loop().items():
+        lines = [f"{d.rewrite}: {d.reason}" if d.at is loop else f"{d.rewrite}: {d.where()}: {d.reason}"
+                 for d in found if (d.at.owner if isinstance(d.at, Graph) else d.at) in alive]
+        if lines and loop in alive:
+            grouped[loop.describe() if loop is not None else "outside loops"] = lines
+    return grouped
 
 
 def compile(  # noqa: A001  (the public name users expect)
@@ -118,6 +138,7 @@ def compile(  # noqa: A001  (the public name users expect)
     ``pinned`` dims decide conditionals (see :mod:`loopc.specialize`).
     """
     from loopc.backend.trt.network import to_network
+    from loopc.trt.loop_shapes import assert_legal
     from loopc.passes import OPTIMIZATIONS
     from loopc.trt import is_rtx
 
@@ -130,18 +151,23 @@ def compile(  # noqa: A001  (the public name users expect)
         dump_ir("frontend", format_graph(ir.graph))
     say("canonicalizing loops")
     dump = (lambda name, g: dump_ir(name, format_graph(g))) if dump_ir else None
-    stats = optimize(ir, dump, max_trips, disabled, pinned)
+    from loopc.passes._why import Declines
+
+    declines = Declines()
+    stats = optimize(ir, dump, max_trips, disabled, pinned, declines)
     halved = None
     if precision and is_rtx():
         say(f"retyping to {precision.half}")
         halved = to_half(ir, precision, dump)
     say("converting to a TensorRT network")
     session, network = to_network(ir)
+    assert_legal(network)
     report = BuildReport(ir.source, passes=stats, layers=network.num_layers,
                          optimizations={name: name not in disabled for name in OPTIMIZATIONS})
     if precision:
         report.precision = halved or PrecisionReport(precision.half or "", precision.half_state, by="builder flag")
     report.loops = describe_network(network).loops
+    report.declined = declined_by_loop(declines, ir.graph)
     report.compile_seconds = time.perf_counter() - start
     return Compiled(ir, session, network, report, precision)
 

@@ -34,8 +34,10 @@ import numpy as np
 import onnx
 
 from loopc.ir import Graph, Node, Value, constant_value
-from loopc.ir.builder import node_proto, operand_names, result_names, shape_function
+from loopc.ir.builder import result_names, shape_function
+from loopc.ir.interpret import InterpretError, evaluate
 from loopc.ir.loop import If, Loop
+from loopc.semantics.attributes import attr
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +207,7 @@ def _infer(node: Node, shapes: list[Concrete], values: list[np.ndarray | None]) 
 
 def _compute(node: Node, shapes: list[Concrete], values: list[np.ndarray | None]) -> list[np.ndarray] | None:
     """The results' values when they are shape arithmetic: a Shape of a known shape, or an op on small
-    known integer operands (ONNX's reference evaluator computes them)."""
+    known integer operands (computed as the interpreter computes them)."""
     if node.op == "Shape" and shapes and shapes[0] is not None and None not in shapes[0]:
         rank = len(shapes[0])
         start, end = node.attrs.get("start", 0), node.attrs.get("end", rank)
@@ -215,13 +217,10 @@ def _compute(node: Node, shapes: list[Concrete], values: list[np.ndarray | None]
     present = [a for a, v in zip(values, node.inputs) if v is not None]
     if not present or any(a is None for a in present) or node.subgraphs() or node.op == "Constant":
         return None
-    from onnx.reference import ReferenceEvaluator
-
-    feeds = {n: np.asarray(a) for n, a in zip(operand_names(node), values) if n}
     try:
-        results = ReferenceEvaluator(node_proto(node)).run(None, feeds)
-    except Exception as exc:  # noqa: BLE001  (a shape computation that fails at these sizes)
-        raise _Refused(_first_line(exc)) from None
+        results = evaluate(node, values)
+    except InterpretError as exc:  # a shape computation that fails at these sizes, in the op's own words
+        raise _Refused(_first_line(exc.__cause__ or exc)) from None
     arrays = [np.asarray(r) for r in results]
     return arrays if all(a.size <= MAX_KNOWN for a in arrays) else None
 
@@ -236,7 +235,7 @@ def _check(node: Node, shapes: list[Concrete], values: list[np.ndarray | None]) 
 def _gather(node: Node, shapes: list[Concrete], values: list[np.ndarray | None]) -> None:
     data, indices = shapes[0], values[1] if len(values) > 1 else None
     assert data is not None
-    axis = node.attrs.get("axis", 0)
+    axis = attr(node, "axis")
     axis = axis + len(data) if axis < 0 else axis
     if indices is None or not 0 <= axis < len(data) or data[axis] is None:
         return

@@ -28,7 +28,8 @@ from loopc.passes.narrow_products import NarrowProducts
 from loopc.passes.pasted_resize import PastedResize
 from loopc.passes.profile_conditionals import PinnedDims, ProfileConditionals
 from loopc.passes.row_slices import RowSlices
-from loopc.passes.manager import Pass, PassManager, PassResult
+from loopc.passes.legalize import Rule, legal_at_the_end, legalization
+from loopc.passes.manager import Pass, PassManager, PassResult, Phase
 from loopc.passes.scatter_to_concat import ScatterToConcat
 from loopc.passes.sequence_accumulation import SequenceAccumulation
 from loopc.passes.shape_refinement import ShapeRefinement
@@ -42,28 +43,44 @@ from loopc.passes.unroll import Unroll
 from loopc.passes.wavefront import Wavefront
 from loopc.passes.while_outputs import WhileOutputs
 
-__all__ = ["BoundedResize", "BroadcastCarries", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FixedRanges", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "PastedResize", "PinnedDims", "ProfileConditionals",
+__all__ = ["BoundedResize", "BroadcastCarries", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FixedRanges", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "Phase", "PastedResize", "PinnedDims", "ProfileConditionals",
            "RowSlices", "SEQUENCE_OPS", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StackedOutputs", "StaticConditionals", "StaticSequences", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
 
 
 
 
 def default_passes(max_trips: int | None = None, disabled: Collection[str] = (), pinned: PinnedDims | None = None
-                   ) -> list[Pass]:
-    """The canonicalization pipeline, in the order that lets each pass feed the next, without the
-    optimizations named in ``disabled`` (see :data:`OPTIMIZATIONS`; the others are needed to build).
+                   ) -> list[Phase]:
+    """The pipeline ``loopc build`` runs, as phases each run to a fixed point, without the optimizations named
+    in ``disabled`` (see :data:`OPTIMIZATIONS`; the others are needed to build):
+
+    1. canonicalize: fold, refine shapes, decide what the build can decide, count loops, remove dead code;
+    2. legalize: make every loop legal for TensorRT (:mod:`loopc.passes.legalize`), canonicalizing after each
+       rewrite; a loop left illegal is refused here, naming per rule why it did not apply;
+    3. optimize: what makes legal loops faster;
+    4. finalize: pad the collected outputs of while loops, and drop what is dead.
 
     ``max_trips`` is the user's bound on while loops' trips (``--max-trips``), never a guess; ``pinned``, the
-    dims the build's profile pins (see :mod:`loopc.passes.profile_conditionals`). Dead
-    code goes early too: the accumulation passes count a carried value's readers, and unrolling and
-    while-outputs refuse what they cannot express, so no dead reader may be left for them to see.
+    dims the build's profile pins (see :mod:`loopc.passes.profile_conditionals`). Dead code goes early too: the
+    accumulation passes count a carried value's readers, and unrolling and while-outputs refuse what they
+    cannot express, so no dead reader may be left for them to see.
     """
     unknown = sorted(set(disabled) - set(OPTIMIZATIONS))
     if unknown:
         raise ValueError(f"cannot disable {', '.join(unknown)}: the optimizations are {', '.join(OPTIMIZATIONS)}")
-    passes: list[Pass] = [
-        ShapeRefinement(), ConstantFolding(), FixedRanges(), ProfileConditionals(pinned or {}), StaticConditionals(), Identities(), StaticSequences(), RowSlices(), SqueezedRows(), DroppedWrites(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
-        SequenceAccumulation(), GrowingConcat(), PastedResize(), BoundedResize(), SteadyCarries(), GrownBuffers(max_trips), Unroll(), GatherToIterator(), StackedOutputs(), BroadcastCarries(), ScatterToConcat(), LoopDistribution(), Wavefront(), FloatTripCount(max_trips),
-        WhileOutputs(max_trips), DeadCode(),
-    ]
-    return [p for p in passes if p.name not in disabled]
+
+    def kept(passes: list[Pass]) -> list[Pass]:
+        return [p for p in passes if p.name not in disabled]
+
+    canonicalize = kept([
+        ShapeRefinement(), ConstantFolding(), ProfileConditionals(pinned or {}), StaticConditionals(), Identities(),
+        StaticSequences(), NarrowProducts(), Invariants(), InlineOneTrip(), CountedLoops(), TripLimits(), DeadCode(),
+        SequenceAccumulation()])
+    rules: list[Rule] = [FixedRanges(), RowSlices(), SqueezedRows(), GatherToIterator(), DroppedWrites(), GrowingConcat(),
+                         PastedResize(), BoundedResize(), SteadyCarries(), BroadcastCarries(), GrownBuffers(max_trips),
+                         Unroll()]
+    optimize = kept([StackedOutputs(), ScatterToConcat(), LoopDistribution(), Wavefront(),
+                     FloatTripCount(max_trips)])
+    return [Phase("canonicalize", canonicalize), legalization(canonicalize, rules),
+            Phase("optimize", [*canonicalize, *optimize]),
+            Phase("finalize", [*canonicalize, WhileOutputs(max_trips)], ensure=legal_at_the_end)]

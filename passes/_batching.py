@@ -14,7 +14,7 @@ axes move by one and operands that do not carry the trip axis must still broadca
   Expand a leading 1, its operand padded as an elementwise one.
 
 An op without a rule, or one whose rule needs what is unknown (a rank, axes that are not constants,
-the trip axis itself reduced or reshaped away), is refused: ``batch_node`` returns None.
+the trip axis itself reduced or reshaped away), is refused: ``batch_node`` records why and returns None.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from loopc.ir import Node, Value, constant_value
 from loopc.ir.builder import Builder
 from loopc.ir.core import Dim
 from loopc.ir.ops import traits
+from loopc.passes._why import declined
+
 
 def batchable(node: Node) -> bool:
     """Whether ``node``'s op has a rule here (its operands may still refuse)."""
@@ -46,11 +48,15 @@ def batch_node(b: Builder, node: Node, inputs: list[Value | None], stacked: list
     as known (for the results' types)."""
     ranks = [_rank(v) for v in node.inputs]
     out_ranks = [_rank(v) for v in node.outputs]
-    if not any(stacked) or any(r is None for r, s in zip(ranks, stacked) if s) or None in out_ranks:
-        return None
+    if not any(stacked):
+        return declined("none of its operands differs between trips", at=node)
+    if any(r is None for r, s in zip(ranks, stacked) if s) or None in out_ranks:
+        return declined("the rank of a stacked operand or of a result is unknown", at=node)
     lift = traits(node.op).lift
-    if lift is None or _fixed_stacked(node, stacked):
-        return None
+    if lift is None:
+        return declined(f"{node.op} has no rule for operands stacked over the trips", at=node)
+    if _fixed_stacked(node, stacked):
+        return declined("an operand it reads as a shape, axes, bounds or indices differs between trips", at=node)
     outputs = [b.value(f"{v.name}_all", v.dtype, None if v.shape is None else (trips, *v.shape)) for v in node.outputs]
     attrs = dict(node.attrs)
     operands = list(inputs)
@@ -62,8 +68,8 @@ def batch_node(b: Builder, node: Node, inputs: list[Value | None], stacked: list
                     for k, v in enumerate(operands)]
     elif rule == "matmul":
         matmul = _matmul(b, operands, stacked, ranks, out_ranks[0])
-        if matmul is None:
-            return None
+        if isinstance(matmul, str):
+            return declined(matmul, at=node)
         operands = matmul
     elif rule == "gemm":
         return _gemm(b, node, operands, stacked, outputs[0])
@@ -76,7 +82,7 @@ def batch_node(b: Builder, node: Node, inputs: list[Value | None], stacked: list
         axes_at = 1 if len(node.inputs) > 1 else None
         axes = constant_value(node.inputs[1]) if axes_at else attrs.get("axes")
         if axes is None:  # all axes (Squeeze of every 1, a full reduction): the trip axis would go too
-            return None
+            return declined("it lists no constant axes, so it would act on the trip axis too", at=node)
         shifted = [_shift(int(a)) for a in np.asarray(axes).reshape(-1)]
         if axes_at:
             operands[1] = b.const(np.array(shifted, np.int64), name=f"{node.outputs[0].name}_axes_all")
@@ -84,24 +90,26 @@ def batch_node(b: Builder, node: Node, inputs: list[Value | None], stacked: list
             attrs["axes"] = shifted
     elif rule == "axis":
         axis = _axis(node)
-        if axis is None or op == "Gather" and stacked[0] is False:
-            return None
+        if axis is None:
+            return declined(f"{op} has no axis", at=node)
+        if op == "Gather" and stacked[0] is False:
+            return declined("it gathers from a value the same in every trip, by indices that differ", at=node)
         attrs["axis"] = _shift(axis)
     elif rule == "slice":
         if not _slice(b, node, operands):
-            return None
+            return declined("its axes are not constants (or, not listed, its starts are not)", at=node)
     elif rule == "reshape":
         if int(attrs.get("allowzero", 0)) or operands[1] is None:
-            return None
+            return declined("it has allowzero set, or no target shape", at=node)
         operands[1] = _lead(b, operands[1], 0, f"{node.outputs[0].name}_shape_all")
     elif rule == "expand":
         rank = out_ranks[0]
         if operands[1] is None or stacked[1] or rank is None:
-            return None
+            return declined("its target shape differs between trips, or is unknown", at=node)
         operands[0] = _pad(b, operands[0], ranks[0], rank) if operands[0] is not None else None
         operands[1] = _lead(b, operands[1], 1, f"{node.outputs[0].name}_shape_all")
     else:
-        return None
+        return declined(f"{op} has no rule for operands stacked over the trips", at=node)
     b.standing_for(node).node(op, operands, outputs, attrs, name=f"{node.name}_all")
     return outputs
 
@@ -144,17 +152,18 @@ def _pad(b: Builder, value: Value, rank: int | None, to: int | None) -> Value:
 
 
 def _matmul(b: Builder, operands: list[Value | None], stacked: list[bool], ranks: list[int | None],
-            out_rank: int | None) -> list[Value | None] | None:
-    """MatMul's operands stacked so their matrix axes stay last. A stacked vector (per-trip rank 1) is a
-    matrix of trips only against a plain matrix: [trips, K]·[K, N] is each trip's [K]·[K, N]."""
+            out_rank: int | None) -> list[Value | None] | str:
+    """MatMul's operands stacked so their matrix axes stay last, or why they cannot be. A stacked vector
+    (per-trip rank 1) is a matrix of trips only against a plain matrix: [trips, K]·[K, N] is each trip's
+    [K]·[K, N]."""
     left, right = operands
     ra, rb = ranks
     if left is None or right is None or ra is None or rb is None or out_rank is None:
-        return None
+        return "an operand is missing, or a rank is unknown"
     if stacked[0] and ra == 1:
-        return [left, right] if not stacked[1] and rb == 2 else None
+        return [left, right] if not stacked[1] and rb == 2 else "it multiplies a per-trip vector by no fixed matrix"
     if stacked[1] and rb == 1:
-        return None
+        return "its right operand is a per-trip vector"
     to = max(out_rank, 2)
     return [_pad(b, left, ra, to) if stacked[0] else left, _pad(b, right, rb, to) if stacked[1] else right]
 
@@ -164,7 +173,7 @@ def _gemm(b: Builder, node: Node, operands: list[Value | None], stacked: list[bo
     left, right = operands[0], operands[1]
     c = operands[2] if len(operands) > 2 else None
     if left is None or right is None or (c is not None and stacked[2]):
-        return None
+        return declined("an operand is missing, or its C differs between trips", at=node)
     name = node.outputs[0].name
     dtype = node.outputs[0].dtype
 

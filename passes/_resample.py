@@ -4,29 +4,32 @@ Resizing one axis from length n to length L reads, for output position j, a few 
 weights: ``out[j] = Σ_t w_t[j] · x[k_t[j]]``. When L is a value a loop computes in each trip, TensorRT
 cannot build the resize layer there, but it can build the same sum as gathers at static-length index
 vectors whose entries are computed: the positions asked for are static in number even though L is
-not. The formulas are ONNX's (and PyTorch's: the ratio n / L is taken first, as ``interpolate`` does);
-indices outside ``[0, n)`` are clamped, which is ONNX's edge padding and PyTorch's clamped reads.
+not. The roundings and Keys' cubic kernel are ONNX's, from :mod:`loopc.semantics.resize` (the backend
+and the simulator read them there too); the coordinate transformations are ONNX's in float32 with the
+ratio n / L taken first, as PyTorch's ``interpolate`` does, and a one-long output read at position 0
+(ONNX's text and onnxruntime; ONNX's reference takes -0.5 for pytorch_half_pixel). Indices outside
+``[0, n)`` are clamped, which is ONNX's edge padding and PyTorch's clamped reads.
 """
 
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import numpy as np
 from onnx import helper
 
 from loopc.ir.builder import Builder
-from loopc.ir import Graph, Loop, Node, Value, text_attr
+from loopc.ir import Graph, Loop, Node, Value
 from loopc.passes._util import changes_per_trip, concat_piece
+from loopc.semantics.attributes import attr, text
+from loopc.semantics.resize import NEAREST, keys_far, keys_near
 
 F32 = np.dtype(np.float32)
 I64 = np.dtype(np.int64)
 
 TRANSFORMS = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
 MODES = ("nearest", "linear", "cubic")
-#: nearest_mode → the float transform whose floor is the index taken.
-_NEAREST = {"floor": (0.0, "Floor"), "ceil": (0.0, "Ceil"), "round_prefer_floor": (-0.5, "Ceil"),
-            "round_prefer_ceil": (0.5, "Floor")}
 
 Tap = tuple[Value, "Value | None"]
 
@@ -55,17 +58,16 @@ def tensor_type(dtype: np.dtype) -> int:
 
 def unsupported(node: Node) -> str | None:
     """Why ``node``'s Resize cannot be taps computed here, or None when it can."""
-    mode, transform = text_attr(node, "mode", "nearest"), text_attr(node, "coordinate_transformation_mode",
-                                                                     "half_pixel")
+    mode, transform = text(node, "mode"), text(node, "coordinate_transformation_mode")
     if mode not in MODES:
         return f"mode {mode!r}"
     if transform not in TRANSFORMS:
         return f"coordinate_transformation_mode {transform!r}"
-    if mode == "nearest" and text_attr(node, "nearest_mode", "round_prefer_floor") not in _NEAREST:
-        return f"nearest_mode {text_attr(node, 'nearest_mode')!r}"
-    if node.attrs.get("exclude_outside", 0) or node.attrs.get("antialias", 0) or node.attrs.get("axes"):
+    if mode == "nearest" and text(node, "nearest_mode") not in NEAREST:
+        return f"nearest_mode {text(node, 'nearest_mode')!r}"
+    if attr(node, "exclude_outside") or attr(node, "antialias") or node.attrs.get("axes"):
         return "exclude_outside, antialias or axes"
-    if text_attr(node, "keep_aspect_ratio_policy", "stretch") != "stretch":
+    if text(node, "keep_aspect_ratio_policy") != "stretch":
         return "keep_aspect_ratio_policy"
     return None
 
@@ -73,11 +75,11 @@ def unsupported(node: Node) -> str | None:
 def axis_taps(em: Builder, node: Node, position: Value, n_in: Value, n_out: Value) -> list[Tap]:
     """The (index, weight) taps of output ``position`` (int64 vector) of one axis resized by ``node``
     from ``n_in`` to ``n_out`` (int64 scalars); a weight of None is 1 (nearest)."""
-    mode = text_attr(node, "mode", "nearest")
-    x = _source(em, text_attr(node, "coordinate_transformation_mode", "half_pixel"), position, n_in, n_out)
+    mode = text(node, "mode")
+    x = _source(em, text(node, "coordinate_transformation_mode"), position, n_in, n_out)
     last = em.op("Sub", [n_in, em.const(1, np.int64)], dtype=I64, shape=())
     if mode == "nearest":
-        shift, rounding = _NEAREST[text_attr(node, "nearest_mode", "round_prefer_floor")]
+        shift, rounding = NEAREST[text(node, "nearest_mode")]
         moved = em.op("Add", [x, em.const(shift, np.float32)], dtype=F32) if shift else x
         return [(_index(em, em.op(rounding, [moved], dtype=F32), 0, last), None)]
     if mode == "linear":  # past an edge both taps read the edge: clamped, its weight is exactly 1
@@ -88,13 +90,14 @@ def axis_taps(em: Builder, node: Node, position: Value, n_in: Value, n_out: Valu
     if mode == "linear":
         one_minus_t = em.op("Sub", [em.const(1.0, np.float32), t], dtype=F32)
         return [(_index(em, floor, 0, last), one_minus_t), (_index(em, floor, 1, last), t)]
-    a = float(node.attrs.get("cubic_coeff_a", -0.75))
-    distances = [(-1, "far", 1.0, 1.0), (0, "near", 0.0, 1.0), (1, "near", 1.0, -1.0), (2, "far", 2.0, -1.0)]
+    a = float(attr(node, "cubic_coeff_a"))
+    distances = [(-1, keys_far, 1.0, 1.0), (0, keys_near, 0.0, 1.0), (1, keys_near, 1.0, -1.0),
+                 (2, keys_far, 2.0, -1.0)]
     taps: list[Tap] = []
-    for offset, kind, base, sign in distances:  # distance from the tap = base + sign · t
+    for offset, kernel, base, sign in distances:  # distance from the tap = base + sign · t
         d = em.op("Add", [em.const(base, np.float32), em.op("Mul", [t, em.const(sign, np.float32)], dtype=F32)],
                   dtype=F32)
-        taps.append((_index(em, floor, offset, last), _keys(em, d, a, kind)))
+        taps.append((_index(em, floor, offset, last), kernel(_Built(em, d), a).value))
     return taps
 
 
@@ -160,19 +163,21 @@ def _index(em: Builder, floor: Value, offset: int, last: Value) -> Value:
     return em.op("Min", [em.op("Max", [index, em.const(0, np.int64)], dtype=I64), last], dtype=I64)
 
 
-def _keys(em: Builder, d: Value, a: float, kind: str) -> Value:
-    """Keys' cubic kernel at distance ``d`` (in [0, 1] for "near", [1, 2] for "far"), coefficient ``a``."""
-    def const(v: float) -> Value:
-        return em.const(v, np.float32)
+class _Built:
+    """A float32 graph value whose ``+`` and ``*`` (with another or a number) build Add and Mul nodes, so that
+    formulas written for NumPy (Keys' kernel) build the same arithmetic in the graph."""
 
-    def mul(p: Value, q: Value) -> Value:
-        return em.op("Mul", [p, q], dtype=F32)
+    def __init__(self, em: Builder, value: Value) -> None:
+        self.em, self.value = em, value
 
-    def add(p: Value, q: Value) -> Value:
-        return em.op("Add", [p, q], dtype=F32)
+    def __add__(self, other: Any) -> _Built:
+        return self._op("Add", other)
 
-    if kind == "near":  # ((a + 2) d − (a + 3)) d² + 1
-        inner = add(mul(d, const(a + 2)), const(-(a + 3)))
-        return add(mul(inner, mul(d, d)), const(1.0))
-    inner = add(mul(d, const(a)), const(-5 * a))  # ((a d − 5a) d + 8a) d − 4a
-    return add(mul(add(mul(inner, d), const(8 * a)), d), const(-4 * a))
+    def __mul__(self, other: Any) -> _Built:
+        return self._op("Mul", other)
+
+    __rmul__ = __mul__
+
+    def _op(self, op: str, other: Any) -> _Built:
+        operand = other.value if isinstance(other, _Built) else self.em.const(float(other), np.float32)
+        return _Built(self.em, self.em.op(op, [self.value, operand], dtype=F32))

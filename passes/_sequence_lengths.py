@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from loopc.ir import Graph, If, Loop, Node, Value, constant_int, constant_value
+from loopc.ir.core import Shape
+from loopc.semantics.attributes import attr
 
 #: Ops making a sequence from the sequence at operand 0 (and a tensor).
 EDITS = ("SequenceInsert", "SequenceErase", "Identity")
@@ -105,7 +107,7 @@ def position(node: Node, slot: int, length: int | None, inserting: bool = False)
 def split_sizes(node: Node) -> list[int] | None:
     """The sizes a SplitToSequence cuts its input into along its axis, when they are known."""
     x, split = node.input(0), node.input(1)
-    axis = int(node.attrs.get("axis", 0))
+    axis = int(attr(node, "axis"))
     shape = x.shape if x is not None else None
     dim = shape[axis] if shape is not None and -len(shape) <= axis < len(shape) else None
     if split is None:
@@ -122,6 +124,13 @@ def split_sizes(node: Node) -> list[int] | None:
     count = math.ceil(dim / chunk)
     return [chunk] * (count - 1) + [dim - chunk * (count - 1)]
 
+
+def common_shape(*shapes: Shape | None) -> Shape | None:
+    """A shape every one of ``shapes`` has: the dims they agree on, None where they differ."""
+    if any(s is None for s in shapes) or len({len(s) for s in shapes if s is not None}) != 1:
+        return None
+    known = [s for s in shapes if s is not None]
+    return tuple(dims[0] if all(d == dims[0] for d in dims) else None for dims in zip(*known))
 
 def _visit(found: SequenceLengths, graph: Graph) -> None:
     for node in graph.nodes:
@@ -161,7 +170,7 @@ def _visit_node(found: SequenceLengths, node: Node) -> None:
         n = length[source]
         if node.op == "SequenceAt" and n is not None and position(node, 1, n) is None:
             found._refuse(source, f"is read by {node.describe()} at a position that is no constant in range")
-        if node.op == "ConcatFromSequence" and (n == 0 or int(node.attrs.get("new_axis", 0)) not in (0, 1)):
+        if node.op == "ConcatFromSequence" and (n == 0 or int(attr(node, "new_axis")) not in (0, 1)):
             found._refuse(source, f"is concatenated by {node.describe()}, empty or with new_axis not 0 or 1")
 
 

@@ -11,6 +11,7 @@ from loopc.ir import Graph, If, Loop, LoopOutput, Node, Recurrence, Value, const
 from loopc.ir.bounds import Bounder
 from loopc.ir.builder import Builder
 from loopc.ir.ops import traits
+from loopc.semantics.attributes import attr
 
 I64 = np.dtype(np.int64)
 
@@ -217,7 +218,7 @@ def _dim_before(value: Value, axis: int) -> tuple[Value, int] | None:
         index = node.inputs[1]
         if index is None or index.shape is None:
             return None
-        where, width = int(node.attrs.get("axis", 0)) % len(data.shape), len(index.shape)
+        where, width = int(attr(node, "axis")) % len(data.shape), len(index.shape)
         if axis < where:
             return data, axis
         return (data, axis - width + 1) if axis >= where + width else (index, axis - where)
@@ -296,7 +297,7 @@ def shape_entry_source(vector: Value, index: int) -> int | tuple[Value, int] | N
         return shape_entry_source(node.inputs[0], index)
     if node.op == "Unsqueeze" and node.inputs[0] is not None and node.inputs[0].shape == ():
         return _scalar_source(node.inputs[0])
-    if node.op == "Gather" and int(node.attrs.get("axis", 0)) == 0 and node.inputs[0] is not None:
+    if node.op == "Gather" and int(attr(node, "axis")) == 0 and node.inputs[0] is not None:
         picks = constant_value(node.inputs[1])
         if picks is None or np.ndim(picks) != 1 or not 0 <= index < np.size(picks) or int(picks[index]) < 0:
             return None
@@ -397,16 +398,6 @@ def as_i64(b: Builder, name: str, value: Value) -> Value:
         value = b.op("Reshape", [value, b.const(np.zeros(0, np.int64), name=f"{name}_dims")], name=f"{name}_scalar",
                      shape=())
     return value if value.dtype == I64 else b.op("Cast", [value], {"to": 7}, name=f"{name}_i64", dtype=I64, shape=())
-
-
-def reordered(value: Value | None, state: Value, axis: int) -> bool:
-    """``value`` is ``state`` reordered along an axis other than ``axis`` (a beam search's ``history[beams]``
-    before it grows along ``axis``): a Gather of it, which keeps its length on ``axis``."""
-    node = value.producer if value is not None else None
-    if node is None or node.op != "Gather" or node.inputs[0] is not state or state.shape is None:
-        return False
-    rank = len(state.shape)
-    return int(node.attrs.get("axis", 0)) % rank != axis % rank
 
 
 def listed_axes(node: Node) -> list[int] | None:

@@ -29,52 +29,65 @@ import numpy as np
 from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value
 from loopc.ir.bounds import Bounder
 from loopc.ir.builder import Builder
+from loopc.passes._offending import Offending
+from loopc.passes._why import declined, kept_if
 from loopc.passes._util import I64, computed_from, runs_a_trip, shape_entry_source, trips_run
 from loopc.passes.manager import PassResult
 
 
 class BroadcastCarries:
     name = "broadcast-carries"
+    benefit = 20  # see loopc.passes.legalize
 
     def __call__(self, graph: Graph) -> PassResult:
-        hoisted = 0
+        hoisted, offending = 0, Offending()
         for outer, node in list(graph.structured()):
-            if not isinstance(node, Loop) or any(n.subgraphs() for n in node.body.nodes):
+            if not isinstance(node, Loop):
                 continue
             for rec in list(node.recurrences):
-                expand = broadcast_of(node, rec)
+                with kept_if(lambda: offending.carry(node, rec)):
+                    expand = broadcast_of(node, rec)
                 if expand is not None:
                     _hoist(outer, node, rec, expand)
+                    offending.changed()
                     hoisted += 1
         return PassResult(graph, hoisted > 0, {"hoisted": hoisted} if hoisted else {})
 
 
 def broadcast_of(loop: Loop, rec: Recurrence) -> Node | None:
     """The Expand that broadcasts ``rec``'s state on every trip, when broadcasting its initial value before the
-    loop instead computes the same (see the module's docstring); else None."""
+    loop instead computes the same (see the module's docstring); else None, saying why."""
     state, init = rec.state, rec.init
+    carried = f"carried value '{state.name}'"
+    if any(n.subgraphs() for n in loop.body.nodes):
+        return declined("the loop's body holds nested graphs, and trip 0 is copied node by node", at=loop)
     expands = [u.user for u in state.uses() if isinstance(u.user, Node) and u.user.op == "Expand" and u.slot == 0]
     if len(expands) != 1 or init.shape is None or state.shape is None:
-        return None
+        return declined(f"{carried} is not broadcast by one Expand on every trip, from a known rank", at=loop)
     expand = expands[0]
     target, widened = expand.inputs[1], expand.outputs[0].shape
     bounds = Bounder().of(init)
     if target is None or widened is None or bounds is None or len(widened) != len(bounds) or not bounds \
             or not any(d == 1 and w != 1 for d, w in zip(bounds, widened)):
-        return None  # no placeholder dim (at most 1 long) for the broadcast to widen
+        return declined(f"{carried} starts with no placeholder dim (at most 1 long) for its Expand to widen",
+                        at=loop)
     readers = {u.user for u in state.uses() if isinstance(u.user, Node)}
     if any(n is not expand and n.op != "Shape" for n in readers) or _read_otherwise(loop, state):
-        return None
+        return declined(f"{carried} is read other than by its Expand, Shapes and as the loop's last value",
+                        at=loop)
     if loop.counter is not None and loop.counter in _values_from(target, loop.body) and not _runs_trip_0(loop):
-        return None  # trip 0's copy, run even when no trip is, would read rows by the counter of an empty sequence
+        # trip 0's copy, run even when no trip is, would read rows by the counter of an empty sequence
+        return declined(f"the shape {carried} is broadcast to follows the trip counter, and the loop may run "
+                        "no trip", at=loop)
     on_the_way = _computed_from(target, loop.body)
     if not all(_feeds_only(shape, on_the_way, target) for shape in readers if shape is not expand):
-        return None
+        return declined(f"a Shape of {carried} is read other than for the shape it is broadcast to", at=loop)
     for axis in range(len(init.shape)):
         source = shape_entry_source(target, axis)
         if source is None or (source != (state, axis) and not isinstance(source, int)
                               and state in _values_from(source[0], loop.body)):
-            return None
+            return declined(f"entry {axis} of the shape {carried} is broadcast to is not known to be its own "
+                            "dim there or independent of it", at=loop)
     return expand
 
 

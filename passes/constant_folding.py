@@ -1,8 +1,11 @@
-"""Fold nodes whose inputs are all constants, with ONNX's own reference implementation of the op.
+"""Fold nodes whose inputs are all constants, computing each as the IR's interpreter does.
 
 Exporters compute many "attribute" inputs (Slice axes, Unsqueeze axes, reshape targets) from
 constants through small chains of nodes. Folding them gives the backend the static operands
-TensorRT wants, and the values come from onnx's reference evaluator, not from code of ours.
+TensorRT wants. The values come from :func:`loopc.ir.interpret.evaluate`, the node evaluator the
+interpreter runs (ONNX's reference evaluator, with loopc's kernels where that reference is wrong),
+so a folded graph means what the unfolded one did. A node the evaluator cannot run is not folded:
+it stays for TensorRT.
 ``Shape`` and ``Size`` of a value whose shape is fully static fold too (an If on a rank, as ONNX's
 AffineGrid function tests ``Size(size) == 4``, then has a constant condition).
 
@@ -23,10 +26,10 @@ from typing import Any
 
 import numpy as np
 from onnx import helper
-from onnx.reference import ReferenceEvaluator
 
 from loopc.ir import Graph, Node, Value, constant_value
-from loopc.ir.builder import Builder, infer, node_proto, operand_names
+from loopc.ir.builder import Builder, infer
+from loopc.ir.interpret import InterpretError, evaluate
 from loopc.ir.ops import traits
 from loopc.limits import check_constant
 from loopc.passes.manager import PassResult
@@ -79,11 +82,10 @@ def fold(node: Node, known: Mapping[Value, np.ndarray] | None = None,
         return None
     if sizes is not None and any(n > max_elements for n in sizes):
         return None
-    names = operand_names(node)
     try:
-        results = ReferenceEvaluator(node_proto(node)).run(None, {n: np.asarray(a) for n, a in zip(names, arrays) if n})
-    except Exception:
-        return None  # an op the reference cannot evaluate stays for TensorRT
+        results = evaluate(node, [None if a is None else np.asarray(a) for a in arrays])
+    except InterpretError:
+        return None  # an op the evaluator cannot run stays for TensorRT
     if any(np.asarray(r).size > max_elements for r in results):
         return None
     return [np.asarray(r) for r in results]

@@ -28,9 +28,12 @@ import numpy as np
 
 from loopc.ir import Graph, Loop, Node, Value, constant_value
 from loopc.ir.builder import Builder
+from loopc.ir.ops import traits
 from loopc.loop_rules import MAX_TRIPS
 from loopc.passes._induction import Affine, Induction
 from loopc.passes._util import as_i64, computed_from, stopping_branch
+from loopc.passes._why import declined, no
+from loopc.passes.trip_limits import always_true
 from loopc.passes.manager import PassResult
 
 BOOL, I64 = np.dtype(np.bool_), np.dtype(np.int64)
@@ -61,14 +64,15 @@ class CountedLoops:
         counted = 0
         for outer, node in graph.structured():
             if isinstance(node, Loop) and node.condition is not None:
-                counted += self._rewrite(outer, node)
+                counted += self._rewrite(outer, node) or 0
         return PassResult(graph, counted > 0, {"bounds": counted} if counted else {})
 
-    def _rewrite(self, outer: Graph, loop: Loop) -> int:
+    def _rewrite(self, outer: Graph, loop: Loop) -> int | None:
         assert loop.condition is not None
         carried = next((r for r in loop.recurrences if r.state is loop.condition), None)
         if any(o.value is loop.condition for o in loop.loop_outputs):
-            return 0  # the flag's own final value is read: it must keep its values
+            # the flag's own final value is read: it must keep its values
+            return declined(f"its condition {loop.condition.name!r} is read after the loop", at=loop)
         predicate = carried.next if carried is not None else loop.condition
         going_on = _breaking_branch(predicate) if carried is not None else None
         if going_on is not None:  # `if stop: break` before the count's test: count the trips that go on
@@ -76,15 +80,21 @@ class CountedLoops:
         induction = Induction(loop)
         bounds: list[Bound] = []
         rest: list[Value] = []
+        why: list[str] = []
         for conjunct in _conjuncts(predicate):
             bound = _bound(induction, conjunct)
-            if bound is None:
-                rest.append(conjunct)
-            else:
+            if isinstance(bound, Bound):
                 bounds.append(bound)
+            else:
+                rest.append(conjunct)
+                why.append(f"{conjunct.name!r} {bound}")
+        if not bounds:
+            if always_true(loop, loop.condition):
+                return None  # a condition that never stops the loop: trip-limits drops it
+            return declined(f"its trip count cannot be counted: {'; '.join(why)}", at=loop)
         # a carried condition is what trip t computed for trip t + 1: one more trip than it allows
-        if not bounds or not _count(outer, loop, bounds, extra=1 if carried is not None else 0):
-            return 0
+        if not _count(outer, loop, bounds, extra=1 if carried is not None else 0):
+            return None
         condition = _all_of(Builder(outer).into(loop.body), loop.name, rest)
         if carried is not None:
             loop.update(carried, next=condition)
@@ -99,8 +109,12 @@ class CountedLoops:
         The condition stays as it is; the count only gives the loop its length."""
         carried = next(r for r in loop.recurrences if r.state is loop.condition)
         induction = Induction(loop, going_on)
-        bounds = [bound for c in _conjuncts(going_on[carried.next]) if (bound := _bound(induction, c)) is not None]
-        return len(bounds) if bounds and _count(outer, loop, bounds, extra=1) else 0
+        found = [_bound(induction, c) for c in _conjuncts(going_on[carried.next])]
+        bounds = [bound for bound in found if isinstance(bound, Bound)]
+        if not bounds:
+            return declined("its trip count cannot be counted: the trips that do not break compare no counter "
+                            "with a bound fixed before the loop", at=loop) or 0
+        return len(bounds) if _count(outer, loop, bounds, extra=1) else 0
 
 
 def _count(outer: Graph, loop: Loop, bounds: list[Bound], extra: int) -> bool:
@@ -112,7 +126,7 @@ def _count(outer: Graph, loop: Loop, bounds: list[Bound], extra: int) -> bool:
     count = _smallest(b, loop.name, counts + ([loop.trip_count] if loop.trip_count is not None else []))
     folded = constant_value(count)
     if folded is not None and int(np.asarray(folded)) > MAX_TRIPS:
-        return False
+        return no(f"its trip count {int(np.asarray(folded))} exceeds TensorRT's INT32 limit", at=loop)
     outer.insert_before(loop, before)
     loop.set_trip_count(count)
     loop.set_max_trips(None)  # concatenated outputs are now as long as the trip count
@@ -137,27 +151,34 @@ def _conjuncts(value: Value) -> list[Value]:
     return [value]
 
 
-def _bound(induction: Induction, predicate: Value) -> Bound | None:
-    """``predicate`` as ``v(t) < limit`` over the integers, ``v`` increasing, ``limit`` invariant; else None."""
+def _bound(induction: Induction, predicate: Value) -> Bound | str:
+    """``predicate`` as ``v(t) < limit`` over the integers, ``v`` increasing, ``limit`` invariant; else why not."""
     node = predicate.producer
     negate = False
     while node is not None and node.op in ("Not", "Cast", "Identity") and node.inputs[0] is not None:
         if node.op != "Not" and node.inputs[0].dtype != BOOL:
-            return None  # a cast to bool of a number is a test against zero, not the comparison
+            return "tests a number against zero, not a comparison"
         negate ^= node.op == "Not"
         node = node.inputs[0].producer
     if node is None or node.op not in COMPARISONS or len(node.inputs) != 2:
-        return None
+        return "is not a comparison (a flag computed from data?)"
     op = COMPARISONS[node.op][1] if negate else node.op
     left, right = node.inputs
     if left is None or right is None:
-        return None
+        return "is not a comparison of two values"
     value, limit = _induction_operand(induction, left), _limit_operand(induction, right)
-    if value is None or limit is None:
+    if value is None or isinstance(limit, str):
+        first = limit if value is not None else None  # why a counter on the left has no bound on the right
         value, limit = _induction_operand(induction, right), _limit_operand(induction, left)
         op = COMPARISONS[op][0]
-    if value is None or limit is None or value.step == 0:
-        return None
+        if isinstance(first, str) and (value is None or isinstance(limit, str)):
+            return first
+    if value is None:
+        return "compares no counter that steps by a constant each trip"
+    if isinstance(limit, str):
+        return limit
+    if value.step == 0:
+        return "compares a value that does not change between trips"
     base, low, high = limit  # the limit is base + a number in [low, high] (rounding a float bound)
     if op in ("Less", "LessOrEqual") and value.step > 0:
         # v < x  <=>  v < ceil(x);  v <= x  <=>  v < floor(x) + 1
@@ -166,9 +187,9 @@ def _bound(induction: Induction, predicate: Value) -> Bound | None:
         # v > x  <=>  -v < -floor(x);  v >= x  <=>  -v < -ceil(x) + 1
         negated = value.times(-1)
         if negated is None or base is not None:
-            return None
+            return "counts down to a bound that is not a constant"
         return Bound(negated, None, -low if op == "Greater" else -high + 1)
-    return None  # the comparison holds on a suffix of the trips, or never changes: no count
+    return "holds on the last trips, not the first"  # a suffix of the trips: no count
 
 
 def _induction_operand(induction: Induction, value: Value) -> Affine | None:
@@ -180,27 +201,24 @@ def _induction_operand(induction: Induction, value: Value) -> Affine | None:
     return found if found is not None and found.base is None else None
 
 
-def _limit_operand(induction: Induction, value: Value) -> tuple[Value | None, int, int] | None:
-    """A loop-invariant bound as ``(base, floor, ceil)``: an integer value, or a number."""
+def _limit_operand(induction: Induction, value: Value) -> tuple[Value | None, int, int] | str:
+    """A loop-invariant bound as ``(base, floor, ceil)``: an integer value, or a number; else why not."""
     array = constant_value(value)
     if array is not None:
         number = np.asarray(array)
         if number.size != 1 or number.dtype.kind not in "iuf" or not np.isfinite(number).all():
-            return None
+            return "compares with a constant that is not one finite number"
         x = float(number.reshape(-1)[0]) if number.dtype.kind == "f" else int(number.reshape(-1)[0])
         return None, math.floor(x), math.ceil(x)
     node = value.producer
     if node is not None and node.op == "Cast" and node.inputs[0] is not None:
         value = node.inputs[0]  # an integer cast to float and back compares as the integer
     found = induction.affine(value)
-    if found is None or found.step != 0 or (found.base is not None and not _shape_computable(found.base)):
-        return None
+    if found is None or found.step != 0:
+        return "compares with a bound that changes between trips"
+    if found.base is not None and not _shape_computable(found.base):
+        return "compares with a bound computed from data, which TensorRT cannot take as a trip count"
     return found.base, found.const, found.const
-
-
-#: Integer ops TensorRT evaluates in shape calculations (a kCOUNT trip limit is one).
-SHAPE_OPS = {"Shape", "Size", "Constant", "Cast", "Identity", "Add", "Sub", "Mul", "Div", "Max", "Min", "Neg", "Abs",
-             "Gather", "Squeeze", "Unsqueeze", "Reshape", "Flatten", "Concat", "Slice"}
 
 
 def _shape_computable(value: Value) -> bool:
@@ -214,7 +232,7 @@ def _shape_computable(value: Value) -> bool:
         node = current.producer
         if node is None and (current.shape is None or len(current.shape) > 1):
             return False  # an input: TensorRT takes a scalar or vector of integers as a shape tensor
-        if node is not None and node.op not in SHAPE_OPS:
+        if node is not None and not traits(node.op).shape_arithmetic:
             return False
     return True
 

@@ -18,35 +18,67 @@ import numpy as np
 
 from loopc.ir import Graph, Node, Value, constant_value
 from loopc.ir.builder import Builder
+from loopc.passes._offending import Offending
+from loopc.passes._why import kept_if, no
 from loopc.passes.manager import PassResult
+from loopc.semantics.attributes import attr
 
 
 class DroppedWrites:
     name = "dropped-writes"
+    benefit = 90  # see loopc.passes.legalize
 
     def __call__(self, graph: Graph) -> PassResult:
-        rewritten = 0
+        rewritten, offending = 0, Offending()
         for g, node in list(graph.walk()):
-            if node.op == "ScatterND" and node.attrs.get("reduction", "none") == "none" and _rewrite(g, node):
+            if node.op != "ScatterND":
+                continue
+            with kept_if(lambda: any(offending.node(n) for n in _data_sized_behind(node))):
+                done = _rewrite(g, node)
+            if done:
+                offending.changed()
                 rewritten += 1
         return PassResult(graph, rewritten > 0, {"scatters": rewritten} if rewritten else {})
 
 
+def _data_sized_behind(scatter: Node) -> list[Node]:
+    """The NonZero nodes whose positions ``scatter``'s indices or updates are gathered at (a few reshapes
+    apart): the nodes TensorRT cannot build in a loop that this rewrite removes."""
+    found = []
+    for value in scatter.inputs[1:3]:
+        picked = _gathered_at(value)
+        node = picked[1].producer if picked is not None else None
+        while node is not None and node.op in ("Squeeze", "Reshape", "Transpose") and node.inputs[0] is not None:
+            node = node.inputs[0].producer
+        if node is not None and node.op == "NonZero":
+            found.append(node)
+    return found
+
+
 def _rewrite(g: Graph, scatter: Node) -> bool:
+    """Write ``scatter``'s dropped writes to a spare row instead (see the module's docstring); else say why."""
+    if scatter.attrs.get("reduction", "none") != "none":
+        return no(f"the ScatterND combines its writes (reduction {scatter.attrs['reduction']})", at=scatter)
     data, kept_indices, kept_updates = scatter.inputs[:3]
     picked = [_gathered_at(v) for v in (kept_indices, kept_updates)]
-    if data is None or data.shape is None or not data.shape or not isinstance(data.shape[0], int) \
-            or picked[0] is None or picked[1] is None or picked[0][1] is not picked[1][1]:
-        return False
+    if picked[0] is None or picked[1] is None or picked[0][1] is not picked[1][1]:
+        return no("the ScatterND's indices and updates are not both gathered on axis 0 at the same positions",
+                  at=scatter)
+    if data is None or data.shape is None or not data.shape or not isinstance(data.shape[0], int):
+        return no("the ScatterND's data has no static length along axis 0", at=scatter)
     (indices, positions), (updates, _) = picked[0], picked[1]
     mask = _mask_of(positions)
     depth = indices.shape[-1] if indices.shape else None
-    if mask is None or mask.shape is None or len(mask.shape) != 1 or indices.shape is None or len(indices.shape) != 2 \
-            or not isinstance(depth, int) or indices.shape[0] != mask.shape[0]:
-        return False
+    if mask is None or mask.shape is None or len(mask.shape) != 1:
+        return no("the positions its indices are gathered at are not those of a NonZero of one 1-D boolean mask, "
+                  "flattened", at=scatter)
+    if indices.shape is None or len(indices.shape) != 2 or not isinstance(depth, int) \
+            or indices.shape[0] != mask.shape[0]:
+        return no("the ScatterND's gathered indices are not a [k, depth] matrix with one row per mask entry",
+                  at=scatter)
     rows = data.shape[0]
     if rows < 1:
-        return False
+        return no("the ScatterND's data has no row to copy as the spare one", at=scatter)
     made: list[Node] = []
     b = Builder(g, made).standing_for(scatter)
     name = scatter.outputs[0].name
@@ -75,7 +107,7 @@ def _rewrite(g: Graph, scatter: Node) -> bool:
 def _gathered_at(value: Value | None) -> tuple[Value, Value] | None:
     """``(x, positions)`` when ``value`` is ``Gather(x, positions)`` on axis 0."""
     node = value.producer if value is not None else None
-    if node is None or node.op != "Gather" or int(node.attrs.get("axis", 0)) != 0:
+    if node is None or node.op != "Gather" or int(attr(node, "axis")) != 0:
         return None
     source, positions = node.inputs[:2]
     return None if source is None or positions is None else (source, positions)

@@ -14,10 +14,10 @@ import numpy as np
 from loopc.errors import PassError, located
 from loopc.ir import Graph, Loop, Node, Recurrence, Value
 from loopc.ir.builder import I64, Builder
+from loopc.ir.printer import float_kind
 from loopc.loop_rules import bound_hint
 from loopc.passes._util import computed_from
 from loopc.passes.manager import PassResult, broken
-from loopc.sim.dtypes import is_float
 
 BOOL = np.dtype(np.bool_)
 
@@ -71,4 +71,4 @@ def _from_floats(value: Value) -> bool:
 
     TensorRT does carry float arithmetic inside shape calculations that start from integers (a
     Range on int32 bounds casts through float); what it cannot do is start one from float data."""
-    return any(v.producer is None and v.dtype is not None and is_float(v.dtype) for v in computed_from(value))
+    return any(v.producer is None and v.dtype is not None and float_kind(v.dtype) for v in computed_from(value))

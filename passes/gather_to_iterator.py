@@ -16,43 +16,43 @@ import numpy as np
 from loopc.ir import Graph, Loop, LoopIterator, Node, Value, constant_value
 from loopc.ir.builder import I64, Builder
 from loopc.passes._induction import Affine, Induction
+from loopc.passes._offending import Offending
+from loopc.passes._why import declined, kept_if
 from loopc.passes._util import TO_THE_END, lower_bounds, rows_cut, same_dim, vector_entries
 from loopc.passes.manager import PassResult
+from loopc.semantics.attributes import attr
 
 
 class GatherToIterator:
     name = "gather-to-iterator"
+    benefit = 30  # see loopc.passes.legalize
 
     def __call__(self, graph: Graph) -> PassResult:
-        rewritten = 0
+        rewritten, offending = 0, Offending()
         for outer, node in graph.structured():
             # TensorRT's builder wants an iterator exactly as long as the loop's trip count, so
             # a loop with none (a while loop) keeps its indexed reads
             if isinstance(node, Loop) and node.trip_count is not None:
-                rewritten += self._rewrite(graph, outer, node)
+                rewritten += self._rewrite(graph, outer, node, offending)
+            elif isinstance(node, Loop):
+                _uncounted(node, offending)
         return PassResult(graph, rewritten > 0, {"iterators": rewritten} if rewritten else {})
 
-    def _rewrite(self, graph: Graph, outer: Graph, loop: Loop) -> int:
+    def _rewrite(self, graph: Graph, outer: Graph, loop: Loop, offending: Offending) -> int:
         count = loop.trip_count
         assert count is not None  # __call__ rewrites counted loops only
         induction = Induction(loop)
         rewritten = 0
         for node in list(loop.body.nodes):
-            data = node.inputs[0] if node.inputs else None
-            if data is None or not induction.invariant(data) or node.op not in ("Gather", "Slice"):
+            if node.op not in ("Gather", "Slice"):
                 continue
-            axis = _gather_axis(induction, node) if node.op == "Gather" else _slice_axis(induction, node)
-            reverse = node.op == "Gather" and axis is None and _reversed_index(induction, node, data)
-            if reverse:
-                axis = int(node.attrs.get("axis", 0))
-            rank = len(data.shape) if data.shape is not None else None
-            if axis is None or (axis < 0 and rank is None):
+            with kept_if(lambda: offending.node(node)):
+                found = _iterated(induction, node, count, nested=outer is not graph)
+            if found is None:
                 continue
-            axis = axis + rank if axis < 0 and rank is not None else axis
-            if (outer is not graph or reverse) and not trip_long(data, axis, count):
-                # cutting data to the trips would put a Slice in the enclosing loop's body, and
-                # TensorRT's builder fails on such an iterator input (makeScopeNodesContiguous)
-                continue
+            axis, reverse = found
+            data = node.inputs[0]
+            assert data is not None  # _iterated found its rows
             out = node.outputs[0]
             restored: list[Node] = []
             b = Builder(loop.body, restored)
@@ -66,8 +66,50 @@ class GatherToIterator:
                 loop.body.insert_before(node, restored)
             out.replace_all_uses_with(element)
             loop.body.remove(node)
+            offending.changed()
             rewritten += 1
         return rewritten
+
+
+def _iterated(induction: Induction, node: Node, count: Value, nested: bool) -> tuple[int, bool] | None:
+    """The axis of the invariant data the Gather or Slice ``node`` reads row ``i`` of on trip ``i`` (or row
+    ``n - 1 - i``: then reversed), where an iterator can read it in a loop of ``count`` trips (one in a loop
+    body when ``nested``); else None, saying why."""
+    what = "the slice" if node.op == "Slice" else "the Gather"
+    data = node.inputs[0] if node.inputs else None
+    if data is None or not induction.invariant(data):
+        return declined(f"{what}'s data changes between trips (an iterator reads a tensor made before the loop)",
+                        at=node)
+    axis = _gather_axis(induction, node) if node.op == "Gather" else _slice_axis(induction, node)
+    reverse = node.op == "Gather" and axis is None and _reversed_index(induction, node, data)
+    if reverse:
+        axis = int(attr(node, "axis"))
+    rank = len(data.shape) if data.shape is not None else None
+    if axis is None:
+        return declined(f"{what} does not read row i of its data on trip i: "
+                        + ("its index is not the trip number" if node.op == "Gather" else
+                           "its bounds are not [i] and [i + 1] for the trip number i"), at=node)
+    if axis < 0 and rank is None:
+        return declined(f"{what}'s axis is negative and its data's rank unknown", at=node)
+    axis = axis + rank if axis < 0 and rank is not None else axis
+    if (nested or reverse) and not trip_long(data, axis, count):
+        # cutting data to the trips would put a Slice in the enclosing loop's body, and
+        # TensorRT's builder fails on such an iterator input (makeScopeNodesContiguous)
+        return declined(f"{what}'s data is not known to be as long as the loop's trips along axis {axis}, and "
+                        + ("it reads the rows from the end" if reverse else
+                           "cutting it to them would put a Slice in the enclosing loop"), at=node)
+    return axis, reverse
+
+
+def _uncounted(loop: Loop, offending: Offending) -> None:
+    """Say why the slices of ``loop``, a loop with no trip count, that read a row by the trip number stay."""
+    induction: Induction | None = None
+    for node in loop.body.nodes:
+        if node.op == "Slice" and offending.node(node):
+            induction = induction or Induction(loop)
+            if _slice_axis(induction, node) is not None:
+                declined("the slice reads row i on trip i, but its loop has no trip count (it stops on a "
+                         "condition), and an iterator must be exactly as long as the loop's trips", at=node)
 
 
 def _first_trips(outer: Graph, loop: Loop, data: Value, axis: int) -> Value:
@@ -129,7 +171,7 @@ def _gather_axis(induction: Induction, node: Node) -> int | None:
     index = node.inputs[1]
     if index is None or index.shape != () or not _is_trip(induction, index):
         return None
-    return int(node.attrs.get("axis", 0))
+    return int(attr(node, "axis"))
 
 
 def _slice_axis(induction: Induction, node: Node) -> int | None:
@@ -184,7 +226,7 @@ def _reversed_index(induction: Induction, node: Node, data: Value) -> bool:
     found = induction.affine(index) if index is not None and index.shape == () else None
     if found is None or found.step != -1 or data.shape is None:
         return False
-    axis = int(node.attrs.get("axis", 0)) % max(len(data.shape), 1)
+    axis = int(attr(node, "axis")) % max(len(data.shape), 1)
     if found.base is None:
         size = data.shape[axis]
         return isinstance(size, int) and found.const == size - 1

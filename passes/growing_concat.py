@@ -18,11 +18,13 @@ from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
 from loopc.ir.builder import Builder
 from loopc.ir.core import Dim
 from loopc.passes._util import merge_stacked_axis, recurrences
+from loopc.passes._why import declined
 from loopc.passes.manager import PassResult
 
 
 class GrowingConcat:
     name = "growing-concat"
+    benefit = 80  # see loopc.passes.legalize
 
     def __call__(self, graph: Graph) -> PassResult:
         rewritten = sum(self._rewrite(g, loop, rec) for g, loop, rec in recurrences(graph))
@@ -31,13 +33,16 @@ class GrowingConcat:
     def _rewrite(self, outer: Graph, loop: Loop, rec: Recurrence) -> int:
         found = _chain(rec)
         if found is None:
-            return 0
+            return 0  # not grown by Concats: nothing of this pass's
         chain, pieces, axis = found
         finals = [o for o in loop.loop_outputs if o.value is rec.state]
         # the state is read by the concatenation and its own "last" outputs, the grown value only by
         # the recurrence: anything else in the body would need the grown value on every trip
-        if len(rec.state.uses()) != 1 + len(finals) or len(rec.next.uses()) != 1 or not finals:
-            return 0
+        if len(rec.state.uses()) != 1 + len(finals) or len(rec.next.uses()) != 1:
+            return declined(f"carried value {rec.state.name!r} is read inside the loop (grown-buffers pads such "
+                            "a value)", at=loop) or 0
+        if not finals:
+            return declined(f"carried value {rec.state.name!r} is not a result of the loop", at=loop) or 0
         piece = pieces[0]
         if len(pieces) > 1:
             joined: list[Node] = []

@@ -15,7 +15,9 @@ from __future__ import annotations
 import numpy as np
 
 from loopc.ir import Graph, Node, Value, constant_value
+from loopc.passes._why import declined
 from loopc.passes.manager import PassResult, broken
+from loopc.semantics.attributes import attr
 
 
 class Identities:
@@ -45,12 +47,12 @@ def same_value(node: Node) -> Value | None:
         return _picked(node)
     source = node.inputs[0] if node.inputs else None
     if source is None or source.dtype != node.outputs[0].dtype:
-        return None
+        return None  # no operand, or a Cast that converts
     if node.op in ("Identity", "Cast"):  # a Cast to the type its input has already
         return source
     added = source.producer
     if node.op not in ("Squeeze", "Gather") or added is None or added.op != "Unsqueeze" or len(node.inputs) < 2:
-        return None
+        return None  # takes back no axis an Unsqueeze added
     rank = len(source.shape) if source.shape is not None else None
     axis = _one_axis(constant_value(added.inputs[1]) if len(added.inputs) > 1 else None, rank)
     if node.op == "Squeeze":
@@ -58,8 +60,13 @@ def same_value(node: Node) -> Value | None:
     else:
         index = constant_value(node.inputs[1])
         scalar_zero = index is not None and np.ndim(index) == 0 and int(index) in (0, -1)
-        taken = _one_axis(np.array([node.attrs.get("axis", 0)]), rank) if scalar_zero else None
-    return added.inputs[0] if axis is not None and axis == taken else None
+        taken = _one_axis(np.array([attr(node, "axis")]), rank) if scalar_zero else None
+    if axis is not None and axis == taken:
+        return added.inputs[0]
+    if rank is None and (axis is None or taken is None):  # a negative axis, on a value of unknown rank
+        return declined(f"it may take back the axis {added.name!r} adds, but the rank of {source.name!r} is "
+                        "unknown", at=node)
+    return None  # another axis, or more than one
 
 
 def _picked(node: Node) -> Value | None:
@@ -69,10 +76,13 @@ def _picked(node: Node) -> Value | None:
     known = _known_all(cond) if cond is not None else None
     taken = None if known is None else yes if known else no
     out = node.outputs[0]
-    if taken is None or taken.dtype != out.dtype or taken.shape is None or taken.shape != out.shape:
-        return None
-    # an unknown dim equal to an unknown dim proves nothing: the branch might be broadcast to the output
-    return taken if None not in taken.shape else None
+    if taken is None:
+        return None  # a condition that varies (or is not known)
+    if taken.dtype != out.dtype or taken.shape is None or taken.shape != out.shape or None in taken.shape:
+        # an unknown dim equal to an unknown dim proves nothing: the branch might be broadcast to the output
+        return declined(f"its condition is known, but the branch {taken.name!r} it takes may be broadcast to "
+                        f"its result", at=node)
+    return taken
 
 
 def _known_all(flags: Value, depth: int = 0) -> bool | None:

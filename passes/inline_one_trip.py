@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from loopc.ir import Graph, Loop
 from loopc.passes._util import constant_trips
+from loopc.passes._why import declined
 from loopc.passes.manager import PassResult
 from loopc.passes.unroll import cannot_unroll, unroll
 
@@ -20,8 +21,13 @@ class InlineOneTrip:
     def __call__(self, graph: Graph) -> PassResult:
         inlined = 0
         for outer, node in graph.structured():
-            if isinstance(node, Loop) and constant_trips(node) == 1 and cannot_unroll(node) is None:
-                unroll(outer, node)
-                inlined += 1
+            if not isinstance(node, Loop) or constant_trips(node) != 1:
+                continue
+            blocked = cannot_unroll(node)
+            if blocked is not None:
+                declined(f"it runs one trip, but is inlined only when {blocked}", at=node)
+                continue
+            unroll(outer, node)
+            inlined += 1
         return PassResult(graph, inlined > 0, {"loops": inlined} if inlined else {})
 

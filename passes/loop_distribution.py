@@ -33,7 +33,9 @@ from loopc.ir.builder import Builder
 from loopc.ir.core import Dim
 from loopc.ir.ops import Trap, may_trap, traits
 from loopc.passes._batching import batch_node, batchable
+from loopc.passes._why import declined
 from loopc.passes.manager import PassResult
+from loopc.semantics.attributes import attr
 
 #: Largest stack of one value the pass creates, when its size is known.
 MAX_BATCHED_BYTES = 256 * 2**20
@@ -71,7 +73,7 @@ class _Distribution:
             self.inner.update(v for v in n.outputs)
 
     def run(self) -> tuple[int, int, int]:
-        return self._hoist_invariants(), self._before(), self._after()
+        return self._hoist_invariants(), self._before() or 0, self._after() or 0
 
     # ------------------------------------------------------------------------------ invariants
 
@@ -91,7 +93,7 @@ class _Distribution:
 
     # --------------------------------------------------------------------------------- before
 
-    def _before(self) -> int:
+    def _before(self) -> int | None:
         loop = self.loop
         spaces: dict[Value, _Space] = {}
         for it in loop.iterators:
@@ -113,11 +115,13 @@ class _Distribution:
         stacked = {it.param: _trips_first(b, it) for it in loop.iterators}
         for node in part:
             made = _batched(b, node, stacked, spaces[node.outputs[0]].length)
-            if made is None:
-                return 0  # a rule refused: leave the loop as it is (nothing was inserted yet)
+            if made is None:  # leave the loop as it is (nothing was inserted yet)
+                return declined(f"{node.op} has no form that runs all trips at once, so the work before it "
+                                "stays in the loop", at=node)
             stacked.update(zip(node.outputs, made))
         if not all(_fits(stacked[v]) for n in part for v in n.outputs):
-            return 0
+            return declined(f"the work on all trips at once would hold more than {MAX_BATCHED_BYTES >> 20} MiB",
+                            at=loop)
         self.outer.insert_before(loop, emitted)
         in_part = {n for n in part}
         for node in part:
@@ -134,7 +138,7 @@ class _Distribution:
 
     # ---------------------------------------------------------------------------------- after
 
-    def _after(self) -> int:
+    def _after(self) -> int | None:
         loop = self.loop
         part: list[Node] = []
         in_part: set[Node] = set()
@@ -151,7 +155,8 @@ class _Distribution:
         results = {v for n in part for v in n.outputs}
         kinds = {o.kind for o in loop.loop_outputs if o.value in results}
         if len(kinds) != 1:
-            return 0
+            return declined("the per-trip work after the loop's core feeds outputs collected in different ways",
+                            at=loop)
         kind = kinds.pop()
         # each per-trip operand the part reads from the loop: emitted stacked by the loop
         emitted: list[Node] = []
@@ -167,7 +172,8 @@ class _Distribution:
         for node in part:
             made = _batched(b, node, stacked, None)
             if made is None:
-                return 0
+                return declined(f"{node.op} has no form that runs all trips at once, so the work after it "
+                                "stays in the loop", at=node)
             stacked.update(zip(node.outputs, made))
         replaced: list[tuple[LoopOutput, Value]] = []
         for out in loop.loop_outputs:
@@ -260,7 +266,7 @@ def _cannot_fail(node: Node) -> bool:
     data, indices = node.inputs[0], constant_value(node.inputs[1])
     if data is None or data.shape is None or indices is None:
         return False
-    length = data.shape[int(node.attrs.get("axis", 0)) % len(data.shape)]
+    length = data.shape[int(attr(node, "axis")) % len(data.shape)]
     return isinstance(length, int) and bool(np.all((-length <= indices) & (indices < length)))
 
 

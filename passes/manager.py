@@ -34,6 +34,7 @@ from loopc.errors import InternalError, PassError
 from loopc.gc_pause import gc_paused
 from loopc.ir import Graph, If, VerificationError, verify
 from loopc.ir.dependence import deciding_hint, input_dependence
+from loopc.passes._why import Declines, recording
 
 log = logging.getLogger(__name__)
 
@@ -51,30 +52,59 @@ class Pass(Protocol):
     def __call__(self, graph: Graph) -> PassResult: ...
 
 
+@dataclass(frozen=True)
+class Phase:
+    """Passes run together to a fixed point before the next phase starts (XLA's ``HloPassFix`` groups):
+    canonicalize, legalize, optimize, finalize. ``ensure``, when given, is called once the phase has
+    settled, with the graph and the reasons recorded so far: what the phase promises (every loop legal
+    after legalizing), raised as the user's error when it does not hold."""
+
+    name: str
+    passes: Sequence[Pass]
+    ensure: Callable[[Graph, Declines], None] | None = None
+
+
 @dataclass
 class PassManager:
-    passes: Sequence[Pass]
+    #: The passes, run to a fixed point as one phase, or the phases, each run to a fixed point in order.
+    passes: Sequence[Pass] | Sequence[Phase]
     max_rounds: int = 8
     #: Called as ``dump(pass_name, graph)`` after every pass that changed the graph.
     dump: Callable[[str, Graph], None] | None = None
     stats: dict[str, int] = field(default_factory=dict)
     #: How many times each pass ran (a pass with nothing new to look at is skipped).
     runs: dict[str, int] = field(default_factory=dict)
+    #: Why rewrites did not apply, per loop (see :mod:`loopc.passes._why`).
+    declines: Declines = field(default_factory=Declines)
+
+    def phases(self) -> list[Phase]:
+        if all(isinstance(p, Phase) for p in self.passes):
+            return [p for p in self.passes if isinstance(p, Phase)]
+        return [Phase("passes", [p for p in self.passes if not isinstance(p, Phase)])]
 
     @gc_paused()
     def run(self, graph: Graph) -> Graph:
         verify(graph, after="the frontend")
+        #: the change count each pass last saw, when that run found nothing to do (a pass in several phases
+        #: is not run again in the next one while nothing has changed)
+        idle_at: dict[Pass, int] = {}
+        for phase in self.phases():
+            self._settle(phase, graph, idle_at)
+            if phase.ensure is not None:
+                phase.ensure(graph, self.declines)
+        return graph
+
+    def _settle(self, phase: Phase, graph: Graph, idle_at: dict[Pass, int]) -> None:
+        """Run ``phase``'s passes in order, again while any changes the graph."""
         state = graph.model_state()
         rounds = self.max_rounds + nesting_depth(graph)
-        #: the change count each pass last saw, when that run found nothing to do
-        idle_at: dict[int, int] = {}
         changing: list[str] = []
         #: the refusal each pass last raised, while the graph has not settled since
         refused: dict[int, PassError] = {}
         for round_number in range(1, rounds + 1):
             changing = []
-            for index, p in enumerate(self.passes):
-                if idle_at.get(index) == state.changes:
+            for index, p in enumerate(phase.passes):
+                if idle_at.get(p) == state.changes:
                     continue  # nothing changed since this pass last found nothing to do
                 before = state.changes
                 try:
@@ -87,15 +117,17 @@ class PassManager:
                     refused.pop(index, None)
                 if changed:
                     changing.append(p.name)
-                    idle_at.pop(index, None)
+                    idle_at.pop(p, None)
                 else:
-                    idle_at[index] = state.changes
+                    idle_at[p] = state.changes
             if not changing:
                 if refused:
                     raise refused[min(refused)]
-                return graph
-            log.debug("pass round %d changed the graph (%s); running the passes again", round_number, changing)
-        raise InternalError(f"passes did not settle after {rounds} rounds; still changing the graph: {changing}")
+                return
+            log.debug("%s round %d changed the graph (%s); running its passes again", phase.name, round_number,
+                      changing)
+        raise InternalError(f"{phase.name}: passes did not settle after {rounds} rounds; still changing the graph: "
+                            f"{changing}")
 
     def _run_one(self, p: Pass, graph: Graph) -> bool:
         """Run ``p`` with its checks; whether it changed the graph."""
@@ -104,7 +136,9 @@ class PassManager:
         if requires is not None:
             requires(graph)
         before = state.changes
-        result = p(graph)
+        self.declines.forget(p.name)
+        with recording(p.name, self.declines):
+            result = p(graph)
         if result.graph is not graph:
             raise InternalError(f"pass {p.name} returned another graph; passes edit the graph they are given")
         self.runs[p.name] = self.runs.get(p.name, 0) + 1

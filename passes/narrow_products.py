@@ -18,7 +18,9 @@ import numpy as np
 from loopc.ir import Graph, Node, Value, constant_value
 from loopc.ir.builder import Builder
 from loopc.ir.core import Dim
+from loopc.passes._why import no
 from loopc.passes.manager import PassResult
+from loopc.semantics.attributes import attr
 
 
 class NarrowProducts:
@@ -32,16 +34,19 @@ class NarrowProducts:
 def _narrow(graph: Graph, matmul: Node) -> bool:
     product, b = matmul.outputs[0], matmul.inputs[1]
     uses = product.uses()
-    if b is None or b.shape is None or len(b.shape) < 2 or product.shape is None or len(uses) != 1:
-        return False  # a 1-D B is contracted, not a matrix of columns
-    split = uses[0].user
-    if not isinstance(split, Node) or split.op != "Split" or uses[0].slot != 0 \
-            or split.attrs.get("axis", 0) not in (-1, len(product.shape) - 1):
-        return False
-    sizes = _piece_sizes(split, b.shape[-1])
+    split = uses[0].user if len(uses) == 1 and uses[0].slot == 0 else None
+    if not isinstance(split, Node) or split.op != "Split" or b is None:
+        return False  # not read by a Split alone
+    if b.shape is None or product.shape is None:
+        return no(f"the shape of {b.name!r} or of {product.name!r} is unknown", at=matmul)
+    if len(b.shape) < 2 or attr(split, "axis") not in (-1, len(product.shape) - 1):
+        return False  # a 1-D B is contracted, not a matrix of columns; a Split of another axis keeps them all
     read = [k for k, piece in enumerate(split.outputs) if piece.is_used()]
-    if sizes is None or not read or (read[0], read[-1]) == (0, len(sizes) - 1):
-        return False
+    if not read or (read[0], read[-1]) == (0, len(split.outputs) - 1):
+        return False  # the columns at both ends are read
+    sizes = _piece_sizes(split, b.shape[-1])
+    if sizes is None:
+        return no(f"the widths of the pieces {split.describe()} cuts are unknown (or uneven)", at=matmul)
     first, last = read[0], read[-1] + 1
     start, end = sum(sizes[:first]), sum(sizes[:last])
     made: list[Node] = []

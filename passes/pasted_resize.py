@@ -30,6 +30,7 @@ from loopc.ir.builder import Builder
 from loopc.ir import Graph, Node, Value, constant_value
 from loopc.passes._resample import (I64, axis_taps, emitter, resample, resizes_changing_per_trip, size_entry,
                                     tensor_type, unsupported)
+from loopc.passes._why import declined
 from loopc.passes.manager import PassResult
 
 #: Ops the chain from the Resize to the frame may pass through.
@@ -38,6 +39,7 @@ _CHAIN_OPS = {"Gather", "Slice", "Concat", "Unsqueeze", "Cast", "Identity"}
 
 class PastedResize:
     name = "pasted-resize"
+    benefit = 70  # see loopc.passes.legalize
 
     def __call__(self, graph: Graph) -> PassResult:
         rewritten = 0
@@ -59,20 +61,27 @@ class _Chain:
 def _chain(resize: Node) -> _Chain | None:
     """The chain from ``resize`` (sized by a computed ``sizes``) to a static-shaped frame, or None."""
     sizes, data = resize.inputs[3], resize.inputs[0]
-    if (data is None or data.shape is None or sizes is None or unsupported(resize) is not None
-            or sizes.shape != (len(data.shape),)):
-        return None
+    if data is None or data.shape is None or sizes is None or sizes.shape != (len(data.shape),):
+        return declined("its sizes are not one entry per axis of data of a known rank", at=resize)
+    why = unsupported(resize)
+    if why is not None:
+        return declined(f"loopc cannot compute its {why} as taps", at=resize)
     value, steps = resize.outputs[0], []
     while not _static(value):
         readers = [u.user for u in value.uses()]
         if any(isinstance(r, Graph) for r in readers):
-            return None
+            return declined(f"{value.name!r}, of a size each trip computes, is a result of the body", at=resize)
         onward = [r for r in readers if isinstance(r, Node) and r.op != "Shape"]
-        if len(onward) != 1 or not _step_ok(onward[0], value):
-            return None
+        if len(onward) != 1:
+            return declined(f"{value.name!r} is read by {len(onward)} nodes besides Shapes, not one chain to a "
+                            "frame of a static shape", at=resize)
+        if not _step_ok(onward[0], value):
+            return declined(f"{onward[0].describe()} is not a step it maps positions through (Gather of a "
+                            "constant index, Slice of step 1, Concat with zero fills, Unsqueeze, Cast, Identity)",
+                            at=resize)
         steps.append(onward[0])
         value = onward[0].outputs[0]
-    return _Chain(resize, steps, value) if steps else None
+    return _Chain(resize, steps, value) if steps else declined("its result already has a static shape", at=resize)
 
 
 def _static(value: Value) -> bool:

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from loopc.ir import Graph, If, Value
+from loopc.passes._why import Declines, declined, recording
 from loopc.passes.manager import PassResult
 from loopc.passes.shape_refinement import _refine_all, _values_in
 from loopc.passes.static_conditionals import _inline
@@ -37,8 +38,14 @@ class ProfileConditionals:
     def __call__(self, graph: Graph) -> PassResult:
         undecided = [node for _, node in graph.walk() if isinstance(node, If) and ranks_differ(node)]
         if not undecided or not self.pinned:
+            for conditional in undecided:
+                declined("its branches give results of different ranks, and the profile pins no dims", at=conditional)
             return PassResult(graph, False)
         decided = self._decide(graph, undecided)
+        for conditional in undecided:
+            if conditional not in decided:
+                declined("its branches give results of different ranks, and its condition is not decided by "
+                         "the dims the profile pins", at=conditional)
         for outer, node in graph.structured():
             if node in decided:
                 taken = node.then_branch if decided[node] else node.else_branch
@@ -54,7 +61,8 @@ class ProfileConditionals:
                 if pins is not None and value.shape is not None and len(pins) == len(value.shape):
                     value.shape = tuple(d if isinstance(d, int) else p for d, p in zip(value.shape, pins))
             computed: dict[Value, np.ndarray] = {}
-            _refine_all(graph, computed)
+            with recording(self.name, Declines()):  # what refining at the pinned dims declines is not the graph's
+                _refine_all(graph, computed)
             conditions = {node: computed.get(node.inputs[0]) for node in nodes if node.inputs[0] is not None}
         finally:
             for value, shape in before.items():

@@ -15,16 +15,22 @@ import numpy as np
 
 from loopc.ir import Graph, Node, Value, constant_value
 from loopc.ir.builder import Builder
+from loopc.passes._offending import Offending
+from loopc.passes._why import declined, kept_if
 from loopc.passes.manager import PassResult
 
 
 class RowSlices:
     name = "row-slices"
+    benefit = 100  # see loopc.passes.legalize
 
     def __call__(self, graph: Graph) -> PassResult:
-        rewritten = 0
+        rewritten, offending = 0, Offending()
         for g, node in list(graph.walk()):
-            axis = row_at_an_arg_index(node)
+            if node.op != "Slice":
+                continue
+            with kept_if(lambda: offending.node(node)):
+                axis = row_at_an_arg_index(node)
             if axis is None:
                 continue
             old = node.outputs[0]
@@ -35,34 +41,56 @@ class RowSlices:
             g.insert_before(node, made)
             old.replace_all_uses_with(row)
             g.remove(node)
+            offending.changed()
             rewritten += 1
         return PassResult(graph, rewritten > 0, {"slices": rewritten} if rewritten else {})
 
 
 def row_at_an_arg_index(node: Node) -> int | None:
-    """The axis when ``node`` is ``Slice(x, [i], [i + 1], [axis], [1])`` with ``i`` in range by construction."""
-    if node.op != "Slice" or len(node.inputs) < 4:
+    """The axis when ``node`` is ``Slice(x, [i], [i + 1], [axis], [1])`` with ``i`` in range by construction;
+    else None, saying why when ``node`` is a Slice."""
+    if node.op != "Slice":
         return None
-    data, starts, ends, axes = node.inputs[:4]
-    if data is None or starts is None or ends is None or axes is None:
+    axis = _one_unit_axis(node)
+    if axis is None:
         return None
-    steps = constant_value(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else np.ones(1)
-    axes_value = constant_value(axes)
-    if data.shape is None or axes_value is None or np.size(axes_value) != 1 or steps is None or np.size(steps) != 1:
-        return None
-    if int(np.asarray(steps).reshape(-1)[0]) != 1:
-        return None
-    axis = int(np.asarray(axes_value).reshape(-1)[0])
-    axis = axis + len(data.shape) if axis < 0 else axis
-    dim = data.shape[axis] if 0 <= axis < len(data.shape) else None
+    data, starts, ends = node.inputs[:3]
+    assert data is not None and data.shape is not None and starts is not None and ends is not None
+    dim = data.shape[axis]
     if not isinstance(dim, int):
-        return None
+        return declined(f"the slice's data has no static length along axis {axis}", at=node)
     index = _unsqueezed_scalar(starts)
     end = _unsqueezed_scalar(ends)
     if index is None or not (_is_plus_one(ends, starts) or (end is not None and _is_plus_one(end, index))):
-        return None
+        return declined("the slice's bounds are not [i] and [i + 1] for one scalar i", at=node)
     length = _index_range(index)
-    return axis if length is not None and length <= dim else None
+    if length is None:
+        return declined("the slice's start is not an ArgMax/ArgMin/TopK index over an axis of static length",
+                        at=node)
+    if length > dim:
+        return declined(f"the slice's start indexes {length} entries, more than the {dim} rows of its data",
+                        at=node)
+    return axis
+
+
+def _one_unit_axis(node: Node) -> int | None:
+    """The one axis the Slice ``node`` cuts with unit step, its data's rank known; else None, saying why."""
+    if len(node.inputs) < 4 or any(v is None for v in node.inputs[:4]):
+        return declined("the slice names no axes", at=node)
+    data, axes = node.inputs[0], node.inputs[3]
+    steps = constant_value(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else np.ones(1)
+    axes_value = constant_value(axes)
+    if data is None or data.shape is None:
+        return declined("the slice's data has no known rank", at=node)
+    if axes_value is None or np.size(axes_value) != 1:
+        return declined("the slice does not cut one constant axis", at=node)
+    if steps is None or np.size(steps) != 1 or int(np.asarray(steps).reshape(-1)[0]) != 1:
+        return declined("the slice's step is not a constant 1", at=node)
+    axis = int(np.asarray(axes_value).reshape(-1)[0])
+    axis = axis + len(data.shape) if axis < 0 else axis
+    if not 0 <= axis < len(data.shape):
+        return declined(f"the slice's axis {axis} is not an axis of its data", at=node)
+    return axis
 
 
 def _unsqueezed_scalar(value: Value) -> Value | None:

@@ -19,7 +19,9 @@ import numpy as np
 from loopc.ir import Graph, Loop, LoopOutput, Node, Recurrence, Value
 from loopc.ir.builder import Builder
 from loopc.passes._util import I64
+from loopc.passes._why import declined
 from loopc.passes.manager import PassResult
+from loopc.semantics.attributes import attr
 
 _END = np.iinfo(np.int64).max
 
@@ -44,14 +46,18 @@ def _buffer_reads(loop: Loop, rec: Recurrence) -> tuple[Node, list[Node], list[N
     buffer written at the counter and otherwise read for its shape only; else None."""
     scatter = rec.next.producer
     if scatter is None or scatter.op != "ScatterND" or scatter.graph is not loop.body or scatter.inputs[0] is not rec.state:
-        return None
+        return None  # not a buffer written in each trip
+    name = rec.state.name
     if scatter.attrs.get("reduction", "none") not in ("none", b"none") or len(rec.next.uses()) != 1:
-        return None
-    if rec.init.shape is None or not rec.init.shape or not _is_counter(scatter.inputs[1], loop.counter):
-        return None
+        return declined(f"the buffer {name!r} is written with a reduction, or read in the trip after its write",
+                        at=scatter)
+    if rec.init.shape is None or not rec.init.shape:
+        return declined(f"the rank of the buffer {name!r} is unknown", at=scatter)
+    if not _is_counter(scatter.inputs[1], loop.counter):
+        return declined(f"the buffer {name!r} is not written at the row of the trip's counter", at=scatter)
     update = scatter.inputs[2]
     if update is None or update.shape is None or len(update.shape) != len(rec.init.shape) or update.shape[0] != 1:
-        return None
+        return declined(f"what is written to the buffer {name!r} is not one row", at=scatter)
     shapes, rows = [], []
     for use in rec.state.uses():
         user = use.user
@@ -60,17 +66,18 @@ def _buffer_reads(loop: Loop, rec: Recurrence) -> tuple[Node, list[Node], list[N
         if user is loop.body:  # the loop's "last" output of the buffer, and nothing else of the body's
             if rec.state is loop.condition or any(r.next is rec.state for r in loop.recurrences) \
                     or any(o.value is rec.state and o.kind != "last" for o in loop.loop_outputs):
-                return None
+                return declined(f"the buffer {name!r} is also the loop's condition, another state or collected "
+                                "every trip", at=scatter)
             continue
         if isinstance(user, Node) and user.op == "Shape" and not user.attrs:
             shapes.append(user)
         elif isinstance(user, Node) and user.op == "Gather" and user.inputs[1] is loop.counter \
-                and int(user.attrs.get("axis", 0)) == 0 \
+                and int(attr(user, "axis")) == 0 \
                 and all(isinstance(u.user, Node) and u.user.op == "Shape" and not u.user.attrs
                         for u in user.outputs[0].uses()):
             rows.append(user)
         else:
-            return None
+            return declined(f"the buffer {name!r} is read in the loop for more than its shape", at=user)
     return scatter, shapes, rows
 
 

@@ -21,46 +21,72 @@ import numpy as np
 
 from loopc.ir import Graph, Node, Value, constant_value
 from loopc.ir.builder import Builder
+from loopc.passes._offending import Offending
+from loopc.passes._why import declined, kept_if, no
 from loopc.passes._util import TO_THE_END, listed_axes, lower_bounds, vector_entries
 from loopc.passes.manager import PassResult
 
 
 class SqueezedRows:
     name = "squeezed-rows"
+    benefit = 100  # see loopc.passes.legalize
 
     def __call__(self, graph: Graph) -> PassResult:
-        rewritten = 0
+        rewritten, offending = 0, Offending()
         for g, node in list(graph.walk()):
-            if node.op == "Squeeze" and node.graph is g and _rewrite(g, node):
-                rewritten += 1
+            if node.op == "Squeeze" and node.graph is g:
+                sliced = node.inputs[0].producer if node.inputs[0] is not None else None
+                if sliced is None or sliced.op != "Slice":
+                    continue
+                with kept_if(lambda: offending.node(sliced)):
+                    done = _rewrite(g, node, sliced)
+                if done:
+                    offending.changed()
+                    rewritten += 1
+            elif node.op == "Slice" and not _squeezed(node) and offending.node(node):
+                declined("the slice's result is not squeezed: only a one-row slice squeezed away is a row", at=node)
         return PassResult(graph, rewritten > 0, {"slices": rewritten} if rewritten else {})
 
 
-def _rewrite(g: Graph, squeeze: Node) -> bool:
-    sliced = squeeze.inputs[0]
-    if sliced is None or sliced.producer is None or sliced.producer.op != "Slice" or len(sliced.uses()) != 1:
-        return False
-    node = sliced.producer
+def _squeezed(node: Node) -> bool:
+    """Whether a Squeeze reads the result of ``node``."""
+    return any(isinstance(u.user, Node) and u.user.op == "Squeeze" and u.slot == 0 for u in node.outputs[0].uses())
+
+
+def _rewrite(g: Graph, squeeze: Node, node: Node) -> bool:
+    """Replace ``squeeze`` of the Slice ``node`` by Gathers when it picks rows at data starts; else say why."""
+    sliced = node.outputs[0]
+    if len(sliced.uses()) != 1:
+        return no("the slice's result is read by more than the Squeeze", at=node)
     if len(node.inputs) < 4:
-        return False
+        return no("the slice names no axes", at=node)
     data, starts, ends, axes = node.inputs[:4]
     steps = constant_value(node.inputs[4]) if len(node.inputs) > 4 and node.inputs[4] is not None else None
     axis_list = constant_value(axes)
-    if data is None or data.shape is None or starts is None or ends is None or axis_list is None:
-        return False
+    if data is None or data.shape is None or starts is None or ends is None:
+        return no("the slice's data has no known rank", at=node)
+    if axis_list is None:
+        return no("the slice's axes are not constant", at=node)
     rank = len(data.shape)
     at = [int(a) % rank for a in np.asarray(axis_list).reshape(-1)]
     begins, lengths = vector_entries(starts), _lengths(data, at, starts, ends, steps)
     squeezed = _squeezed_axes(squeeze, rank)
-    if begins is None or lengths is None or squeezed is None or len(begins) != len(at) or len(lengths) != len(at):
-        return False
+    if begins is None or len(begins) != len(at):
+        return no("the slice's starts are not constants and unsqueezed scalars, one per axis", at=node)
+    if lengths is None or len(lengths) != len(at):
+        return no("the slice's ends are not its starts plus constant lengths (nor past the end of every axis)",
+                  at=node)
+    if squeezed is None:
+        return no("the Squeeze's axes are not constant", at=node)
     rows = {a: begin for a, begin, length in zip(at, begins, lengths) if isinstance(begin, Value) and length == 1}
-    if not rows or set(rows) != squeezed or any(a not in rows and (isinstance(b, Value) or b < 0)
-                                                for a, b in zip(at, begins)):
-        return False  # a data start off the squeezed axes, or a negative constant one, is left as it is
+    if not rows or set(rows) != squeezed:
+        return no("the axes the Squeeze drops are not the axes the slice cuts one row of at a computed start",
+                  at=node)
+    if any(a not in rows and (isinstance(b, Value) or b < 0) for a, b in zip(at, begins)):
+        return no("the slice has a computed start off the squeezed axes, or a negative constant one", at=node)
     dims = {a: data.shape[a] for a in rows}
     if not all(isinstance(d, int) for d in dims.values()):
-        return False
+        return no("the slice's data has no static length along a squeezed axis", at=node)
     made: list[Node] = []
     b = Builder(g, made).standing_for(squeeze)
     kept = [(begin, data.shape[a] if length is None else begin + length, a)

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from loopc.ir import Graph, Loop, LoopOutput, Node, constant_value
+from loopc.passes._why import declined
 from loopc.passes.manager import PassResult
 
 
@@ -31,13 +32,17 @@ class StackedOutputs:
                 readers = [use.user for use in out.result.uses()]
                 if out.kind == "last" or not readers:
                     continue
-                if out.kind == "concat" and node.condition is None and all(_reverses(r, out) for r in readers):
+                backwards = out.kind == "concat" and all(_reverses(r, out) for r in readers)
+                if backwards and node.condition is None:
                     node.update(out, kind="reverse")
                     out.result.learn_shape(readers[0].outputs[0].shape)  # type: ignore[union-attr]
                 elif out.axis == 0 and (axis := _moved_to(readers)) is not None:
                     node.update(out, axis=axis)
                     out.result.shape = readers[0].outputs[0].shape  # type: ignore[union-attr]
                 else:
+                    if backwards:
+                        declined(f"its output {out.result.name!r} is read backwards, but the loop can stop early",
+                                 at=node)
                     continue
                 for reader in readers:
                     assert isinstance(reader, Node) and reader.graph is not None

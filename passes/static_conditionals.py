@@ -7,7 +7,9 @@
 - A short-circuit ``and``: TorchScript writes ``while step < n and token != end`` as
   ``If(step < n, token != end, False)``. That is ``And(step < n, token != end)`` with the branch's
   nodes run unconditionally — legal, as IR nodes have no side effects and a value computed but
-  not chosen is never read. As an ``And`` the counter test becomes visible to counted-loops.
+  not chosen is never read. As an ``And`` the counter test becomes visible to counted-loops. The same
+  for ``or`` (``If(a, True, b)``: ``if gate or idx >= maxlen: break``), for a constant flag in the other
+  branch (``not a and b``, ``not a or b``), and for flags both constant (``If(a, False, True)`` is ``not a``).
 - An empty guard: torchvision's ``batched_nms`` is ``If(boxes.numel() == 0, <empty>, nms(...))``.
   The branch whose results are all empty constants is the other branch's results cut to length 0
   when it is taken: ``Slice(r, 0, c ? 0 : len(r))`` along the empty axis, the other branch's nodes
@@ -23,6 +25,7 @@ import numpy as np
 from loopc.ir import Graph, If, Node, Value
 from loopc.ir import constant_value
 from loopc.ir.builder import Builder
+from loopc.passes._why import declined
 from loopc.passes.manager import PassResult
 
 
@@ -44,12 +47,10 @@ class StaticConditionals:
                 taken = node.then_branch if bool(np.asarray(condition).reshape(-1)[0]) else node.else_branch
                 _inline(graph, outer, node, taken, list(taken.outputs))
                 return True
-            if _short_circuit_and(node):
-                result = node.outputs[0]
-                both = Builder(node.then_branch, origin=node.origin).op(
-                    "And", [node.inputs[0], node.then_branch.outputs[0]], name=f"{result.name}_and",
-                    dtype=result.dtype, shape=result.shape)
-                _inline(graph, outer, node, node.then_branch, [both])
+            logic = _short_circuit(node)
+            if logic is not None:
+                branch, flag = logic
+                _inline(graph, outer, node, branch, [flag])
                 return True
             guarded = _empty_guard(node)
             if guarded is not None:
@@ -78,22 +79,29 @@ def _empty_guard(node: If) -> tuple[Graph, list[int]] | None:
     constants of the running branch's dtypes, ranks and other (static) dims, and the running branch holds
     no loops or conditionals (it runs whichever way the condition goes)."""
     condition = node.inputs[0]
-    if condition is None or condition.shape not in ((), (1,)):
-        return None
     for empty, branch in ((node.then_branch, node.else_branch), (node.else_branch, node.then_branch)):
+        arrays = [constant_value(e) for e in empty.outputs]
+        if not all(a is not None and a.size == 0 for a in arrays):
+            continue  # not a guard that gives empty results this way round
+        if condition is None or condition.shape not in ((), (1,)):
+            return declined("one branch gives empty results, but the condition is not known to be one flag",
+                            at=node)
         if any(n.subgraphs() for n in branch.nodes):
+            declined(f"the branch {empty.name!r} gives empty results, but {branch.name!r} holds a loop or a conditional, "
+                     "which cannot run unconditionally", at=node)
             continue
-        axes = [_empty_axis(constant_value(e), r) for e, r in zip(empty.outputs, branch.outputs)]
+        axes = [_empty_axis(a, r) for a, r in zip(arrays, branch.outputs)]
         if all(a is not None for a in axes):
             return branch, [a for a in axes if a is not None]
+        declined(f"the branch {empty.name!r} gives empty results, but not of the types and other dims of "
+                 f"what {branch.name!r} gives", at=node)
     return None
 
 
 def _empty_axis(empty: np.ndarray | None, result: Value) -> int | None:
     """The first axis along which ``empty`` is empty, when cutting ``result`` there to length 0 gives it."""
-    if empty is None or empty.size != 0 or result.dtype != empty.dtype or result.shape is None:
-        return None
-    if len(result.shape) != empty.ndim:
+    if empty is None or empty.size != 0 or result.dtype != empty.dtype or result.shape is None \
+            or len(result.shape) != empty.ndim:
         return None
     axis = list(empty.shape).index(0)
     if any(k != axis and d != e for k, (d, e) in enumerate(zip(result.shape, empty.shape))):
@@ -119,11 +127,56 @@ def _cut(b: Builder, node: If, value: Value, axis: int, empty_when: bool) -> Val
                 shape=tuple(None if k == axis else d for k, d in enumerate(value.shape or ())))
 
 
-def _short_circuit_and(node: If) -> bool:
-    """``If(a, b, False)`` with one bool output and a then-branch of plain nodes."""
+def _short_circuit(node: If) -> tuple[Graph, Value] | None:
+    """An If with one bool result that one branch gives as a constant flag, as logic on its condition ``a``
+    (``b`` what the other branch gives): ``If(a, b, False)`` is ``a and b``, ``If(a, True, b)`` is ``a or b``,
+    ``If(a, False, b)`` is ``not a and b``, ``If(a, b, True)`` is ``not a or b``; two constant branches give
+    ``a``, ``not a`` or a constant. The branch whose nodes to inline and the flag made at its end, or None."""
     if len(node.outputs) != 1 or node.outputs[0].dtype != np.dtype(np.bool_) or node.inputs[0] is None:
-        return False
-    if node.inputs[0].shape not in ((), (1,)) or any(n.subgraphs() for n in node.then_branch.nodes):
-        return False
-    otherwise = constant_value(node.else_branch.outputs[0])
-    return otherwise is not None and np.asarray(otherwise).size == 1 and not bool(np.asarray(otherwise).reshape(-1)[0])
+        return None  # not one flag
+    held = [_flag(branch.outputs[0]) for branch in (node.then_branch, node.else_branch)]
+    if held == [None, None]:
+        return None  # not logic
+    if node.inputs[0].shape not in ((), (1,)):
+        return declined("a branch gives a constant flag, but the condition is not known to be one flag", at=node)
+    k = 1 if held[1] is not None and (held[0] is None or held[1] is False) else 0  # the constant branch
+    other = node.subgraphs()[1 - k]
+    if held[1 - k] is None and any(n.subgraphs() for n in other.nodes):
+        return declined(f"it is `a and b` or `a or b`, but `b` ({other.name!r}) holds a loop or a conditional, "
+                        "which cannot run unconditionally", at=node)
+    result, condition = node.outputs[0], node.inputs[0]
+    b = Builder(other, origin=node.origin)
+    if k == 0 and held[0] is False or k == 1 and held[1] is True:
+        condition = _negated(b, condition, f"{result.name}_not")
+    if held[1 - k] is not None:  # both constant: the (negated) condition, or the constant when they agree
+        if held[0] == held[1]:
+            return other, other.outputs[0]
+        if condition.shape != result.shape:
+            return declined("its branches give `not a` or `a`, but `a` is not of the result's shape", at=node)
+        return other, condition
+    op = "Or" if held[k] else "And"
+    return other, b.op(op, [condition, other.outputs[0]], name=f"{result.name}_{op.lower()}", dtype=result.dtype,
+                       shape=result.shape)
+
+
+def _negated(b: Builder, flag: Value, name: str) -> Value:
+    """``not flag``, pushed through the ``and``/``or`` that made it (De Morgan) and cancelling a ``not``: a loop's
+    ``not (gate or idx >= maxlen)`` becomes ``not gate and not idx >= maxlen``, whose counter test counted-loops
+    reads as a conjunct."""
+    node = flag.producer
+    if node is not None and node.op in ("Cast", "Identity") and node.inputs[0] is not None \
+            and node.inputs[0].dtype == flag.dtype and node.inputs[0].shape == flag.shape:
+        return _negated(b, node.inputs[0], name)  # a bool cast to bool is the flag itself
+    if node is not None and node.op == "Not" and node.inputs[0] is not None and node.inputs[0].shape == flag.shape:
+        return node.inputs[0]
+    if node is not None and node.op in ("And", "Or") and len(node.inputs) == 2 \
+            and all(v is not None for v in node.inputs):
+        parts = [_negated(b, v, f"{name}{k}") for k, v in enumerate(node.inputs) if v is not None]
+        return b.op("Or" if node.op == "And" else "And", parts, name=name, dtype=flag.dtype, shape=flag.shape)
+    return b.op("Not", [flag], name=name, dtype=flag.dtype, shape=flag.shape)
+
+
+def _flag(value: Value) -> bool | None:
+    """The constant one-element bool ``value`` holds, or None."""
+    held = constant_value(value)
+    return None if held is None or np.asarray(held).size != 1 else bool(np.asarray(held).reshape(-1)[0])

@@ -21,20 +21,17 @@ that constant folding turns the positions into constants.
 
 from __future__ import annotations
 
-import logging
-
 import numpy as np
 
 from loopc.ir import Graph, If, Loop, LoopOutput, Node, Recurrence, Value
 from loopc.ir.builder import Builder
-from loopc.ir.core import Shape
-from loopc.passes._sequence_lengths import MAKERS, READERS, SequenceLengths, position, sequence_lengths, split_sizes
+from loopc.passes._sequence_lengths import (MAKERS, READERS, SequenceLengths, common_shape, position, sequence_lengths,
+                                            split_sizes)
 from loopc.passes._util import computed_from
+from loopc.passes._why import declined
 from loopc.passes.unroll import cannot_unroll, unroll
 from loopc.passes.manager import PassResult
-
-
-log = logging.getLogger(__name__)
+from loopc.semantics.attributes import attr
 
 #: Ops that read or edit a sequence at a position.
 POSITIONED = ("SequenceAt", "SequenceInsert", "SequenceErase")
@@ -45,15 +42,20 @@ class StaticSequences:
 
     def __call__(self, graph: Graph) -> PassResult:
         lengths = sequence_lengths(graph)
-        for why in lengths.left_alone().values():
-            log.debug("a list stays a sequence: %s", why)
+        for member, why in lengths.left_alone().items():
+            declined(f"the list stays a sequence: {why}", at=_place(member))
         rewrite = _Rewrite(lengths)
         rewrite.graph(graph)
         for g, node in reversed(rewrite.dead):
             g.remove(node)
         unrolled = 0
         for g, node in graph.structured():
-            if isinstance(node, Loop) and node.graph is g and _indexes_by_trip(node, lengths) and not cannot_unroll(node):
+            if isinstance(node, Loop) and node.graph is g and _indexes_by_trip(node, lengths):
+                blocked = cannot_unroll(node)
+                if blocked is not None:
+                    declined(f"it reads a list at positions its counter gives, but is unrolled only when {blocked}",
+                             at=node)
+                    continue
                 unroll(g, node)
                 unrolled += 1
         stats = {"sequences": len(rewrite.parts), "reads": rewrite.reads, "carried": rewrite.carried,
@@ -112,7 +114,7 @@ class _Rewrite:
         assert sizes is not None and x is not None
         if not sizes:
             return []
-        axis = int(node.attrs.get("axis", 0))
+        axis = int(attr(node, "axis"))
         made: list[Node] = []
         b = Builder(graph, made)
         pieces = [Value(f"{out.name}_{k}", x.dtype) for k in range(len(sizes))]
@@ -152,11 +154,9 @@ class _Rewrite:
     def concat(self, b: Builder, node: Node, held: list[Value]) -> Value:
         """ConcatFromSequence: along an existing axis, or (new_axis=1) each element unsqueezed there first.
         A negative axis counts from the end of the result for both Unsqueeze and Concat, as it does here."""
-        out, axis = node.outputs[0], int(node.attrs["axis"])
-        if int(node.attrs.get("new_axis", 0)) == 1:
-            axes = b.const(np.array([axis], np.int64), name=f"{out.name}_axis")
-            held = [b.op("Unsqueeze", [v, axes], name=f"{out.name}_{k}", dtype=v.dtype) for k, v in enumerate(held)]
-        return b.op("Concat", held, {"axis": axis}, name=f"{out.name}_joined", dtype=out.dtype, shape=out.shape)
+        out = node.outputs[0]
+        return b.op("Concat", as_parts(b, node, held), {"axis": int(node.attrs["axis"])}, name=f"{out.name}_joined",
+                    dtype=out.dtype, shape=out.shape)
 
     def loop(self, loop: Loop) -> None:
         """A carried static sequence becomes one recurrence per element; its final value, one output each."""
@@ -168,7 +168,7 @@ class _Rewrite:
         for rec in carried:
             for state, init, nxt in zip(self.parts[rec.state], self.parts[rec.init], self.parts[rec.next]):
                 state.dtype = init.dtype if init.dtype is not None else nxt.dtype
-                state.shape = _either(init.shape, nxt.shape)
+                state.shape = common_shape(init.shape, nxt.shape)
                 loop.add_recurrence(Recurrence(state, init, nxt))
         finals = [out for out in loop.loop_outputs if out.value in self.parts]
         for out in finals:
@@ -197,7 +197,7 @@ class _Rewrite:
                     yielded.append(branch.outputs[k])
                 continue
             held = [self.parts[branch.outputs[k]] for branch in branches]
-            results = [Value(f"{out.name}_{j}", first.dtype, _either(*(h[j].shape for h in held)))
+            results = [Value(f"{out.name}_{j}", first.dtype, common_shape(*(h[j].shape for h in held)))
                        for j, first in enumerate(held[0])]
             self.parts[out] = results
             outputs.extend(results)
@@ -221,9 +221,19 @@ def _indexes_by_trip(loop: Loop, lengths: SequenceLengths) -> bool:
     return False
 
 
-def _either(*shapes: Shape | None) -> Shape | None:
-    """A shape every one of ``shapes`` has: the dims they agree on, None where they differ."""
-    if any(s is None for s in shapes) or len({len(s) for s in shapes if s is not None}) != 1:
-        return None
-    known = [s for s in shapes if s is not None]
-    return tuple(dims[0] if all(d == dims[0] for d in dims) else None for dims in zip(*known))
+def _place(value: Value) -> Node | Graph | None:
+    """Where ``value`` is made, or first read (a graph's input)."""
+    if value.producer is not None:
+        return value.producer
+    uses = value.uses()
+    return uses[0].user if uses else None
+
+
+def as_parts(b: Builder, node: Node, held: list[Value]) -> list[Value]:
+    """The operands of the Concat that ConcatFromSequence ``node`` of ``held`` is: each element unsqueezed at the
+    axis when it stacks them (new_axis=1), as they are when it concatenates."""
+    if int(node.attrs.get("new_axis", 0)) != 1:
+        return held
+    out = node.outputs[0]
+    axes = b.const(np.array([int(node.attrs["axis"])], np.int64), name=f"{out.name}_axis")
+    return [b.op("Unsqueeze", [v, axes], name=f"{out.name}_{k}", dtype=v.dtype) for k, v in enumerate(held)]

@@ -21,6 +21,8 @@ from loopc.ir import Graph, Loop, Node, Value
 from loopc.ir.builder import MAX_DATA, refine
 from loopc.ir.core import Shape
 from loopc.ir.ops import traits
+from loopc.passes._offending import Offending
+from loopc.passes._why import declined, kept_if
 from loopc.passes._peeling import peel_first
 from loopc.passes._util import runs_a_trip
 from loopc.passes.constant_folding import fold
@@ -29,12 +31,14 @@ from loopc.passes.manager import PassResult
 
 class SteadyCarries:
     name = "steady-carries"
+    benefit = 50  # see loopc.passes.legalize
 
     def __call__(self, graph: Graph) -> PassResult:
-        peeled = 0
+        peeled, offending = 0, Offending()
         for outer, node in graph.structured():
             if isinstance(node, Loop):
-                steady = steady_shapes(node)
+                with kept_if(lambda: offending.carries(node)):
+                    steady = steady_shapes(node)
                 if steady is not None:
                     _peel(outer, node, steady)
                     peeled += 1
@@ -43,20 +47,45 @@ class SteadyCarries:
 
 def steady_shapes(loop: Loop) -> dict[Value, Shape | None] | None:
     """Each body value's shape from the second trip on, when some state's shape changes on the first trip
-    only and ``loop`` can be peeled; else None."""
-    if loop.condition is not None or not runs_a_trip(loop) or any(o.kind == "reverse" for o in loop.loop_outputs) \
-            or any(it.reverse for it in loop.iterators) or any(n.subgraphs() for n in loop.body.nodes):
-        return None
-    if not all(_static(r.init.shape) for r in loop.recurrences):
-        return None
+    only and ``loop`` can be peeled; else None, saying why."""
+    why = _unpeelable(loop)
+    if why is not None:
+        return declined(why, at=loop)
+    unknown = next((r for r in loop.recurrences if not _static(r.init.shape)), None)
+    if unknown is not None:
+        return declined(f"carried value '{unknown.state.name}' starts in a shape not fully known", at=loop)
     first = trip_shapes(loop, {r.state: r.init.shape for r in loop.recurrences if r.init.shape is not None})
     after = {r.state: first.get(r.next, r.next.shape) for r in loop.recurrences}
-    if not all(_static(s) for s in after.values()) or all(after[r.state] == r.init.shape for r in loop.recurrences):
-        return None
+    unknown = next((r for r in loop.recurrences if not _static(after[r.state])), None)
+    if unknown is not None:
+        return declined(f"carried value '{unknown.state.name}' has no shape after trip 0 that the ops' shape "
+                        "functions know", at=loop)
+    if all(after[r.state] == r.init.shape for r in loop.recurrences):
+        return declined("every carried value keeps its shape through trip 0, by the ops' shape functions", at=loop)
     steady = trip_shapes(loop, {state: shape for state, shape in after.items() if shape is not None})
-    if any(steady.get(r.next, r.next.shape) != after[r.state] for r in loop.recurrences):
-        return None  # the shape keeps changing: not for peeling one trip
+    moving = next((r for r in loop.recurrences if steady.get(r.next, r.next.shape) != after[r.state]), None)
+    if moving is not None:  # the shape keeps changing: not for peeling one trip
+        return declined(f"trip 0's shape is not a fixed point: carried value '{moving.state.name}' has shape "
+                        f"{_listed(after[moving.state])} after trip 0 and "
+                        f"{_listed(steady.get(moving.next, moving.next.shape))} after trip 1", at=loop)
     return steady
+
+
+def _unpeelable(loop: Loop) -> str | None:
+    """Why trip 0 of ``loop`` cannot be peeled, or None."""
+    if loop.condition is not None:
+        return "the loop stops on a condition, so trip 0 may not run"
+    if not runs_a_trip(loop):
+        return "the loop may run no trip, so trip 0 cannot run before it"
+    if any(o.kind == "reverse" for o in loop.loop_outputs) or any(it.reverse for it in loop.iterators):
+        return "the loop has a reversed iterator or output, which peeling does not handle"
+    if any(n.subgraphs() for n in loop.body.nodes):
+        return "the loop's body holds nested graphs, and a peeled trip is copied node by node"
+    return None
+
+
+def _listed(shape: Shape | None) -> str:
+    return "unknown" if shape is None else str(list(shape))
 
 
 def trip_shapes(loop: Loop, states: Mapping[Value, Shape]) -> dict[Value, Shape | None]:

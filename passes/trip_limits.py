@@ -18,10 +18,11 @@ import numpy as np
 from loopc.errors import PassError
 from loopc.ir import Graph, Loop, Node, Value
 from loopc.ir.builder import Builder
+from loopc.ir.ops import traits
 from loopc.loop_rules import MAX_TRIPS
 from loopc.ir import constant_value
 from loopc.passes._util import computed_from, constant_trips
-from loopc.passes.counted_loops import SHAPE_OPS
+from loopc.passes._why import declined
 from loopc.passes.manager import PassResult, broken
 
 
@@ -46,7 +47,7 @@ class TripLimits:
                 raise broken(self, node, f"trip count {count} is left out of range")
 
     def _condition(self, loop: Loop, stats: dict[str, int]) -> None:
-        if loop.condition is None or not _always_true(loop, loop.condition):
+        if loop.condition is None or not always_true(loop, loop.condition):
             return
         if loop.trip_count is None:
             raise PassError(f"{loop.describe()}: the loop never ends (its condition is always true and it has no trip count)")
@@ -58,9 +59,11 @@ class TripLimits:
         if loop.condition is None or loop.trip_count is None:
             return
         rec = next((r for r in loop.recurrences if r.state is loop.condition), None)
-        if rec is None or rec.init.shape not in ((), (1,)) or not _known_at_start(rec.init):
+        if rec is None or rec.init.shape not in ((), (1,)) or not always_true(loop, rec.next, frozenset({rec.state})):
             return
-        if not _always_true(loop, rec.next, frozenset({rec.state})):
+        if not _known_at_start(rec.init):
+            declined(f"its condition starts as {rec.init.name!r}, computed from data, so the loop keeps a while "
+                     "limit", at=loop)
             return
         count = loop.trip_count
         nodes: list[Node] = []
@@ -87,11 +90,6 @@ class TripLimits:
             stats["counts_clamped"] += 1
 
 
-#: What TensorRT evaluates in shape calculations, comparisons and logic included.
-_AT_START = SHAPE_OPS | {"Less", "LessOrEqual", "Greater", "GreaterOrEqual", "Equal", "Not", "And", "Or", "Xor",
-                         "Where"}
-
-
 def _known_at_start(flag: Value) -> bool:
     """Whether ``flag`` is computed from dims and integer inputs only (a shape calculation), nothing read
     from data: TensorRT takes no bool network input, nor data, in a trip count."""
@@ -101,12 +99,12 @@ def _known_at_start(flag: Value) -> bool:
             if current.dtype is None or np.dtype(current.dtype).kind not in "iu" or current.shape is None \
                     or len(current.shape) > 1:
                 return False
-        elif node.op not in _AT_START:
+        elif not traits(node.op).shape_arithmetic:
             return False
     return True
 
 
-def _always_true(loop: Loop, value: Value, seen: frozenset[Value] = frozenset()) -> bool:
+def always_true(loop: Loop, value: Value, seen: frozenset[Value] = frozenset()) -> bool:
     """A constant true, possibly through Identity, or a carried flag that starts and stays true."""
     while value.producer is not None and value.producer.op == "Identity" and value.producer.inputs[0] is not None:
         value = value.producer.inputs[0]
@@ -118,4 +116,4 @@ def _always_true(loop: Loop, value: Value, seen: frozenset[Value] = frozenset())
         return False
     if rec.state in seen:
         return True  # a flag passed on unchanged keeps the value the rest of the chain gives it
-    return _always_true(loop, rec.init) and _always_true(loop, rec.next, seen | {rec.state})
+    return always_true(loop, rec.init) and always_true(loop, rec.next, seen | {rec.state})

@@ -1,6 +1,7 @@
-"""Unroll a loop with a small constant trip count whose carried shapes change from trip to trip.
+"""Unroll a loop with a small constant trip count that no other rule could make legal for TensorRT.
 
-TensorRT recurrences keep one shape, so ``out = cat([out, f(x[i], out[-1:])])`` read inside the
+The rule of last resort (see :mod:`loopc.passes.legalize`): a copy of the body per trip. TensorRT recurrences
+keep one shape, so ``out = cat([out, f(x[i], out[-1:])])`` read inside the
 loop cannot stay a loop. With a constant trip count the loop is just a sequence of bodies: trip
 ``i`` binds the counter to ``i``, each iterator to ``Gather(source, i)`` (``-1 - i`` reversed),
 each state to the previous trip's next value; "last" outputs are the final states, concatenated
@@ -11,10 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from loopc.errors import PassError
-from loopc.ir import Graph, Loop, Node, Recurrence, Value
+from loopc.ir import Graph, Loop, Node, Value
 from loopc.ir.builder import Builder
-from loopc.passes._util import constant_trips, reordered
+from loopc.ir.target import loop_violations
+from loopc.passes._util import constant_trips
+from loopc.passes._why import no
 from loopc.passes.manager import PassResult
 
 #: Most trips a loop may run to be unrolled (one copy of its body per trip).
@@ -23,6 +25,7 @@ MAX_UNROLLED_TRIPS = 64
 
 class Unroll:
     name = "unroll"
+    benefit = 0  # see loopc.passes.legalize
 
     def __call__(self, graph: Graph) -> PassResult:
         unrolled = 0
@@ -33,21 +36,14 @@ class Unroll:
         return PassResult(graph, unrolled > 0, {"loops": unrolled} if unrolled else {})
 
     def _wanted(self, loop: Loop) -> bool:
-        """Whether to unroll ``loop``; a carried value that grows where unrolling can't help is refused."""
-        changing = [r for r in loop.recurrences if _grows(r) or _shape_changes(r.init, r.next)]
-        if not changing:
-            return False
+        """Whether to unroll ``loop``: it is illegal for TensorRT (the rules before this one could not make it
+        legal), and it can be unrolled."""
+        if next(loop_violations(loop), None) is None:
+            return False  # nothing to make legal: no rewrite declined
         reason = cannot_unroll(loop)
-        if reason is None:
-            return True
-        growing = next((r for r in changing if _grows(r)), None)
-        if growing is not None:
-            assert growing.next.producer is not None
-            raise PassError(f"{loop.describe()}: carried value {growing.state.name!r} grows on every trip "
-                            f"({growing.next.producer.describe()} concatenates onto it) and is read inside the loop; "
-                            "a TensorRT loop carries values of one shape, and loopc unrolls such a loop only "
-                            f"when {reason}")
-        return False
+        if reason is not None:
+            return no(f"it unrolls a loop only when {reason}", at=loop)
+        return True
 
 
 def unroll(outer: Graph, loop: Loop) -> None:
@@ -92,31 +88,3 @@ def cannot_unroll(loop: Loop) -> str | None:
     if any(node.subgraphs() for node in loop.body.nodes):
         return "its body holds no nested loops or conditionals"  # cloning them is not done here
     return None
-
-
-def _grows(rec: Recurrence) -> bool:
-    """The next value concatenates something onto the state, or onto a reordering of it that keeps
-    its length on the concatenation axis (a beam search's ``cat([history[beams], token])``), through
-    any chain of Concats (``cat([cat([acc, a]), b])``)."""
-    stack, seen = [rec.next], set()
-    while stack:
-        producer = stack.pop().producer
-        if producer is None or producer.op != "Concat" or len(producer.inputs) < 2 or producer in seen:
-            continue
-        seen.add(producer)
-        axis = int(producer.attrs.get("axis", 0))
-        if any(v is rec.state or reordered(v, rec.state, axis) for v in producer.inputs):
-            return True
-        stack.extend(v for v in producer.inputs if v is not None)
-    return False
-
-
-def _shape_changes(init: Value, nxt: Value) -> bool:
-    """Known to change: ranks differ, or a static dim meets a different static or symbolic one
-    (shape inference names a dim symbolically when the trips disagree). Unknown is not evidence."""
-    if init.shape is None or nxt.shape is None:
-        return False
-    if len(init.shape) != len(nxt.shape):
-        return True
-    return any(a != b for a, b in zip(init.shape, nxt.shape) if a is not None and b is not None)
-

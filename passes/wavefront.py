@@ -40,6 +40,7 @@ from loopc.ir.builder import Builder
 from loopc.passes._batching import row_wise
 from loopc.passes._peeling import END, add_row, peel_first, rows
 from loopc.passes._util import I64, constant_trips
+from loopc.passes._why import declined
 from loopc.passes.manager import PassResult
 
 class Wavefront:
@@ -270,11 +271,6 @@ def _peel_last(outer: Graph, loop: Loop) -> None:
 # -- the plan --------------------------------------------------------------------------------------
 
 def _plan(graph: Graph, producer: Loop, consumer: Loop, nodes_between: list[Node]) -> _Plan | None:
-    trips, count = constant_trips(producer), constant_trips(consumer)
-    if trips is None or count is None or not _plain(producer, trips) or not _plain(consumer, count):
-        return None
-    if not producer.recurrences or not consumer.recurrences or any(it.reverse for it in consumer.iterators):
-        return None
     # what depends on the producer, between the two loops; each such value's first producer row
     between: list[Node] = []
     first: dict[Value, int | None] = {}  # value -> first producer row in its row 0 (None: not rows)
@@ -299,21 +295,31 @@ def _plan(graph: Graph, producer: Loop, consumer: Loop, nodes_between: list[Node
         if it.source in first:
             fed.append(it)
             starts.add(first[it.source])
-    if not fed or len(starts) != 1 or None in starts or any(it.axis != 0 for it in fed):
-        return None
+    if not fed:
+        return None  # not a layer over the rows of the one before
+    trips, count = constant_trips(producer), constant_trips(consumer)
+    if trips is None or count is None:
+        return declined(f"it and {producer.name!r} need constant trip counts to run one trip apart", at=consumer)
+    if not _plain(producer, trips) or not _plain(consumer, count):
+        return declined(f"it or {producer.name!r} can stop early or iterates over sources of another length",
+                        at=consumer)
+    if not producer.recurrences or not consumer.recurrences or any(it.reverse for it in consumer.iterators):
+        return declined(f"it or {producer.name!r} carries no state, or it iterates backwards", at=consumer)
+    if len(starts) != 1 or None in starts or any(it.axis != 0 for it in fed):
+        return declined(f"it reads the rows of {producer.name!r} through work that is not row by row", at=consumer)
     first_row = starts.pop()
     assert first_row is not None
     if first_row + count != trips:
-        return None
+        return declined(f"it does not read the last {count} rows of {producer.name!r}", at=consumer)
     fed_sources = {it.source for it in fed}
     if any(v in first and v not in fed_sources for v in consumer.inputs if v is not None) \
             or _reads_from(consumer.body, first) or any(v in first for v in consumer.body.outputs):
-        return None
+        return declined(f"it reads results of {producer.name!r} other than through its iterators", at=consumer)
     chain = _chain(between, [it.source for it in fed])
     needed = {v for n in chain for v in n.inputs if v is not None} | fed_sources
     rows = {k: v for k, v in rows.items() if k in needed}
     if not all(_can_carry(producer, v, first_row) for v in rows.values()):
-        return None
+        return declined(f"a row of {producer.name!r} it reads has a size unknown before the loop", at=consumer)
     return _Plan(graph, producer, consumer, trips, first_row, between, chain, shifts, rows, fed)
 
 

@@ -50,7 +50,7 @@ def loopc_failures(cases: Iterable[Any], refused: Mapping[str, str] | None = Non
     """Each of ``cases`` run through loopc (the real builder, the simulator, the case's expected outputs):
     one line per case that does not match, or, when ``refused`` names it, is not refused by the frontend
     with one line holding the reason given. Empty when all is well."""
-    from loopc.conformance import MATCH, PARSE_FAILED, run_case
+    from tests.conformance import MATCH, PARSE_FAILED, run_case
 
     refused = refused or {}
     failures = []

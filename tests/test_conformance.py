@@ -6,7 +6,7 @@ them, so this checks the simulator's layer semantics, not loopc's converters.
 
 from __future__ import annotations
 
-from loopc.conformance import MATCH, Sweep, node_test_cases, sweep
+from tests.conformance import MATCH, Sweep, node_test_cases, sweep
 
 # Floors measured when this test was written: if TensorRT's parser or builder stops accepting
 # cases, the rates below could pass on too few cases, so the counts are guarded too.
@@ -35,7 +35,7 @@ def test_loopc_builds_every_onnx_loop_case() -> None:
     The float Range expansions compute their trip count from float inputs, which TensorRT cannot
     count with: without --max-trips loopc refuses them and says so; with it, they build and match."""
     from benchmarks.loop_conformance import has_loop
-    from loopc.conformance import NOT_TENSORS, run_case
+    from tests.conformance import NOT_TENSORS, run_case
 
     cases = [case for case in node_test_cases() if has_loop(case)]
     results = [run_case(case, "loopc") for case in cases]

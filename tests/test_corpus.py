@@ -13,7 +13,7 @@ import pathlib
 
 import pytest
 
-from loopc.corpus import Case, build_with_loopc, build_with_parser, load_corpus, run
+from tests.corpus import Case, build_with_loopc, build_with_parser, load_corpus, run
 
 CASES = load_corpus(pathlib.Path(__file__).resolve().parent / "models")
 

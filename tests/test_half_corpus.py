@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from benchmarks.half_table import HALVES, attempt, loop_node_tests
-from loopc.conformance import _as_array
-from loopc.corpus import Case, load_corpus
+from tests.conformance import _as_array
+from tests.corpus import Case, load_corpus
 from loopc.fileio import load_arrays
 from loopc.ir import Loop, parse, verify
 from loopc.ir.interpret import interpret

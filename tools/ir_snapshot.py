@@ -13,11 +13,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # for the tests package
 
 
 def models() -> list[tuple[str, Path, int | None]]:
     """(name, path, max trips) of every sample and corpus model."""
-    from loopc.corpus import load_corpus
+    from tests.corpus import load_corpus
 
     found = [(f"samples/{p.name}", p, None) for p in sorted((ROOT / "samples").glob("*.onnx"))]
     found += [(f"samples/openvino/{p.name}", p, None) for p in sorted((ROOT / "samples/openvino").glob("*.xml"))]

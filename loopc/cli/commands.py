@@ -177,8 +177,22 @@ def build(
     )
     if report.precision is not None:
         _say_precision(say, report.precision, report.engine_bytes)
+    if (click.get_current_context().obj or {}).get("verbose", 0):
+        for line in _why_lines(report.declined):
+            say(line)
     if report_file:
         report_file.write(lambda handle: handle.write(report.to_json().encode()))
+
+
+def _why_lines(declined: dict[str, list[str]]) -> list[str]:
+    """The rewrites that did not apply, under the loop each concerns (``build -v``, ``inspect --why``)."""
+    if not declined:
+        return ["no pass recorded a rewrite that did not apply"]
+    lines = ["rewrites that did not apply, and why:"]
+    for loop, reasons in declined.items():
+        lines.append(f"  {loop}:")
+        lines.extend(f"    {reason}" for reason in reasons)
+    return lines
 
 
 def _say_precision(say: Callable[[str], None], precision: PrecisionReport, engine_bytes: int) -> None:
@@ -245,15 +259,18 @@ def export(model: str, output: str, shapes: str | None, max_trips: int | None, r
 @click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file instead of stdout.")
 @click.option("--max-trips", type=click.IntRange(min=1), help=MAX_TRIPS_HELP)
 @click.option("--ir", "show_ir", is_flag=True, help="text: also print each loop's IR after loopc's passes.")
+@click.option("--why", "why", is_flag=True,
+              help="Also print, per loop, the rewrites of loopc's passes that did not apply, and why.")
 @click.option("--dump-ir", is_flag=True, help="Also print the IR after the frontend and after each pass.")
 @optimization_options
 @frontend_options
 @limit_option
 @verbose_option
-def inspect(model: str, fmt: str, output: str | None, max_trips: int | None, show_ir: bool, dump_ir: bool,
-            disabled: tuple[str, ...], frontend: str | None, weights: str | None) -> None:
+def inspect(model: str, fmt: str, output: str | None, max_trips: int | None, show_ir: bool, why: bool,
+            dump_ir: bool, disabled: tuple[str, ...], frontend: str | None, weights: str | None) -> None:
     """Show MODEL's loops as the TensorRT network holds them (trip limits, iterators, recurrences, outputs, work
-    per iteration, critical path) and what loopc's passes did; --ir adds the loops' IR."""
+    per iteration, critical path) and what loopc's passes did; --ir adds the loops' IR, --why the rewrites that
+    did not apply."""
     from loopc.compiler import compile as compile_model
     from loopc.fingerprint import NetworkInfo
     from loopc.picture import render
@@ -267,9 +284,12 @@ def inspect(model: str, fmt: str, output: str | None, max_trips: int | None, sho
     name = pathlib.Path(model).name
     if fmt == "text":
         text = "\n\n".join([*([_ir_loops(compiled.model.graph, name)] if show_ir else []),
-                             render(info, fmt, f"{name} as a TensorRT network"), _pass_summary(compiled.report.passes)])
+                             render(info, fmt, f"{name} as a TensorRT network"), _pass_summary(compiled.report.passes),
+                             *(["\n".join(_why_lines(compiled.report.declined))] if why else [])])
     else:  # a standalone .svg file is an XML document
         text = ('<?xml version="1.0" encoding="UTF-8"?>\n' if fmt == "svg" else "") + render(info, fmt, name)
+        if why:  # beside the picture or data, not in it
+            click.echo("\n".join(_why_lines(compiled.report.declined)), err=True)
     if out_file:
         out_file.write(lambda handle: handle.write(text.encode() + b"\n"))
     else:

@@ -12,9 +12,7 @@ the model.
 from __future__ import annotations
 
 from loopc.ir.core import Graph, Node, Value
-
-#: Ops whose result depends only on their operand's shape.
-_SHAPE_READERS = frozenset({"Shape", "Size"})
+from loopc.ir.ops import traits
 
 
 def input_dependence(value: Value | None, graph: Graph) -> tuple[list[Value], list[Value]]:
@@ -38,18 +36,10 @@ def input_dependence(value: Value | None, graph: Graph) -> tuple[list[Value], li
         if node is None:
             continue
         # past Shape/Size only shapes matter, until an op whose result's size follows its operands' values
-        below = (shape_only and not _sized_by_values(node.op)) or node.op in _SHAPE_READERS
+        facts = traits(node.op)
+        below = (shape_only and not facts.data_sized) or facts.shape_only
         stack.extend((operand, below) for operand in node.inputs if operand is not None)
     return list(by_value), [v for v in by_shape if v not in by_value]
-
-
-#: Ops whose result's size follows their operands' *values* where those are data, not sizes: a detector's box
-#: count. (A Pad's or a Reshape's sizes are shape work, which the walk follows as such.)
-_SIZED_BY_DATA = frozenset({"NonZero", "NonMaxSuppression", "Compress", "Unique", "StringSplit"})
-
-
-def _sized_by_values(op: str) -> bool:
-    return op in _SIZED_BY_DATA
 
 
 def steers(value: Value) -> bool:

@@ -41,6 +41,7 @@ from loopc.ir.core import Graph, Model, Node, Value, type_text
 from loopc.ir.loop import If, Loop, LoopIterator, LoopOutput
 from loopc.ir.builder import node_proto, operand_names
 from loopc.loop_rules import DEFAULT_MAX_ITERATIONS, endless, no_trips, padded, saturate_trips
+from loopc.semantics.attributes import attr
 
 Kernel = Callable[[list[Any]], Sequence[Any]]
 
@@ -124,17 +125,7 @@ class _Interpreter:
         except KeyError:
             missing = next(v for v in node.inputs if v is not None and v not in env)
             raise _unset(missing, f"{node.describe()}: input") from None
-        try:
-            results = kernel(args)
-        except LoopcError:
-            raise
-        except Exception as exc:  # ONNX's reference ops raise anything; say which node failed
-            raise InterpretError(f"{node.describe()}: cannot run {node.op}: {_one_line(exc)}") from exc
-        if len(results) < len(node.outputs):
-            raise InterpretError(f"{node.describe()}: {node.op} gave {len(results)} results for "
-                                 f"{len(node.outputs)} outputs")
-        for out, result in zip(node.outputs, results):
-            array = np.asarray(result) if isinstance(result, (np.generic, int, float, bool)) else result
+        for out, array in zip(node.outputs, _run(node, kernel, args)):
             if self.check_types and isinstance(array, np.ndarray) and not _fits(out, array):
                 self.set(out, array, f"{node.describe()}: output")  # raises, naming the node
             env[out] = array
@@ -293,6 +284,31 @@ class _Interpreter:
 
 # --- plain nodes: ONNX's reference evaluator, one per distinct node form ----------------------------
 
+
+def evaluate(node: Node, args: Sequence[Any]) -> list[Any]:
+    """``node``'s results on ``args`` (one array, sequence or None per input), computed as :func:`interpret`
+    computes them: the one node evaluator, so that what is folded at compile time is what the graph means.
+
+    Raises :class:`InterpretError` (naming the node) when the node cannot run on these operands.
+    """
+    return _run(node, _kernel(node), list(args))
+
+
+def _run(node: Node, kernel: Kernel, args: list[Any]) -> list[Any]:
+    """``kernel``'s results for ``node``, one per output (NumPy scalars made 0-D arrays); any failure an
+    :class:`InterpretError` that names the node."""
+    try:
+        results = kernel(args)
+    except LoopcError:
+        raise
+    except Exception as exc:  # ONNX's reference ops raise anything; say which node failed
+        raise InterpretError(f"{node.describe()}: cannot run {node.op}: {_one_line(exc)}") from exc
+    if len(results) < len(node.outputs):
+        raise InterpretError(f"{node.describe()}: {node.op} gave {len(results)} results for "
+                             f"{len(node.outputs)} outputs")
+    return [np.asarray(r) if isinstance(r, (np.generic, int, float, bool)) else r for r in results]
+
+
 _EVALUATORS: dict[tuple[Any, ...], ReferenceEvaluator] = {}
 _MAX_EVALUATORS = 4096
 
@@ -302,7 +318,7 @@ def _kernel(node: Node) -> Kernel:
     if node.op == "Constant" and "value" in node.attrs and len(node.attrs) == 1:
         value = np.asarray(node.attrs["value"])
         return lambda args: [value]
-    if node.op == "ConvTranspose" and int(node.attrs.get("group", 1)) > 1:
+    if node.op == "ConvTranspose" and int(attr(node, "group")) > 1:
         return _grouped_conv_transpose(node)
     if node.op == "LRN":
         return _lrn(node)
@@ -353,7 +369,7 @@ def _lrn(node: Node) -> Kernel:
     """ONNX's LRN (ONNX's reference walks the batch axis instead of the channels, and takes 4-D only):
     ``x / (bias + alpha / size * sum of x² over channels [c - floor((size-1)/2), c + ceil((size-1)/2)])^beta``."""
     size = int(node.attrs["size"])
-    alpha, beta, bias = (float(node.attrs.get(k, d)) for k, d in (("alpha", 1e-4), ("beta", 0.75), ("bias", 1.0)))
+    alpha, beta, bias = (float(attr(node, k)) for k in ("alpha", "beta", "bias"))
     below, above = (size - 1) // 2, size // 2
 
     def run(args: list[Any]) -> Sequence[Any]:
@@ -446,4 +462,4 @@ def _one_line(exc: BaseException) -> str:
     return text if len(text) <= 300 else text[:297] + "..."
 
 
-__all__ = ["DEFAULT_MAX_ITERATIONS", "InterpretError", "interpret"]
+__all__ = ["DEFAULT_MAX_ITERATIONS", "InterpretError", "evaluate", "interpret"]

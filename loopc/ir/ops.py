@@ -114,6 +114,18 @@ class OpTraits:
             loop's computation for.
         precision: the type it computes in when the model runs in half (see :data:`Precision`); float32
             unless the record says otherwise.
+        shape_operands: the operands TensorRT takes as *shape tensors* (sizes, slice bounds, counts, axes),
+            which it must know before a layer runs: inside a loop they may not change between trips
+            (see :mod:`loopc.ir.target`).
+        data_sized: the result's size follows operand values that are data, not sizes (a detector's box
+            count): TensorRT sizes it at run time, which it cannot do inside a loop from per-trip values.
+        extends: ``(result, operand, axis)``: the result is the operand extended along ``axis`` (Attention's
+            present keys are its past keys and the new ones): a loop that carries it grows on every trip.
+        shape_arithmetic: TensorRT evaluates it in shape calculations (integer arithmetic on dims and integer
+            inputs), so a trip count or a size computed with it is known when a loop starts.
+        pad_identity: what an element must hold for the op's result over its axis (or axes) to be as if the
+            element were absent (0 for a sum, -inf for a max or a softmax); a padded value holds it in its
+            padding before such an op reads it (:mod:`loopc.passes._padding`). None: no such value.
     """
 
     op: str
@@ -133,6 +145,11 @@ class OpTraits:
     lift: Lift | None = None
     matrix_product: bool = False
     precision: Precision = "float"
+    shape_operands: tuple[int, ...] = ()
+    data_sized: bool = False
+    shape_arithmetic: bool = False
+    pad_identity: float | None = None
+    extends: tuple[tuple[int, int, int], ...] = ()
 
     @property
     def axis(self) -> AxisParam | None:
@@ -274,6 +291,38 @@ _add(["EyeLike", "MaxPool", "GlobalMaxPool"], precision="follow")
 _add(["MaxUnpool"], traps=Trap.INDEX, precision="follow")
 _add(["RoiAlign", "NonMaxSuppression"], traps=Trap.INDEX)
 
+
+# ------------------------------------------------------------------- what TensorRT takes as shapes
+
+
+def _also(ops: Iterable[str], **facts: Any) -> None:
+    """Add facts to records made above (TensorRT's facts are stated together, apart from ONNX's)."""
+    for op in ops:
+        _REGISTRY[op] = replace(_REGISTRY[op], **facts)
+
+
+for _op, _operands in {
+        "Reshape": (1,), "Expand": (1,), "Tile": (1,), "Slice": (1, 2, 3, 4), "ConstantOfShape": (0,),
+        "Range": (0, 1, 2), "Resize": (1, 2, 3), "Upsample": (1,), "Pad": (1, 3), "TopK": (1,), "Split": (1,),
+        "OneHot": (1,), "CenterCropPad": (1, 2), "Squeeze": (1,), "Unsqueeze": (1,), "Col2Im": (1, 2),
+        "CumSum": (1,), "CumProd": (1,), **{op: (1,) for op in _REDUCE}}.items():
+    _also([_op], shape_operands=_operands)
+_also(["Attention"], extends=((1, 4, -2), (2, 5, -2)))
+_also(["NonZero", "NonMaxSuppression", "Compress", "Unique", "StringSplit"], data_sized=True)
+_also(["Shape", "Size", "Constant", "Cast", "Identity", "Add", "Sub", "Mul", "Div", "Max", "Min", "Neg", "Abs",
+       "Gather", "Squeeze", "Unsqueeze", "Reshape", "Flatten", "Concat", "Slice", "Less", "LessOrEqual", "Greater",
+       "GreaterOrEqual", "Equal", "Not", "And", "Or", "Xor", "Where"], shape_arithmetic=True)
+
+
+def _identity(value: float, ops: Iterable[str]) -> None:
+    for op in ops:
+        _REGISTRY[op] = replace(_REGISTRY[op], pad_identity=value)
+
+
+_identity(0.0, ["ReduceSum", "ReduceL1", "ReduceL2", "ReduceSumSquare", "ReduceLogSum"])
+_identity(-np.inf, ["ReduceMax", "ReduceLogSumExp", "ArgMax", "Softmax", "LogSoftmax"])
+_identity(np.inf, ["ReduceMin", "ArgMin"])
+_identity(1.0, ["ReduceProd"])
 
 # ----------------------------------------------------------------------------------- queries
 

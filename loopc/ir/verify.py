@@ -34,6 +34,9 @@ if-condition       a conditional reads one bool scalar
 if-branches        each branch takes no inputs and yields the node's outputs' count and dtypes
 uses               when values record their uses: each recorded use is a real read by a node or graph
                    of the model, and each read is recorded (no dangling use)
+loop-target        once loops are legalized (``legal=True``): no loop breaks TensorRT's in-loop rule
+                   (:mod:`loopc.ir.target`: a shape taken from per-trip values, a carried value that
+                   changes shape)
 =================  ===================================================================================
 
 Shapes are compatible when their ranks agree and no dimension is a different known size in each;
@@ -51,6 +54,7 @@ import numpy as np
 from loopc.errors import InternalError
 from loopc.ir.core import Graph, Node, Shape, Value, type_text
 from loopc.ir.loop import If, Loop
+from loopc.ir.target import violations
 
 
 class VerificationError(InternalError):
@@ -68,10 +72,14 @@ class VerificationError(InternalError):
         self.after = after
 
 
-def verify(graph: Graph, after: str = "") -> None:
-    """Raise :class:`VerificationError` naming what ran last (``after``), the rule and the node."""
+def verify(graph: Graph, after: str = "", legal: bool = False) -> None:
+    """Raise :class:`VerificationError` naming what ran last (``after``), the rule and the node; with ``legal``,
+    check TensorRT's loop rule too (what legalization promises)."""
     try:
         _Verifier().run(graph)
+        if legal:
+            for loop, at, why in violations(graph):
+                raise _fail("loop-target", at if isinstance(at, Node) else loop, f"in {loop.describe()}: {why}")
     except VerificationError as exc:
         where = f" after {after}" if after else ""
         raise VerificationError(f"IR check failed{where} (rule {exc.rule}): {exc.message}", rule=exc.rule,

@@ -1,6 +1,8 @@
 """Find the layer of a TensorRT loop that takes a shape from values the loop computes in each trip.
 
-TensorRT's builder cannot build such a loop (a Resize, fill or reshape whose size, or a slice whose
+loopc's passes legalize every loop (:mod:`loopc.ir.target`), so in a network made from its IR this is an
+assertion (:func:`assert_legal`); in a network TensorRT's own parser made it names the culprit. TensorRT's
+builder cannot build such a loop (a Resize, fill or reshape whose size, or a slice whose
 size or bounds, come from an iterator or a recurrence): it fails an internal assertion
 (``makeScopeNodesContiguous``) that names no layer. Naming the layer makes that an error a user can
 act on.
@@ -9,6 +11,8 @@ act on.
 from __future__ import annotations
 
 from typing import Any
+
+from loopc.errors import InternalError
 
 #: Shape-tensor inputs: sizes, and a slice's start, size, stride and axes.
 _SHAPE_INPUTS = {"SHUFFLE": (1,), "SLICE": (1, 2, 3, 5), "FILL": (0,), "RESIZE": (1,), "TOPK": (1,)}
@@ -61,6 +65,16 @@ def refusal(network: Any) -> str | None:
     return (f"layer '{culprit}' takes a shape (a size, or slice bounds) from values its loop computes in each "
             f"trip, which TensorRT's builder cannot build ({SYMPTOM}); compute it outside the loop, or read the "
             "data with a gather")
+
+
+def assert_legal(network: Any) -> None:
+    """What loopc's verifier promised (``loop-target``, see :mod:`loopc.ir.target`) holds in the network made
+    from the IR: no layer of a loop takes a shape from per-trip values. A layer that does is loopc's bug (a
+    lowering that computes a shape from data), reported as such before TensorRT's builder fails unnamed."""
+    culprit = trip_shaped_layer(network)
+    if culprit is not None:
+        raise InternalError(f"layer '{culprit}' takes a shape from values its loop computes in each trip, although "
+                            "the IR it was made from was legal for TensorRT: the lowering made that shape")
 
 
 def explain(network: Any, reason: str) -> str:

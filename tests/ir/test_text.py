@@ -456,7 +456,7 @@ def sample_feeds(path: pathlib.Path) -> dict[str, np.ndarray]:
 
 def oracle(path: pathlib.Path, feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
     if path.suffix == ".xml":
-        from loopc.corpus import openvino_outputs
+        from tests.corpus import openvino_outputs
 
         return list(openvino_outputs(path, feeds).values())
     import onnxruntime as ort  # type: ignore[import-untyped]

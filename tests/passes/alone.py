@@ -18,7 +18,7 @@ import onnxruntime as ort
 from loopc.frontend.onnx import import_model
 from loopc.ir import Graph, Loop, Model, verify
 from loopc.ir.interpret import interpret
-from loopc.passes import Pass, PassManager
+from loopc.passes import Pass, PassManager, Phase
 
 HEADER = '<ir_version: 8, opset_import: ["" : 17]>'
 
@@ -30,8 +30,9 @@ def load(text: str) -> tuple[onnx.ModelProto, Model]:
     return proto, import_model(proto)
 
 
-def run_alone(model: Model, *passes: Pass) -> dict[str, int]:
-    """Run ``passes`` (prerequisites first, the pass under test last) until they settle; their statistics."""
+def run_alone(model: Model, *passes: Pass | Phase) -> dict[str, int]:
+    """Run ``passes`` (prerequisites first, the pass under test last) until they settle, or the phases given
+    one after the other; their statistics."""
     manager = PassManager(list(passes))
     model.graph = manager.run(model.graph)
     verify(model.graph)

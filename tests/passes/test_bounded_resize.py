@@ -2,7 +2,7 @@
 the roi's size (rois clipped to the image, so the size has a bound), ArgMax of each flattened map, x and y from
 the flat index and the map's width, and the score read there. TensorRT's builder cannot build the Resize in
 the loop; ``bounded-resize`` makes it a canvas at the bound. Built with TensorRT's builder, simulated, and
-compared with onnxruntime in each resize mode; readers it cannot rewrite leave the graph as it was."""
+compared with onnxruntime in each resize mode; a reader it cannot rewrite is refused, saying why."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import onnxruntime as ort
 import pytest
 
 from loopc.compiler import optimize
+from loopc.errors import PassError
 from loopc.frontend.onnx import import_model
 from tests.backend.trt.oracle import build_and_simulate
 
@@ -150,23 +151,30 @@ def test_the_peaks_are_spread_over_the_maps():
     assert where[2].max() > 19 * 20 - 20 or where[4].max() > 19 * 20 - 20 or len(set(where.reshape(-1))) > 8
 
 
-@pytest.mark.parametrize("change", [
-    {"clip": ""},  # rois not clipped: no bound on the size
-    {"argmax": "ArgMax <axis = 1, keepdims = 0, select_last_index = 1>"},  # the last of ties: another order
-    {"score": "ReduceMax <axes = [1], keepdims = 0> (flat)"},  # a reader that would see the padding
-    {"maps_count": "num_again"},  # flattened to a count not provably the maps'
+@pytest.mark.parametrize("change, why", [
+    ({"clip": ""}, "the sizes it resizes to have no bound"),  # rois not clipped
+    ({"argmax": "ArgMax <axis = 1, keepdims = 0, select_last_index = 1>"},  # the last of ties: another order
+     "no rule for a Reshape .*: it does not flatten the padded trailing axes for one ArgMax or ArgMin"),
+    ({"score": "ReduceMax <axes = [1], keepdims = 0> (flat)"},  # a reader that would see the padding
+     "no rule for a Reshape .*: it does not keep the padded axis and every axis before it"),
+    ({"maps_count": "num_again"},  # flattened to a count not provably the maps'
+     "no rule for a Reshape .*: it does not flatten the padded trailing axes for one ArgMax or ArgMin"),
 ])
-def test_what_it_cannot_rewrite_is_left_alone(change):
+def test_what_it_cannot_rewrite_is_refused_saying_why(change, why):
     model = import_model(onnx.parser.parse_model(keypoints_model(**change)))
-    stats = optimize(model)
-    assert "bounded-resize.resizes" not in stats
+    with pytest.raises(PassError, match=f"bounded-resize: .*{why}"):
+        optimize(model)
 
 
 @pytest.mark.parametrize("cap, rewritten", [(20 * 20, True), (20 * 20 - 1, False)])
-def test_a_canvas_past_its_cap_is_left_alone(monkeypatch, cap, rewritten):
+def test_a_canvas_past_its_cap_is_refused(monkeypatch, cap, rewritten):
     """The canvas is 20 x 20 (the rois' bound): held only while that is within the cap."""
     from loopc.passes import bounded_resize
 
     monkeypatch.setattr(bounded_resize, "MAX_CANVAS", cap)
-    stats = optimize(import_model(onnx.parser.parse_model(keypoints_model())))
-    assert ("bounded-resize.resizes" in stats) == rewritten
+    model = import_model(onnx.parser.parse_model(keypoints_model()))
+    if rewritten:
+        assert "bounded-resize.resizes" in optimize(model)
+    else:
+        with pytest.raises(PassError, match="bounded-resize: a canvas at its bound would hold 400 positions"):
+            optimize(model)

@@ -16,6 +16,7 @@ from loopc.errors import PassError
 from loopc.ir import Loop
 from loopc.frontend.onnx import import_model
 from loopc.passes import FixedRanges, GrownBuffers, Identities
+from loopc.passes.legalize import legalization
 from tests.passes.alone import assert_matches_onnxruntime, load, loops, run_alone
 
 #: ``{reads}`` computes ``read`` (of type ``{read_type}``) from ``acc`` (the state) and ``acc_next`` (the grown
@@ -163,7 +164,7 @@ def test_a_transposed_cache_multiplied_by_columns() -> None:
 def test_a_read_with_no_rule_is_refused_naming_its_op(reads: str, op: str, step_type: str) -> None:
     _, model_ = model(reads, step_type.replace("float[", "float[T,"), step_type)
     with pytest.raises(PassError, match=rf"reads a value that grows on every trip \(loopc has no rule for a {op}"):
-        run_alone(model_, GrownBuffers())
+        run_alone(model_, legalization([], [GrownBuffers()]))
 
 
 def test_a_loop_unroll_can_take_is_left_to_it() -> None:
@@ -225,7 +226,7 @@ def test_a_range_of_the_length_not_from_zero_is_refused() -> None:
     read = Cast <to = 1> (total)"""
     _, model_ = model(reads, "float[T]", "float")
     with pytest.raises(PassError, match=r"no rule for a Range .*does not number the valid positions from 0"):
-        run_alone(model_, GrownBuffers())
+        run_alone(model_, legalization([], [GrownBuffers()]))
 
 
 BREAK = """
@@ -281,7 +282,7 @@ def test_a_branch_yielding_the_cache_grown_and_one_yielding_something_else_is_re
   }>""")
     _, model_ = load(text)
     with pytest.raises(PassError, match=r"no rule for a If .*padded in one and not the other"):
-        run_alone(model_, Identities(), GrownBuffers())
+        run_alone(model_, legalization([Identities()], [GrownBuffers()]))
 
 
 ATTENTION_23 = """<ir_version: 10, opset_import: ["" : 23]>
@@ -347,4 +348,4 @@ def test_a_causal_attention_over_past_keys_is_refused_naming_it() -> None:
         "Attention <scale = 0.7>", "Attention <scale = 0.7, is_causal = 1>")
     model_ = import_model(onnx.parser.parse_model(text))
     with pytest.raises(PassError, match=r"no rule for a Attention .*it is causal"):
-        run_alone(model_, GrownBuffers())
+        run_alone(model_, legalization([], [GrownBuffers()]))

@@ -292,7 +292,7 @@ def test_growth_read_inside_a_body_with_a_nested_loop_is_refused_by_carried_valu
                           h.make_node("ReduceSum", ["r"], ["s"], keepdims=1),
                           h.make_node("Concat", ["c1", "s"], ["c2"], axis=0)],
                          [PIECES[0], h.make_tensor("two", T.FLOAT, [], [2.0])])
-    with pytest.raises(PassError, match=r"node 'grow' \(Loop, opset 17\): carried value 'c' grows on every trip"):
+    with pytest.raises(PassError, match=r"node 'grow' \(Loop, opset 17\): TensorRT cannot build this loop: carried value 'c': grows on every trip"):
         compile_and_simulate(import_model(model), C0)
 
 

@@ -14,7 +14,7 @@ import onnxruntime as ort
 import pytest
 
 from loopc.compiler import compile
-from loopc.corpus import load_arrays
+from tests.corpus import load_arrays
 from loopc.ir import Loop
 from loopc.passes import OPTIMIZATIONS
 from loopc.sim import simulate

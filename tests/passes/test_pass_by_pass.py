@@ -88,7 +88,7 @@ def onnx_samples() -> list[Case]:
 
 def openvino_samples() -> list[Case]:
     """The OpenVINO IR samples as tests/frontend/openvino/test_samples.py runs them (same manifest)."""
-    from loopc.corpus import openvino_outputs
+    from tests.corpus import openvino_outputs
 
     def loader(xml: Path, inputs: Path) -> Callable[[], tuple[dict[str, np.ndarray], dict[str, np.ndarray]]]:
         def load() -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:

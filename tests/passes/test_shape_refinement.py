@@ -11,6 +11,7 @@ from __future__ import annotations
 from textwrap import dedent
 
 import numpy as np
+import pytest
 
 from loopc.ir import Graph, Loop, Value, parse, verify
 from loopc.ir.interpret import interpret
@@ -201,3 +202,108 @@ def test_a_constant_of_shape_target_assembled_from_known_and_unknown_pieces() ->
     assert values(graph)["y"].shape == (None, 8, 14, 14)
     (y,) = interpret(graph, {"n": np.array([2], np.int64)})
     np.testing.assert_array_equal(y, np.zeros((2, 8, 14, 14), np.float32))
+
+
+def test_a_reshape_target_read_entry_by_entry_from_the_dims_a_shape_reports() -> None:
+    """``k.view(x.size(0), x.size(1), 2, 12)`` as exporters write it: TorchScript as ``Unsqueeze(Gather(Shape(x),
+    i))`` per entry (here through Casts, as OpenVINO's ShapeOf in i32 gives it), tf2onnx as one ``Gather(Shape(x),
+    [0, 1])``. ``x``'s dim 1 is known though its dim 0 is not: the entry it gives is known too, though no fold
+    computes the piece that holds it, and the view has one row on axis 1."""
+    graph = ir("""
+        graph main(%x: f32[?,1,24], %k: f32[?,1,24]) -> (%y, %z) {
+          %s: i64[3] = Shape(%x)
+          %at0: i64[] = Constant() value=i64[]:[0]
+          %at1: i64[] = Constant() value=i64[]:[1]
+          %axes: i64[1] = Constant() value=i64[1]:[0]
+          %narrow: i32[3] = Cast(%s) to=6
+          %d0: i64[] = Gather(%s, %at0) axis=0
+          %d1: i32[] = Gather(%narrow, %at1) axis=0
+          %wide: i64[] = Cast(%d1) to=7
+          %e0: i64[1] = Unsqueeze(%d0, %axes)
+          %e1: i64[1] = Unsqueeze(%wide, %axes)
+          %rest: i64[2] = Constant() value=i64[2]:[2,12]
+          %target: i64[4] = Concat(%e0, %e1, %rest) axis=0
+          %y: f32[...] = Reshape(%k, %target)
+          %first: i64[2] = Constant() value=i64[2]:[0,1]
+          %both: i64[2] = Gather(%s, %first) axis=0
+          %target2: i64[4] = Concat(%both, %rest) axis=0
+          %z: f32[...] = Reshape(%k, %target2)
+        }
+    """)
+    assert ShapeRefinement()(graph).modified
+    verify(graph)
+    assert values(graph)["y"].shape == values(graph)["z"].shape == (None, 1, 2, 12)
+    k = np.arange(72, dtype=np.float32).reshape(3, 1, 24)
+    y, z = interpret(graph, {"x": np.zeros((3, 1, 24), np.float32), "k": k})
+    np.testing.assert_array_equal(y, k.reshape(3, 1, 2, 12))
+    np.testing.assert_array_equal(z, k.reshape(3, 1, 2, 12))
+
+
+@pytest.mark.parametrize("span, delta, length", [(1, 1, 1), (5, 2, 3), (0, 1, 0)])
+def test_a_range_from_a_start_to_the_start_plus_a_known_dim(span: int, delta: int, length: int) -> None:
+    """An attention mask's ``arange(past, past + q.size(2))``: ``past`` is not known when the model is built, but
+    the Range counts ``ceil(q.size(2) / delta)`` whatever it is."""
+    graph = ir(f"""
+        graph main(%past: i64[], %q: f32[?,2,{span},12]) -> (%r) {{
+          %s: i64[4] = Shape(%q)
+          %at: i64[] = Constant() value=i64[]:[2]
+          %n: i64[] = Gather(%s, %at) axis=0
+          %end: i64[] = Add(%past, %n)
+          %step: i64[] = Constant() value=i64[]:[{delta}]
+          %r: i64[...] = Range(%past, %end, %step)
+        }}
+    """)
+    assert ShapeRefinement()(graph).modified
+    verify(graph)
+    assert values(graph)["r"].shape == (length,)
+    (r,) = interpret(graph, {"past": np.array(7, np.int64), "q": np.zeros((1, 2, span, 12), np.float32)})
+    np.testing.assert_array_equal(r, np.arange(7, 7 + span, delta))
+
+
+def test_a_float_range_to_its_start_plus_a_constant_keeps_its_unknown_length() -> None:
+    """A float Range's count is rounded arithmetic on its bounds (``0.1 + 0.2 - 0.1`` over 0.1 need not be 2)."""
+    graph = ir("""
+        graph main(%past: f32[]) -> (%r) {
+          %n: f32[] = Constant() value=f32[]:[0.2]
+          %end: f32[] = Add(%past, %n)
+          %step: f32[] = Constant() value=f32[]:[0.1]
+          %r: f32[...] = Range(%past, %end, %step)
+        }
+    """)
+    ShapeRefinement()(graph)
+    assert values(graph)["r"].shape in (None, (None,))
+
+
+def test_a_state_keeps_the_dims_the_body_keeps_while_another_dim_grows() -> None:
+    """``h`` gains a column every trip, so its dim 1 changes, but its dim 0 stays 2: assumed alone, that dim
+    holds, and so ``g * h.sum(1, keepdim=True)`` keeps ``g`` at 2x3 (which assuming ``h``'s dims all together or
+    none at all cannot show)."""
+    graph = ir("""
+        graph main(%x: f32[4,2], %h0: f32[2,1], %g0: f32[2,3]) -> (%hn, %gn) {
+          %n: i64[] = Constant() value=i64[]:[4]
+          %axes: i64[1] = Constant() value=i64[1]:[1]
+          %hn: f32[...], %gn: f32[...] = loop count=%n {
+            iterator %row: f32[2] = %x[axis 0]
+            recurrence %h: f32[?,?] = %h0 -> %grown
+            recurrence %g: f32[?,?] = %g0 -> %scaled
+            %column: f32[...] = Unsqueeze(%row, %axes)
+            %grown: f32[...] = Concat(%h, %column) axis=1
+            %sums: f32[...] = ReduceSum(%h, %axes) keepdims=1
+            %scaled: f32[...] = Mul(%g, %sums)
+            last %hn = %h
+            last %gn = %g
+          }
+        }
+    """)
+    assert ShapeRefinement()(graph).modified
+    verify(graph)
+    loop = next(node for node in graph.nodes if isinstance(node, Loop))
+    assert [rec.state.shape for rec in loop.recurrences] == [(2, None), (2, 3)]
+    assert values(graph)["gn"].shape == (2, 3)
+    x = np.linspace(-1, 1, 8, dtype=np.float32).reshape(4, 2)
+    h, g = np.full((2, 1), 0.5, np.float32), np.linspace(1, 2, 6, dtype=np.float32).reshape(2, 3)
+    hn, gn = interpret(graph, {"x": x, "h0": h, "g0": g})
+    for row in x:
+        h, g = np.concatenate([h, row[:, None]], 1), g * h.sum(1, keepdims=True)
+    np.testing.assert_allclose(hn, h, rtol=1e-6)
+    np.testing.assert_allclose(gn, g, rtol=1e-6)

@@ -2,15 +2,9 @@
 
 Resize is separable: each axis whose length changes gets a table of source indices and weights
 (one tap for nearest, two for linear, four for cubic), and the axes are resampled one after the
-other with ``take`` and broadcasting. An output coordinate x maps to an input coordinate by the
-layer's coordinate transformation, in the *lengths* of the axis (TensorRT's documented formulas)::
-
-    ALIGN_CORNERS  x * (in - 1) / (out - 1)
-    ASYMMETRIC     x * in / out
-    HALF_PIXEL     (x + 0.5) * in / out - 0.5
-
-The UPPER single-pixel selector maps every coordinate of an output axis of length 1 to 0. Taps
-outside the input read the edge, unless ``exclude_outside`` drops them and renormalizes.
+other with ``take`` and broadcasting. Output coordinates map to input coordinates by TensorRT's
+documented formulas (:mod:`loopc.semantics.resize`, which the backend reads too). Taps outside the
+input read the edge, unless ``exclude_outside`` drops them and renormalizes.
 
 GridSample reads the input at the grid's normalized coordinates (-1 and 1 are the corner pixels'
 centres with ``align_corners``, their outer edges without); the sample mode says what a tap outside
@@ -20,66 +14,32 @@ the input reads (FILL: zero, CLAMP: the edge, REFLECT: its mirror image).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from loopc.errors import SimulationError
+from loopc.semantics.resize import TRT_RESIZABLE, TRT_ROUNDING, TRT_TRANSFORMS, keys_taps, rounded, trt_coordinates
 from loopc.sim.dtypes import is_float
 from loopc.sim.ops._common import dims, widen
 from loopc.sim.registry import Kernel, simulates
 
-#: How many innermost axes each resize mode may change (TensorRT's supported configurations).
-_RESIZABLE = {"NEAREST": 3, "LINEAR": 3, "CUBIC": 2}
-
-
-def keys_cubic(t: np.ndarray, a: float) -> np.ndarray:
-    """Keys' cubic convolution weights of the taps at -1, 0, 1, 2 for fractional offsets ``t``: [4, *t.shape]."""
-    def near(d: np.ndarray) -> np.ndarray:  # |d| <= 1
-        return ((a + 2) * d - (a + 3)) * d * d + 1
-
-    def far(d: np.ndarray) -> np.ndarray:  # 1 < |d| < 2
-        return ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
-
-    return np.stack([far(t + 1), near(t), near(1 - t), far(2 - t)])
-
-
-def source_coordinates(transform: str, selector: str, n_in: int, n_out: int) -> np.ndarray:
-    """The input coordinate each output position of an axis maps to (float64)."""
-    x = np.arange(n_out, dtype=np.float64)
-    if n_out < 2 and selector == "UPPER":
-        return np.zeros(n_out)
-    if transform == "ALIGN_CORNERS":
-        return x * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
-    if transform == "ASYMMETRIC":
-        return x * (n_in / n_out)
-    if transform == "HALF_PIXEL":
-        return (x + 0.5) * (n_in / n_out) - 0.5
-    raise SimulationError(f"resize coordinate transformation {transform} is not supported")
-
-
-ROUNDING: dict[str, Callable[[np.ndarray], np.ndarray]] = {
-    "HALF_UP": lambda c: np.floor(c + 0.5),
-    "HALF_DOWN": lambda c: np.ceil(c - 0.5),
-    "FLOOR": np.floor,
-    "CEIL": np.ceil,
-}
-
 
 def axis_taps(layer: dict[str, Any], n_in: int, n_out: int) -> tuple[np.ndarray, np.ndarray]:
     """Source indices and weights, each [taps, n_out], resampling one axis from ``n_in`` to ``n_out``."""
-    coord = source_coordinates(layer["transform"], layer["selector"], n_in, n_out)
+    if layer["transform"] not in TRT_TRANSFORMS:
+        raise SimulationError(f"resize coordinate transformation {layer['transform']} is not supported")
+    coord = trt_coordinates(layer["transform"], layer["selector"], n_in, n_out)
     mode = layer["mode"]
     if mode == "NEAREST":
-        index = ROUNDING[layer["rounding"]](coord).astype(np.int64)
+        index = rounded(coord, TRT_ROUNDING[layer["rounding"]]).astype(np.int64)
         return np.clip(index, 0, n_in - 1)[None], np.ones((1, n_out))
     base = np.floor(coord)
     t = coord - base
     if mode == "LINEAR":
         offsets, weights = np.arange(2), np.stack([1 - t, t])
     else:
-        offsets, weights = np.arange(-1, 3), keys_cubic(t, layer["cubic_a"])
+        offsets, weights = np.arange(-1, 3), keys_taps(t, layer["cubic_a"])
     index = base.astype(np.int64)[None] + offsets[:, None]
     inside = (index >= 0) & (index < n_in)
     if layer["exclude_outside"]:
@@ -128,7 +88,7 @@ def resize(layer: Any) -> Kernel:
         if len(out_shape) != x.ndim:
             raise SimulationError(f"resize to {out_shape} of an input of rank {x.ndim}")
         changed = [a for a in range(x.ndim) if out_shape[a] != x.shape[a]]
-        limit = _RESIZABLE[params["mode"]]
+        limit = TRT_RESIZABLE[params["mode"]]
         if changed and changed[0] < x.ndim - limit:
             raise SimulationError(f"{params['mode'].lower()} resize of {x.shape} to {out_shape} changes axis "
                                   f"{changed[0]}; TensorRT resizes only the innermost {limit} axes in this mode")
@@ -175,7 +135,7 @@ def _taps_along(c: np.ndarray, mode: str, length: int, sample: str, low: float,
         if mode == "LINEAR":
             offsets, weights = [0, 1], [1 - t, t]
         else:
-            offsets, weights = [-1, 0, 1, 2], list(keys_cubic(t, -0.75))
+            offsets, weights = [-1, 0, 1, 2], list(keys_taps(t, -0.75))
     taps = []
     for offset, weight in zip(offsets, weights):
         index = base + offset

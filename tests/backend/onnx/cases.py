@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import onnx
 
-from loopc.corpus import load_corpus, openvino_outputs
+from tests.corpus import load_corpus, openvino_outputs
 from loopc.fileio import load_arrays
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]

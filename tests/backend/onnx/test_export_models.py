@@ -10,7 +10,7 @@ import onnx
 import pytest
 
 from loopc.compiler import compile
-from loopc.corpus import compare
+from tests.corpus import compare
 from loopc.exporter import export_model
 from loopc.fileio import load_arrays
 from loopc.fingerprint import LoopInfo, Node

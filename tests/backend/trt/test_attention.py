@@ -140,7 +140,7 @@ def test_tensor_scatter_of_a_computed_cache_along_axis_1(mode):
 
 def test_node_tests_match():
     """Every Attention, RotaryEmbedding and TensorScatter node test (expansions aside) builds and matches."""
-    from loopc.conformance import MATCH, node_test_cases, run_case
+    from tests.conformance import MATCH, node_test_cases, run_case
 
     cases = [c for p in ("test_attention", "test_rotary_embedding", "test_tensorscatter")
              for c in node_test_cases(p) if not c.name.endswith("_expanded")]
@@ -157,7 +157,7 @@ PARSER_WRONG = {"test_attention_4d_gqa_causal_nonpad_decode", "test_attention_4d
 def test_the_parsers_networks_simulate_to_the_test_data():
     """Independent evidence for the kernels: NVIDIA's parser builds these ops' networks, the simulator
     runs them, and the node tests' expected outputs judge."""
-    from loopc.conformance import MATCH, MISMATCH, node_test_cases, run_case
+    from tests.conformance import MATCH, MISMATCH, node_test_cases, run_case
 
     cases = [c for p in ("test_attention", "test_rotary_embedding", "test_tensorscatter", "test_quantizelinear",
                          "test_dequantizelinear") for c in node_test_cases(p) if not c.name.endswith("_expanded")]

@@ -358,7 +358,7 @@ def test_conv_transpose_same_padding_where_runtimes_disagree_is_refused():
 def conv_node_cases() -> list[Any]:
     """Every ONNX node test with a Conv, ConvTranspose or CausalConvWithState node (test_conv*,
     test_convtranspose*, the causal convolutions and their expansions)."""
-    from loopc.conformance import node_test_cases
+    from tests.conformance import node_test_cases
 
     ops = {"Conv", "ConvTranspose", "CausalConvWithState"}
     return [c for c in node_test_cases() if {n.op_type for n in c.model.graph.node} & ops]

@@ -19,7 +19,7 @@ import pytest
 
 from loopc.backend.trt import to_network
 from loopc.compiler import build
-from loopc.errors import BackendError
+from loopc.errors import PassError
 from loopc.frontend.onnx import import_model
 from loopc.passes import PassManager, default_passes
 from loopc.trt.config import build_serialized, builder_config
@@ -149,16 +149,17 @@ def test_a_write_that_drops_out_of_range_indices_builds_and_matches_onnxruntime(
     check_through_passes(greedy(DROPPING_WRITE), [{"start": np.array(s, np.int64)} for s in starts()])
 
 
-def test_a_data_sized_write_loopc_cannot_rewrite_is_refused_naming_the_layer() -> None:
+def test_a_data_sized_write_loopc_cannot_rewrite_is_refused_naming_the_node() -> None:
     """The same NonZero, of the unflattened ``[1, 1]`` mask (its first row the positions), is not a form the
-    spare-row rewrite knows: the builder cannot order it in the loop, and loopc's error names the layer (the
-    builder's assertion names none)."""
+    spare-row rewrite knows: the builder could not order it in the loop (its assertion names no layer), so loopc
+    refuses it before building, naming the node and why."""
     unflattened = greedy(DROPPING_WRITE.replace(
         "ok_flat = Squeeze (ok, one1)\n        valid = NonZero (ok_flat)\n        valid_t = Transpose <perm = [1, 0]> (valid)\n"
         "        valid_flat = Squeeze (valid_t, one1)",
         "valid = NonZero (ok)\n        valid_flat = Gather <axis = 0> (valid, zero)"))
     assert "Gather <axis = 0> (valid, zero)" in unflattened
-    with pytest.raises(BackendError, match=r"layer 'valid/positions' takes a shape .*\(makeScopeNodesContiguous\)"):
+    with pytest.raises(PassError, match=r"TensorRT cannot build this loop: node 'valid' \(NonZero, opset 17\): the size "
+                                        r"of its result follows 'ok' \(computed from carried value 'i'\)"):
         built(unflattened)
 
 

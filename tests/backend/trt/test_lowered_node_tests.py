@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 
-from loopc.conformance import node_test_cases
+from tests.conformance import node_test_cases
 from tests.onnx_cases import loopc_failures
 
 #: Names (regular expressions, matched whole) of the cases that must match.

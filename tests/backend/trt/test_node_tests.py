@@ -5,7 +5,7 @@ expected outputs the tests ship. The cases loopc refuses are listed with the rea
 
 from __future__ import annotations
 
-from loopc.conformance import node_test_cases
+from tests.conformance import node_test_cases
 from tests.onnx_cases import loopc_failures
 
 OPS = {"ReverseSequence", "Tile", "Pad", "OneHot", "NonZero", "GatherND", "Trilu", "Dropout", "HardSwish", "Mish",

@@ -8,7 +8,7 @@ drawn: ``run_case`` reports them as RANDOM and their op tests check them statist
 
 from __future__ import annotations
 
-from loopc.conformance import MATCH, RANDOM, node_test_cases, run_case
+from tests.conformance import MATCH, RANDOM, node_test_cases, run_case
 
 PREFIXES = ("test_layer_normalization", "test_group_normalization", "test_lrn", "test_lpnormalization", "test_mvn",
             "test_rms_normalization", "test_hardmax", "test_swish", "test_swiglu", "test_blackmanwindow",

@@ -19,7 +19,7 @@ import onnxruntime as ort
 import pytest
 
 from benchmarks.onnx_weekly import load_case
-from loopc.conformance import MATCH, run_case
+from tests.conformance import MATCH, run_case
 from loopc.frontend.onnx import import_model
 from tests.backend.trt.oracle import build_and_simulate, check_onnx
 

@@ -10,7 +10,7 @@ import onnx.parser
 import pytest
 
 from loopc.backend.trt import to_network
-from loopc.conformance import MATCH, MISMATCH, WRONG_SHAPE, node_test_cases, run_case
+from tests.conformance import MATCH, MISMATCH, WRONG_SHAPE, node_test_cases, run_case
 from loopc.errors import UnsupportedConversionError
 from loopc.frontend.onnx import import_model
 from tests.backend.trt.oracle import build_and_simulate, check_onnx

@@ -164,7 +164,7 @@ REFUSED = {
 
 
 def test_node_tests_match_or_are_refused_by_name():
-    from loopc.conformance import node_test_cases
+    from tests.conformance import node_test_cases
 
     cases = node_test_cases("quantizelinear")
     assert len(cases) >= 27
@@ -243,7 +243,7 @@ def test_half_input_divided_in_the_scales_float32():
 
 def test_float8_cast_node_tests():
     """ONNX's Cast/CastLike node tests to and from float8 e4m3fn match; saturate=0 is refused by name."""
-    from loopc.conformance import node_test_cases
+    from tests.conformance import node_test_cases
 
     cases = [c for c in node_test_cases("FLOAT8E4M3FN") if "FNUZ" not in c.name and c.name.startswith("test_cast")]
     assert len(cases) >= 12

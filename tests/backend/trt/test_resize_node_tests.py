@@ -10,7 +10,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from loopc.conformance import MATCH, compare, node_test_cases, run_case
+from tests.conformance import MATCH, compare, node_test_cases, run_case
 from loopc.errors import LoopcError
 from loopc.frontend.onnx import import_model
 from tests.backend.trt.oracle import build_and_simulate

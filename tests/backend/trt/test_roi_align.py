@@ -10,7 +10,7 @@ import onnx.parser
 import pytest
 
 from loopc.backend.trt import to_network
-from loopc.conformance import node_test_cases
+from tests.conformance import node_test_cases
 from loopc.errors import LoopcError
 from loopc.frontend.onnx import import_model
 from tests.backend.trt.oracle import build_and_simulate, check_onnx

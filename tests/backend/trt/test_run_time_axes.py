@@ -11,7 +11,7 @@ import onnxruntime as ort
 import pytest
 
 from loopc.backend.trt import to_network
-from loopc.conformance import node_test_cases
+from tests.conformance import node_test_cases
 from loopc.errors import BackendError, SimulationError, UnsupportedConversionError
 from loopc.frontend.onnx import import_model
 from loopc.profiles import ShapeProfile

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from loopc.conformance import node_test_cases
+from tests.conformance import node_test_cases
 from loopc.frontend.onnx.functions import expand_functions
 from tests.backend.trt.oracle import check_onnx
 from tests.frontend.onnx.helpers import imported, parse

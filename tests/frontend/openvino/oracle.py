@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from loopc.compiler import optimize
-from loopc.corpus import openvino_outputs as run_openvino
+from tests.corpus import openvino_outputs as run_openvino
 from loopc.frontend.openvino import import_ir
 from tests.backend.trt.oracle import build_and_simulate
 

@@ -1217,7 +1217,7 @@ def greedy_stops() -> None:
         "greedy_len_condition": (GreedyLenCondition, "`while len(tokens) < max_len and token != eos`", None),
         "greedy_break_first": (GreedyBreakFirst, "`if token == eos: break` before `tokens.append(token)`", None),
         "greedy_while_true": (GreedyWhileTrue, "`while True:` ... `if token == eos or len(tokens) >= max_len: break`",
-                              16),
+                              None),
     }
     for name, (kind, stop, max_trips) in variants.items():
         torch.manual_seed(10)

@@ -256,7 +256,7 @@ def test_same_padding_that_would_be_negative_is_an_error(nb: Any) -> None:
 def test_networks_tensorrts_parser_builds_for_conv_node_tests_simulate_to_a_match() -> None:
     """Independent evidence: NVIDIA's parser builds these networks (kernels as inputs, its own padding
     modes, 1-D as 2-D), and the simulator's outputs must be the node tests' expected ones."""
-    from loopc.conformance import MATCH, node_test_cases, run_case
+    from tests.conformance import MATCH, node_test_cases, run_case
 
     cases = [c for c in node_test_cases() if {n.op_type for n in c.model.graph.node} & {"Conv", "ConvTranspose"}]
     assert len(cases) >= 30

@@ -27,6 +27,7 @@ from loopc.backend.trt.ops.reduce import mask as axes_mask
 from loopc.backend.trt.ops.shape import broadcast_to
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 
@@ -59,8 +60,8 @@ def rotary_embedding(ctx: ConversionContext, node: Node) -> None:
     if rank not in (3, 4):
         raise unsupported(node, f"RotaryEmbedding of a rank-{rank} input (it takes 3-D or 4-D inputs)")
     inner = _heads_first(ctx, node, x, heads) if rank == 3 else x
-    layer = ctx.network.add_rotary_embedding(inner, cos, sin, bool(int(node.attrs.get("interleaved", 0))),
-                                             int(node.attrs.get("rotary_embedding_dim", 0)))
+    layer = ctx.network.add_rotary_embedding(inner, cos, sin, bool(int(attr(node, "interleaved"))),
+                                             int(attr(node, "rotary_embedding_dim")))
     positions = node.inputs[3] if len(node.inputs) > 3 else None
     if positions is not None:
         layer.set_input(3, ctx.cast(ctx.get(positions, node), trt().int64, node, "positions"))
@@ -378,8 +379,8 @@ def tensor_scatter(ctx: ConversionContext, node: Node) -> None:
     update along the sequence axis at each batch's write index (modulo the cache length if circular)."""
     cache, update = ctx.get(node.inputs[0], node), ctx.get(node.inputs[1], node)
     rank = len(cache.shape)
-    axis = int(node.attrs.get("axis", -2)) % rank
-    mode = node.attrs.get("mode", "linear")
+    axis = int(attr(node, "axis")) % rank
+    mode = attr(node, "mode")
     circular = (mode.decode() if isinstance(mode, bytes) else str(mode)) == "circular"
     indices = _input(node, 2)
     T = trt()

@@ -27,6 +27,7 @@ from loopc.backend.trt.ops.pool_windows import AUTO_PADS, same_pads, split_pads
 from loopc.backend.trt.ops.sampling import sampled_slice
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node, Value, text_attr
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 #: Spatial axes TensorRT convolves; a 1-D op is lowered to 2-D.
@@ -317,7 +318,7 @@ def conv_transpose(ctx: ConversionContext, node: Node) -> None:
     channels = int(ops.x.shape[1])
     if weight_shape[0] not in (-1, channels):
         raise unsupported(node, f"weights of {weight_shape[0]} input channels for an input of {channels}")
-    group = int(node.attrs.get("group", 1))
+    group = int(attr(node, "group"))
     maps = weight_shape[1] * group
     _groups(node, channels, maps, None)
     window = _window(node, weight_shape, spatial)

@@ -18,6 +18,7 @@ from loopc.backend.trt.context import ConversionContext, np_dtype
 from loopc.backend.trt.ops.elementwise import wrap_around
 from loopc.backend.trt.registry import converter, node_error
 from loopc.ir import Node
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 
@@ -78,7 +79,7 @@ def cumprod(ctx: ConversionContext, node: Node) -> None:
     rank = len(x.shape)
     if rank == 0:
         raise node_error(node, "CumProd needs an input of rank 1 or more")
-    exclusive, reverse = bool(node.attrs.get("exclusive", 0)), bool(node.attrs.get("reverse", 0))
+    exclusive, reverse = bool(attr(node, "exclusive")), bool(attr(node, "reverse"))
     unsigned32 = node.inputs[0] is not None and node.inputs[0].dtype == np.dtype(np.uint32)
     known = ctx.constant_of(node.inputs[1])
     if known is not None or rank == 1:  # a rank-1 input has one axis, whatever the value

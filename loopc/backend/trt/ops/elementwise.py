@@ -16,6 +16,7 @@ from typing import Any
 from loopc.backend.trt.context import ConversionContext, trt_dtype
 from loopc.backend.trt.registry import converter
 from loopc.ir import Node
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 _BINARY = {
@@ -130,7 +131,7 @@ def mod(ctx: ConversionContext, node: Node) -> None:
     """Integers (UInt8 and INT8 in INT32): a - b * q, q = floor(a / b) for fmod=0 (the divisor's sign), TensorRT's
     truncating integer kDIV for fmod=1. Floats: see :func:`_float_mod`."""
     (a, b), dtype = _operands(ctx, node)
-    fmod = bool(node.attrs.get("fmod", 0))
+    fmod = bool(attr(node, "fmod"))
     if a.dtype not in (trt().int32, trt().int64, trt().int8):
         ctx.set(node.outputs[0], _float_mod(ctx, node, a, b, fmod))
         return

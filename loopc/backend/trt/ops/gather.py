@@ -8,6 +8,7 @@ import numpy as np
 from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 
@@ -15,14 +16,14 @@ from loopc.trt import trt
 def gather(ctx: ConversionContext, node: Node) -> None:
     """Negative indices count from the end in both ONNX and TensorRT."""
     data, indices = (ctx.get(v, node) for v in node.inputs)
-    axis = int(node.attrs.get("axis", 0)) % len(data.shape)
+    axis = int(attr(node, "axis")) % len(data.shape)
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_gather(data, indices, axis), node))
 
 
 @converter("GatherElements")
 def gather_elements(ctx: ConversionContext, node: Node) -> None:
     data, indices = (ctx.get(v, node) for v in node.inputs)
-    axis = int(node.attrs.get("axis", 0)) % len(data.shape)
+    axis = int(attr(node, "axis")) % len(data.shape)
     layer = ctx.network.add_gather_v2(data, indices, trt().GatherMode.ELEMENT)
     layer.axis = axis
     ctx.set(node.outputs[0], ctx.out(layer, node))
@@ -33,7 +34,7 @@ def gather_nd(ctx: ConversionContext, node: Node) -> None:
     """ONNX's batch_dims is TensorRT's number of elementwise dims."""
     data, indices = (ctx.get(v, node) for v in node.inputs)
     layer = ctx.network.add_gather_v2(data, indices, trt().GatherMode.ND)
-    layer.num_elementwise_dims = int(node.attrs.get("batch_dims", 0))
+    layer.num_elementwise_dims = int(attr(node, "batch_dims"))
     ctx.set(node.outputs[0], ctx.out(layer, node))
 
 
@@ -50,7 +51,7 @@ def scatter(ctx: ConversionContext, node: Node) -> None:
     mode = trt().ScatterMode.ND if node.op == "ScatterND" else trt().ScatterMode.ELEMENT
     layer = ctx.network.add_scatter(data, indices, updates, mode)
     if node.op != "ScatterND":
-        layer.axis = int(node.attrs.get("axis", 0)) % len(data.shape)
+        layer.axis = int(attr(node, "axis")) % len(data.shape)
     ctx.set(node.outputs[0], ctx.out(layer, node))
 
 
@@ -65,7 +66,7 @@ def _sequence_axes(node: Node) -> str | None:
 def reverse_sequence(ctx: ConversionContext, node: Node) -> None:
     """IReverseSequenceLayer: ONNX's and TensorRT's semantics agree (int32 or int64 lengths, axes 0 and 1)."""
     x, lens = (ctx.get(v, node) for v in node.inputs)
-    batch_axis, time_axis = int(node.attrs.get("batch_axis", 1)), int(node.attrs.get("time_axis", 0))
+    batch_axis, time_axis = int(attr(node, "batch_axis")), int(attr(node, "time_axis"))
     layer = ctx.network.add_reverse_sequence(x, lens)
     layer.batch_axis, layer.sequence_axis = batch_axis, time_axis
     ctx.set(node.outputs[0], ctx.out(layer, node))
@@ -87,5 +88,5 @@ def one_hot(ctx: ConversionContext, node: Node) -> None:
                                     f"as int64)")
         depth = ctx.scalar0d(ctx.cast(ctx.get(fed, node), T.int32, node, "depth"), node, "depth0d")
     indices = ctx.cast(indices, T.int32, node, "indices")
-    axis = int(node.attrs.get("axis", -1)) % (len(indices.shape) + 1)
+    axis = int(attr(node, "axis")) % (len(indices.shape) + 1)
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_one_hot(indices, values, depth, axis), node))

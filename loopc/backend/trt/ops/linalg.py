@@ -7,6 +7,7 @@ from typing import Any
 from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.registry import converter
 from loopc.ir import Node
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 
@@ -47,9 +48,9 @@ def gemm(ctx: ConversionContext, node: Node) -> None:
     """alpha * op(A) op(B) + beta * C, the transposes folded into the matrix multiply."""
     a, b = (ctx.get(v, node) for v in node.inputs[:2])
     c = node.inputs[2] if len(node.inputs) > 2 else None
-    alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
+    alpha, beta = float(attr(node, "alpha")), float(attr(node, "beta"))
     last = c is None and alpha == 1.0
-    y = matmul(ctx, node, a, b, bool(node.attrs.get("transA", 0)), bool(node.attrs.get("transB", 0)),
+    y = matmul(ctx, node, a, b, bool(attr(node, "transA")), bool(attr(node, "transB")),
                "" if last else "matmul")
     if alpha != 1.0:
         y = ctx.elementwise(y, ctx.scalar(alpha, y, node, "alpha"), "PROD", node, "alpha_y" if c else "")

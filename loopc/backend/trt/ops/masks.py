@@ -14,6 +14,7 @@ from loopc.backend.trt.ops.shape import broadcast_to
 from loopc.backend.trt.ops.unary import scalar_like
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 
@@ -37,7 +38,7 @@ def trilu(ctx: ConversionContext, node: Node) -> None:
     rank = len(x.shape)
     if rank < 2:
         raise unsupported(node, f"Trilu of a rank-{rank} tensor (it needs matrices)")
-    upper = bool(node.attrs.get("upper", 1))
+    upper = bool(attr(node, "upper"))
     k_value = node.inputs[1] if len(node.inputs) > 1 else None
     known = np.zeros(1, np.int64) if k_value is None else ctx.constant_of(k_value)
     if known is not None:
@@ -61,7 +62,7 @@ def eye_like(ctx: ConversionContext, node: Node) -> None:
     if len(x.shape) != 2:
         raise unsupported(node, f"EyeLike of a rank-{len(x.shape)} tensor (ONNX requires a matrix)")
     dtype = trt_dtype(helper.tensor_dtype_to_np_dtype(int(node.attrs["dtype"]))) if "dtype" in node.attrs else x.dtype
-    k = ctx.constant(np.array([[int(node.attrs.get("k", 0))]], np.int64), node, "k")
+    k = ctx.constant(np.array([[int(attr(node, "k"))]], np.int64), node, "k")
     on = ctx.elementwise(_diagonal_offsets(ctx, node, x), k, "EQUAL", node, "diagonal")
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_cast(on, dtype), node))
 

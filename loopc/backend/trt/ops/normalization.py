@@ -16,6 +16,7 @@ from loopc.backend.trt.ops.reduce import mask
 from loopc.backend.trt.ops.unary import scalar_like
 from loopc.backend.trt.registry import converter, node_error, unsupported
 from loopc.ir import Node
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 
@@ -41,7 +42,7 @@ def batch_norm(ctx: ConversionContext, node: Node) -> None:
     rank = len(x.shape)
     if rank < 2:
         raise unsupported(node, f"BatchNormalization of a rank-{rank} input (it needs [N, C, ...])")
-    eps = float(node.attrs.get("epsilon", 1e-5))
+    eps = float(attr(node, "epsilon"))
     params = [ctx.constant_of(v) for v in node.inputs[1:5]]
     if all(p is not None for p in params):
         scale, bias, mean, var = (np.asarray(p, np.float64) for p in params)
@@ -69,7 +70,7 @@ def instance_norm(ctx: ConversionContext, node: Node) -> None:
         raise unsupported(node, f"InstanceNormalization of a rank-{rank} input (it needs [N, C, D1, ...])")
     layer = ctx.network.add_normalization(x, _per_channel(ctx, node, scale, rank, "scale"),
                                           _per_channel(ctx, node, bias, rank, "bias"), mask(list(range(2, rank)), rank))
-    layer.epsilon = float(node.attrs.get("epsilon", 1e-5))
+    layer.epsilon = float(attr(node, "epsilon"))
     ctx.set(node.outputs[0], ctx.out(layer, node))
 
 
@@ -105,9 +106,9 @@ def layer_norm(ctx: ConversionContext, node: Node) -> None:
     """
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
-    axis = int(node.attrs.get("axis", -1)) % rank
+    axis = int(attr(node, "axis")) % rank
     axes = mask(list(range(axis, rank)), rank)
-    eps = float(node.attrs.get("epsilon", 1e-5))
+    eps = float(attr(node, "epsilon"))
     scale = ctx.to_rank(ctx.get(node.inputs[1], node), rank, node, "scale")
     has_bias = len(node.inputs) > 2 and node.inputs[2] is not None
     bias = ctx.to_rank(ctx.get(node.inputs[2], node), rank, node, "bias") if has_bias else None
@@ -156,7 +157,7 @@ def group_norm(ctx: ConversionContext, node: Node) -> None:
     scale, bias = (ctx.cast(_per_channel(ctx, node, t, rank, name), wide.dtype, node, f"{name}_stash")
                    for t, name in ((scale, "scale"), (bias, "bias")))
     layer = ctx.network.add_normalization_v2(wide, scale, bias, mask(list(range(first, rank)), rank))
-    layer.epsilon = float(node.attrs.get("epsilon", 1e-5))
+    layer.epsilon = float(attr(node, "epsilon"))
     layer.num_groups = groups
     narrowed = wide.dtype != x.dtype
     y = ctx.out(layer, node, "normalized" if vector or narrowed else "")
@@ -182,11 +183,11 @@ def rms_norm(ctx: ConversionContext, node: Node) -> None:
     """x / sqrt(mean(x^2) + eps) * scale over the axes from ``axis`` on, the statistic in ``stash_type``."""
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
-    axis = int(node.attrs.get("axis", -1)) % rank
+    axis = int(attr(node, "axis")) % rank
     wide = _stash(ctx, node, x)
     square_mean = _mean(ctx, node, ctx.elementwise(wide, wide, "PROD", node, "squared"),
                         mask(list(range(axis, rank)), rank), "square_mean")
-    eps = scalar_like(ctx, float(node.attrs.get("epsilon", 1e-5)), square_mean, node, "eps")
+    eps = scalar_like(ctx, float(attr(node, "epsilon")), square_mean, node, "eps")
     rms = ctx.unary(ctx.elementwise(square_mean, eps, "SUM", node, "square_mean_eps"), "SQRT", node, "rms")
     normalized = ctx.cast(ctx.elementwise(wide, rms, "DIV", node, "normalized"), x.dtype, node, "normalized_typed")
     scale = ctx.get(node.inputs[1], node)
@@ -203,8 +204,8 @@ def lp_norm(ctx: ConversionContext, node: Node) -> None:
     """x / ||x||_p along ``axis``; a zero vector stays zero, as ONNX says (it is divided by 1)."""
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
-    axes = mask([int(node.attrs.get("axis", -1)) % rank], rank)
-    p = int(node.attrs.get("p", 2))
+    axes = mask([int(attr(node, "axis")) % rank], rank)
+    p = int(attr(node, "p"))
     terms = ctx.unary(x, "ABS", node, "abs") if p == 1 else ctx.elementwise(x, x, "PROD", node, "squared")
     total = ctx.out(ctx.network.add_reduce(terms, trt().ReduceOperation.SUM, axes, True), node, "sum")
     norm = total if p == 1 else ctx.unary(total, "SQRT", node, "l2")
@@ -243,8 +244,8 @@ def lrn(ctx: ConversionContext, node: Node) -> None:
     if rank < 3:
         raise unsupported(node, f"LRN of a rank-{rank} input (it needs [N, C, D1, ...])")
     src = x if rank == 4 else ctx.reshape(x, [0, 0, -1, 1], node, "as4d", zero_copies=True)
-    layer = ctx.network.add_lrn(src, int(node.attrs["size"]), float(node.attrs.get("alpha", 1e-4)),
-                                float(node.attrs.get("beta", 0.75)), float(node.attrs.get("bias", 1.0)))
+    layer = ctx.network.add_lrn(src, int(node.attrs["size"]), float(attr(node, "alpha")),
+                                float(attr(node, "beta")), float(attr(node, "bias")))
     y = ctx.out(layer, node, "" if rank == 4 else "lrn")
     if rank != 4:
         y = ctx.reshape(y, ctx.shape_of(x, node, "shape"), node)

@@ -22,6 +22,7 @@ from loopc.backend.trt.ops.shape import slice_axes
 from loopc.backend.trt.ops.unary import scalar_like
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 
@@ -114,7 +115,7 @@ def _max_pool_indices(ctx: ConversionContext, node: Node, x: Any) -> tuple[Any, 
 @converter("AveragePool", capability=window_refusal)
 def average_pool(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
-    counts = PADDED if int(node.attrs.get("count_include_pad", 0)) else NOTHING
+    counts = PADDED if int(attr(node, "count_include_pad")) else NOTHING
     ctx.set(node.outputs[0], pool(ctx, node, x, "AVERAGE", counts))
 
 

@@ -21,6 +21,7 @@ from onnx import helper
 from loopc.backend.trt.context import ConversionContext, np_dtype, trt_dtype
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 _FP8 = np.dtype(ml_dtypes.float8_e4m3fn)
@@ -48,7 +49,7 @@ def _quantized_dtype(node: Node) -> np.dtype[Any] | None:
     """The integer or float8 type of the quantized side: output_dtype, else the zero point's, else uint8."""
     if node.op == "DequantizeLinear":
         return node.inputs[0].dtype if node.inputs[0] is not None else None
-    code = int(node.attrs.get("output_dtype", 0))
+    code = int(attr(node, "output_dtype"))
     if code:
         return np.dtype(helper.tensor_dtype_to_np_dtype(code))
     zero = node.inputs[2] if len(node.inputs) > 2 else None
@@ -166,7 +167,7 @@ def quantize_linear(ctx: ConversionContext, node: Node) -> None:
     if dtype in _NATIVE and _zero_is_absent(ctx, node):
         ctx.set(node.outputs[0], _layer(ctx, node, x, scale, axis, block, trt_dtype(dtype)))
         return
-    precision = int(node.attrs.get("precision", 0))  # the division's type: the scale's unless given
+    precision = int(attr(node, "precision"))  # the division's type: the scale's unless given
     compute = trt_dtype(helper.tensor_dtype_to_np_dtype(precision)) if precision else scale.dtype
     s = _broadcastable(ctx, node, ctx.cast(scale, compute, node, "scale_typed"), x, axis, block, "scale")
     scaled = ctx.elementwise(ctx.cast(x, compute, node, "x_typed"), s, "DIV", node, "scaled")
@@ -206,7 +207,7 @@ def rounded_to(ctx: ConversionContext, node: Node, t: Any, dtype: np.dtype[Any],
 @converter("DequantizeLinear", capability=_refusal)
 def dequantize_linear(ctx: ConversionContext, node: Node) -> None:
     x, scale = ctx.get(node.inputs[0], node), ctx.get(node.inputs[1], node)
-    code = int(node.attrs.get("output_dtype", 0))
+    code = int(attr(node, "output_dtype"))
     to = trt_dtype(helper.tensor_dtype_to_np_dtype(code)) if code else scale.dtype
     dtype = np_dtype(x.dtype)
     axis, block = _layout(node, len(x.shape), tuple(scale.shape))

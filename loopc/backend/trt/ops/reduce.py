@@ -15,6 +15,7 @@ from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.ops.run_time_axes import axes_count, axis_flags, split_dims, squeezed_dims
 from loopc.backend.trt.registry import converter, node_error, unsupported
 from loopc.ir import Node, Value
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 _REDUCE = {"ReduceSum": "SUM", "ReduceMean": "AVG", "ReduceMax": "MAX", "ReduceMin": "MIN", "ReduceProd": "PROD",
@@ -48,7 +49,7 @@ def mask(axes: list[int], rank: int) -> int:
 def reduce(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
-    keep = bool(node.attrs.get("keepdims", 1))
+    keep = bool(attr(node, "keepdims"))
     axes_v = node.inputs[1] if len(node.inputs) > 1 else None
     if axes_v is not None and ctx.constant_of(axes_v) is None and axes_count(ctx, node, axes_v):
         if rank == 0:
@@ -64,7 +65,7 @@ def reduce(ctx: ConversionContext, node: Node) -> None:
     if axes is None and "axes" in node.attrs:  # tolerate the pre-18 attribute form
         axes = [int(a) for a in node.attrs["axes"]]
     if not axes:
-        if node.attrs.get("noop_with_empty_axes", 0):
+        if attr(node, "noop_with_empty_axes"):
             ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(x), node))
             return
         axes = list(range(rank))
@@ -185,7 +186,7 @@ def softmax(ctx: ConversionContext, node: Node) -> None:
     if vector:
         x = ctx.unsqueeze(x, [0], node, "as2d")
     layer = ctx.network.add_softmax(x)
-    layer.axes = mask([int(node.attrs.get("axis", -1)) % len(x.shape) if not vector else 1], len(x.shape))
+    layer.axes = mask([int(attr(node, "axis")) % len(x.shape) if not vector else 1], len(x.shape))
     y = ctx.out(layer, node, "softmax" if node.op == "LogSoftmax" or vector else "")
     if vector:
         y = ctx.squeeze(y, [0], node, "" if node.op == "Softmax" else "softmax1d")
@@ -216,15 +217,15 @@ def argmax(ctx: ConversionContext, node: Node) -> None:
     """TopK with k = 1, whose index is the first extreme's. select_last_index = 1 runs it on the input
     reversed along the axis (a slice of stride -1) and maps the index i back to d - 1 - i."""
     x = ctx.get(node.inputs[0], node)
-    axis = int(node.attrs.get("axis", 0)) % max(len(x.shape), 1)
-    last = bool(node.attrs.get("select_last_index", 0)) and len(x.shape) > 0
+    axis = int(attr(node, "axis")) % max(len(x.shape), 1)
+    last = bool(attr(node, "select_last_index")) and len(x.shape) > 0
     if last:
         x, top = _reversed(ctx, node, x, axis)
     _, idx = topk(ctx, node, x, 1, axis, node.op == "ArgMax")
     idx = ctx.cast(idx, trt().int64, node, "index64" if last else "")
     if last:
         idx = ctx.elementwise(top, idx, "SUB", node, "from_end")
-    if not bool(node.attrs.get("keepdims", 1)):
+    if not bool(attr(node, "keepdims")):
         idx = ctx.squeeze(idx, [axis], node, "squeeze")
     ctx.set(node.outputs[0], idx)
 
@@ -252,10 +253,10 @@ def _reversed(ctx: ConversionContext, node: Node, x: Any, axis: int) -> tuple[An
 @converter("TopK")
 def topk_op(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
-    axis = int(node.attrs.get("axis", -1)) % len(x.shape)
+    axis = int(attr(node, "axis")) % len(x.shape)
     known = ctx.constant_of(node.inputs[1])
     k: int | Any = int(known.reshape(-1)[0]) if known is not None else ctx.get(node.inputs[1], node)
-    values, idx = topk(ctx, node, x, k, axis, bool(node.attrs.get("largest", 1)))
+    values, idx = topk(ctx, node, x, k, axis, bool(attr(node, "largest")))
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_identity(values), node, "values"))
     if len(node.outputs) > 1:
         ctx.set(node.outputs[1], ctx.cast(idx, trt().int64, node, "indices"))
@@ -279,7 +280,7 @@ def cumsum(ctx: ConversionContext, node: Node) -> None:
             raise node_error(node, f"CumSum's axis input has shape {tuple(axis.shape)}; it must be one integer")
         axis_t = ctx.cast(ctx.scalar0d(axis, node, "axis0d"), trt().int32, node, "axis")
     layer = ctx.network.add_cumulative(x, axis_t, trt().CumulativeOperation.SUM,
-                                       bool(node.attrs.get("exclusive", 0)), bool(node.attrs.get("reverse", 0)))
+                                       bool(attr(node, "exclusive")), bool(attr(node, "reverse")))
     ctx.set(node.outputs[0], ctx.out(layer, node))
 
 
@@ -289,7 +290,7 @@ def hardmax(ctx: ConversionContext, node: Node) -> None:
     along the axis (their running count is 1). No index arithmetic, so the axis may be dynamic."""
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
-    axis = int(node.attrs.get("axis", -1)) % rank
+    axis = int(attr(node, "axis")) % rank
     top = ctx.out(ctx.network.add_reduce(x, trt().ReduceOperation.MAX, mask([axis], rank), True), node, "max")
     is_max = ctx.elementwise(x, top, "EQUAL", node, "is_max")
     counts = ctx.cast(is_max, trt().int32, node, "is_max_int")

@@ -20,10 +20,11 @@ from typing import Any
 import numpy as np
 
 from loopc.backend.trt.context import ConversionContext, np_dtype
-from loopc.backend.trt.ops.resize_taps import MAX_TAPS, ambiguous, onnx_coordinates, onnx_taps, resample
+from loopc.backend.trt.ops.resize_taps import MAX_TAPS, ambiguous, onnx_taps, resample
 from loopc.backend.trt.registry import converter, unsupported
-from loopc.ir import Node, text_attr
-from loopc.sim.ops.resize import ROUNDING, source_coordinates
+from loopc.ir import Node
+from loopc.semantics.attributes import attr, text
+from loopc.semantics.resize import TRT_RESIZABLE, TRT_ROUNDING, onnx_coordinates, rounded, trt_coordinates
 from loopc.trt import trt
 
 _MODES = {"nearest": "NEAREST", "linear": "LINEAR", "bilinear": "LINEAR", "cubic": "CUBIC", "bicubic": "CUBIC"}
@@ -39,23 +40,21 @@ _TRANSFORMS = {
 }
 #: ONNX nearest_mode → TensorRT ResizeRoundMode (the same rules on the mapped coordinate).
 _NEAREST = {"round_prefer_floor": "HALF_DOWN", "round_prefer_ceil": "HALF_UP", "floor": "FLOOR", "ceil": "CEIL"}
-#: How many innermost axes TensorRT's resize may change in each mode.
-_RESIZABLE = {"NEAREST": 3, "LINEAR": 3, "CUBIC": 2}
 #: Integer types whose every value float32 holds exactly (nearest resizes them as floats).
 _EXACT_IN_FLOAT = {"int8", "uint8", "bool"}
 _GRID_PADDING = {"zeros": "FILL", "border": "CLAMP", "reflection": "REFLECT"}
 
 
 def _resize_refusal(node: Node) -> str | None:
-    mode = text_attr(node, "mode", "nearest")
+    mode = text(node, "mode")
     if mode not in _MODES:
         return f"mode={mode!r}"
-    transform = text_attr(node, "coordinate_transformation_mode", "half_pixel")
+    transform = text(node, "coordinate_transformation_mode")
     if transform not in _TRANSFORMS and transform != "tf_crop_and_resize":
         return f"coordinate_transformation_mode={transform!r}"
-    if _MODES[mode] == "NEAREST" and text_attr(node, "nearest_mode", "round_prefer_floor") not in _NEAREST:
-        return f"nearest_mode={text_attr(node, 'nearest_mode', '')!r}"
-    policy = text_attr(node, "keep_aspect_ratio_policy", "stretch")
+    if _MODES[mode] == "NEAREST" and text(node, "nearest_mode") not in _NEAREST:
+        return f"nearest_mode={text(node, 'nearest_mode')!r}"
+    policy = text(node, "keep_aspect_ratio_policy")
     if policy not in ("stretch", "not_larger", "not_smaller"):
         return f"keep_aspect_ratio_policy={policy!r}"
     return None
@@ -83,10 +82,11 @@ def _disagreement(node: Node, axis: int, spec: _Axis, mode: str, transform: str)
                 "ONNX samples a single output pixel at -0.5, TensorRT at 0, and cubic weights tell them apart")
     theirs = onnx_coordinates(transform, n_in, n_out, scale, n_out if spec.scale is None else scale * n_in)
     trt_transform, selector = _TRANSFORMS[transform]
-    ours = source_coordinates(trt_transform, selector, n_in, n_out)
+    ours = trt_coordinates(trt_transform, selector, n_in, n_out)
     if mode == "NEAREST":
-        rounding = ROUNDING[_NEAREST[text_attr(node, "nearest_mode", "round_prefer_floor")]]
-        same = np.array_equal(np.clip(rounding(theirs), 0, n_in - 1), np.clip(rounding(ours), 0, n_in - 1))
+        rounding = TRT_ROUNDING[_NEAREST[text(node, "nearest_mode")]]
+        same = np.array_equal(np.clip(rounded(theirs, rounding), 0, n_in - 1),
+                              np.clip(rounded(ours, rounding), 0, n_in - 1))
     elif mode == "LINEAR":  # a coordinate past either end reads the edge pixel
         same = np.allclose(np.clip(theirs, 0, n_in - 1), np.clip(ours, 0, n_in - 1), rtol=0, atol=1e-6 * n_in)
     else:
@@ -118,8 +118,8 @@ def resize(ctx: ConversionContext, node: Node) -> None:
     rank = len(x.shape)
     if rank == 0:
         raise unsupported(node, "Resize of a 0-D tensor")
-    mode = _MODES[text_attr(node, "mode", "nearest")]
-    transform = text_attr(node, "coordinate_transformation_mode", "half_pixel")
+    mode = _MODES[text(node, "mode")]
+    transform = text(node, "coordinate_transformation_mode")
     data_type = np_dtype(x.dtype)
     if data_type.kind != "f" and (mode != "NEAREST" or data_type.name not in _EXACT_IN_FLOAT):
         raise unsupported(node, f"{mode.lower()} Resize of {data_type.name} data",
@@ -163,7 +163,7 @@ def _lengths(ctx: ConversionContext, node: Node, shape: tuple[int, ...],
         if sizes is not None:
             _sizes_spec(node, spec, axes, [int(s) for s in sizes.reshape(-1)])
             return spec, None, False
-        if text_attr(node, "keep_aspect_ratio_policy", "stretch") != "stretch":
+        if text(node, "keep_aspect_ratio_policy") != "stretch":
             raise unsupported(node, "keep_aspect_ratio_policy with sizes computed at run time",
                               hint="give constant sizes")
         for a in axes:
@@ -191,10 +191,10 @@ def _configure(layer: Any, node: Node, mode: str, transform: str) -> None:
     trt_transform, selector = _TRANSFORMS[transform]
     layer.coordinate_transformation = getattr(tr.ResizeCoordinateTransformation, trt_transform)
     layer.selector_for_single_pixel = getattr(tr.ResizeSelector, selector)
-    rounding = _NEAREST[text_attr(node, "nearest_mode", "round_prefer_floor")] if mode == "NEAREST" else "FLOOR"
+    rounding = _NEAREST[text(node, "nearest_mode")] if mode == "NEAREST" else "FLOOR"
     layer.nearest_rounding = getattr(tr.ResizeRoundMode, rounding)
-    layer.cubic_coeff = float(node.attrs.get("cubic_coeff_a", -0.75))
-    layer.exclude_outside = bool(int(node.attrs.get("exclude_outside", 0)))
+    layer.cubic_coeff = float(attr(node, "cubic_coeff_a"))
+    layer.exclude_outside = bool(int(attr(node, "exclude_outside")))
 
 
 def _sizes_spec(node: Node, spec: list[_Axis], axes: list[int], sizes: list[int]) -> None:
@@ -202,7 +202,7 @@ def _sizes_spec(node: Node, spec: list[_Axis], axes: list[int], sizes: list[int]
     (the smallest or largest ratio) and lengths rounded half up, as ONNX computes them."""
     if len(sizes) != len(axes):
         raise unsupported(node, f"{len(sizes)} sizes for {len(axes)} axes")
-    policy = text_attr(node, "keep_aspect_ratio_policy", "stretch")
+    policy = text(node, "keep_aspect_ratio_policy")
     if policy == "stretch":
         for a, n in zip(axes, sizes):
             spec[a] = _Axis(spec[a].n_in, n)
@@ -229,7 +229,7 @@ def _layer_refusal(node: Node, spec: list[_Axis], axes: list[int], mode: str, tr
     if transform == "tf_crop_and_resize":
         return ("tf_crop_and_resize to lengths known only at run time", "TensorRT's resize reads the whole input; "
                 "loopc crops and resizes with gathers when the sizes and the input's resized axes are fixed")
-    if mode != "NEAREST" and int(node.attrs.get("antialias", 0)) and any(_may_shrink(spec[a]) for a in axes):
+    if mode != "NEAREST" and int(attr(node, "antialias")) and any(_may_shrink(spec[a]) for a in axes):
         return (f"antialiased {mode.lower()} downscaling to lengths known only at run time",
                 "TensorRT's resize has no antialiasing filter; loopc builds the filter from gathers when the sizes "
                 "and the input's resized axes are fixed")
@@ -249,9 +249,9 @@ def _layer_refusal(node: Node, spec: list[_Axis], axes: list[int], mode: str, tr
     rank = len(spec)
     if computed_sizes and "axes" not in node.attrs:
         changed = []  # any axis may change: TensorRT checks the lengths it is given when it runs
-    if changed and min(changed) < rank - _RESIZABLE[mode]:
+    if changed and min(changed) < rank - TRT_RESIZABLE[mode]:
         return (f"{mode.lower()} resize of axis {min(changed)} of a rank-{rank} input to a length known only at run "
-                "time", f"TensorRT resizes only the innermost {_RESIZABLE[mode]} axes in this mode; loopc builds it "
+                "time", f"TensorRT resizes only the innermost {TRT_RESIZABLE[mode]} axes in this mode; loopc builds it "
                 "from gathers when the lengths are fixed")
     return None
 
@@ -324,10 +324,10 @@ def _output_shape(ctx: ConversionContext, node: Node, x: Any, spec: list[_Axis],
 
 
 def _grid_sample_refusal(node: Node) -> str | None:
-    mode = text_attr(node, "mode", "linear")
+    mode = text(node, "mode")
     if mode not in _MODES:
         return f"mode={mode!r}"
-    padding = text_attr(node, "padding_mode", "zeros")
+    padding = text(node, "padding_mode")
     if padding not in _GRID_PADDING:
         return f"padding_mode={padding!r}"
     return None
@@ -340,7 +340,7 @@ def grid_sample(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
     grid = ctx.get(node.inputs[1], node)
     rank = len(x.shape)
-    mode = _MODES[text_attr(node, "mode", "linear")]
+    mode = _MODES[text(node, "mode")]
     if rank not in (4, 5):
         raise unsupported(node, f"GridSample of a rank-{rank} input (TensorRT samples 2-D and 3-D grids)")
     if np_dtype(x.dtype).kind != "f":
@@ -348,7 +348,7 @@ def grid_sample(ctx: ConversionContext, node: Node) -> None:
                           hint="TensorRT samples floating-point tensors; cast the data first")
     if mode == "CUBIC" and rank != 4:
         raise unsupported(node, "cubic GridSample of a 3-D grid (TensorRT's cubic sampling is 2-D only)")
-    padding = text_attr(node, "padding_mode", "zeros")
+    padding = text(node, "padding_mode")
     if mode == "CUBIC" and padding == "border":
         raise unsupported(node, "cubic GridSample with border padding", hint="ONNX's reference clamps the sampling "
                           "point and onnxruntime clamps each tap, which differ, and TensorRT does not say which it "
@@ -361,7 +361,7 @@ def grid_sample(ctx: ConversionContext, node: Node) -> None:
         x, grid = ctx.cast(x, tr.float32, node, "data_f32"), ctx.cast(grid, tr.float32, node, "grid_f32")
     layer = ctx.network.add_grid_sample(x, grid)
     layer.interpolation_mode = getattr(tr.InterpolationMode, mode)
-    layer.align_corners = bool(int(node.attrs.get("align_corners", 0)))
+    layer.align_corners = bool(int(attr(node, "align_corners")))
     layer.sample_mode = getattr(tr.SampleMode, _GRID_PADDING[padding])
     y = ctx.out(layer, node)
     ctx.set(node.outputs[0], ctx.cast(y, ctx.get(node.inputs[0], node).dtype, node, "data") if widen else y)

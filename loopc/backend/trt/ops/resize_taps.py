@@ -17,46 +17,17 @@ from typing import Any
 import numpy as np
 
 from loopc.backend.trt.context import ConversionContext, np_dtype
-from loopc.ir import Node, text_attr
-from loopc.sim.ops.resize import ROUNDING
+from loopc.ir import Node
+from loopc.semantics.attributes import attr, text
+from loopc.semantics.resize import NEAREST, keys, onnx_coordinates, rounded
 
 #: Most taps one axis may take (an antialiased downscale by s reads about 4/s input pixels).
 MAX_TAPS = 64
 
 
-def onnx_coordinates(transform: str, n_in: int, n_out: int, scale: float, width: float,
-                     crop: tuple[float, float] = (0.0, 1.0)) -> np.ndarray:
-    """The input coordinate ONNX's reference maps each output position to (its formulas, in float64);
-    ``width`` is the unrounded output length, ``scale`` × ``n_in`` (exactly ``n_out`` for sizes), and
-    ``crop`` tf_crop_and_resize's region of the axis, as fractions of its last index."""
-    x = np.arange(n_out, dtype=np.float64)
-    if transform == "tf_crop_and_resize":  # in float32, as the roi is: its ties (1.5 from 0.3 · 5) are float32's
-        start, end, last = np.float32(crop[0]), np.float32(crop[1]), np.float32(n_in - 1)
-        if width == 1:
-            moved = np.full(n_out, (end - start) * last / np.float32(2), np.float32)
-        else:
-            moved = x.astype(np.float32) * (end - start) * last / np.float32(width - 1)
-        return (moved + start * last).astype(np.float64)
-    if transform == "align_corners":
-        return np.zeros(n_out) if width == 1 else x * (n_in - 1) / (width - 1)
-    if transform == "asymmetric":
-        return x / scale
-    if transform == "pytorch_half_pixel" and width == 1:
-        return np.full(n_out, -0.5)
-    offset = n_in / 2 * (1 - n_out / width) if transform == "half_pixel_symmetric" else 0.0
-    return offset + (x + 0.5) / scale - 0.5
-
-
 def ambiguous(transform: str, n_out: int, width: float) -> bool:
     """Whether onnxruntime and ONNX's reference map this axis differently (see the module's docstring)."""
     return width != n_out and (transform == "align_corners" or (transform == "pytorch_half_pixel" and n_out == 1))
-
-
-def _keys(d: np.ndarray, a: float) -> np.ndarray:
-    d = np.abs(d)
-    near = ((a + 2) * d - (a + 3)) * d * d + 1
-    far = ((a * d - 5 * a) * d + 8 * a) * d - 4 * a
-    return np.where(d <= 1, near, np.where(d < 2, far, 0.0))
 
 
 def onnx_taps(node: Node, mode: str, transform: str, n_in: int, n_out: int, scale: float, width: float,
@@ -68,11 +39,10 @@ def onnx_taps(node: Node, mode: str, transform: str, n_in: int, n_out: int, scal
     coord = onnx_coordinates(transform, n_in, n_out, scale, width, crop)
     outside = (coord < 0) | (coord > n_in - 1) if transform == "tf_crop_and_resize" else np.zeros(n_out, bool)
     if mode == "NEAREST":
-        rounding = ROUNDING[{"round_prefer_floor": "HALF_DOWN", "round_prefer_ceil": "HALF_UP", "floor": "FLOOR",
-                             "ceil": "CEIL"}[text_attr(node, "nearest_mode", "round_prefer_floor")]]
-        return np.clip(rounding(coord), 0, n_in - 1).astype(np.int64)[None], np.ones((1, n_out)), outside
+        rounding = NEAREST[text(node, "nearest_mode")]
+        return np.clip(rounded(coord, rounding), 0, n_in - 1).astype(np.int64)[None], np.ones((1, n_out)), outside
     support = 1 if mode == "LINEAR" else 2
-    stretch = min(scale, 1.0) if int(node.attrs.get("antialias", 0)) else 1.0
+    stretch = min(scale, 1.0) if int(attr(node, "antialias")) else 1.0
     start = int(np.floor(-support / stretch)) + 1
     base = np.floor(coord)
     index = base[None] + np.arange(start, 2 - start)[:, None]
@@ -80,9 +50,9 @@ def onnx_taps(node: Node, mode: str, transform: str, n_in: int, n_out: int, scal
     if mode == "LINEAR":
         weight = np.clip(1 - np.abs(distance), 0, 1)
     else:
-        weight = _keys(distance, float(node.attrs.get("cubic_coeff_a", -0.75)))
+        weight = keys(distance, float(attr(node, "cubic_coeff_a")))
     weight = weight / weight.sum(axis=0, keepdims=True)
-    if int(node.attrs.get("exclude_outside", 0)):
+    if int(attr(node, "exclude_outside")):
         weight = np.where((index >= 0) & (index < n_in), weight, 0.0)
         weight = weight / weight.sum(axis=0, keepdims=True)
     return np.clip(index, 0, n_in - 1).astype(np.int64), weight, outside
@@ -108,6 +78,6 @@ def resample(ctx: ConversionContext, node: Node, x: Any, axis: int, index: np.nd
     if not outside.any():
         return total
     mask = ctx.constant(outside.reshape(shape), node, f"axis{axis}_outside")
-    fill = ctx.constant(np.full(shape, float(node.attrs.get("extrapolation_value", 0.0)), np_dtype(x.dtype)), node,
+    fill = ctx.constant(np.full(shape, float(attr(node, "extrapolation_value")), np_dtype(x.dtype)), node,
                         f"axis{axis}_fill")
     return ctx.out(ctx.network.add_select(*ctx.broadcast([mask, fill, total], node)), node, f"axis{axis}_crop")

@@ -24,6 +24,7 @@ from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.ops.reduce import mask
 from loopc.backend.trt.registry import converter
 from loopc.ir import Node, text_attr
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 #: coordinate_transformation_mode → the shift subtracted from the scaled roi corners.
@@ -90,9 +91,9 @@ def _axis_corners(ctx: ConversionContext, node: Node, rois: Any, length: Any, co
 def roi_align(ctx: ConversionContext, node: Node) -> None:
     x, rois, batch = (ctx.get(v, node) for v in node.inputs[:3])
     f32, i64 = trt().float32, trt().int64
-    out_h, out_w = int(node.attrs.get("output_height", 1)), int(node.attrs.get("output_width", 1))
+    out_h, out_w = int(attr(node, "output_height")), int(attr(node, "output_width"))
     ratio = int(node.attrs["sampling_ratio"])
-    scale = float(node.attrs.get("spatial_scale", 1.0))
+    scale = float(attr(node, "spatial_scale"))
     coords = text_attr(node, "coordinate_transformation_mode", "half_pixel")
     shift, at_least_one = _SHIFT[coords], coords == "output_half_pixel"
     channels = int(x.shape[1])

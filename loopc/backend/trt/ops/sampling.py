@@ -13,6 +13,7 @@ from loopc.backend.trt.ops.reduce import const_ints
 from loopc.backend.trt.ops.shape import computed_axes
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 #: ONNX Pad mode → TensorRT SampleMode: edge repeats the border (CLAMP); reflect mirrors without
@@ -83,7 +84,7 @@ def pad(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
     shape = tuple(x.shape)
     rank = len(shape)
-    mode = node.attrs.get("mode", "constant")
+    mode = attr(node, "mode")
     mode = mode.decode() if isinstance(mode, bytes) else mode
     if mode not in _PAD_MODES:
         raise unsupported(node, f"mode={mode!r}")

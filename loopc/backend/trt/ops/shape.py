@@ -17,6 +17,7 @@ from loopc.backend.trt.ops.reduce import const_ints
 from loopc.backend.trt.ops.run_time_axes import axes_count, axis_flags, squeezed_dims, unsqueezed_dims
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node, Value
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 #: Static ints, told from a tensor by being a list or a tuple.
@@ -112,7 +113,7 @@ def broadcast_to(ctx: ConversionContext, node: Node, x: Any, target: Ints | Any,
 def reshape(ctx: ConversionContext, node: Node) -> None:
     """A 0 in the target copies the input dim unless allowzero; one -1 is inferred (TensorRT does the same)."""
     x = ctx.get(node.inputs[0], node)
-    zero_copies = not node.attrs.get("allowzero", 0)
+    zero_copies = not attr(node, "allowzero")
     known = ctx.constant_of(node.inputs[1])
     target: Any = [int(d) for d in known.reshape(-1)] if known is not None else ctx.get(node.inputs[1], node)
     ctx.set(node.outputs[0], ctx.reshape(x, target, node, "", zero_copies))
@@ -122,7 +123,7 @@ def reshape(ctx: ConversionContext, node: Node) -> None:
 def flatten(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
     shape = tuple(x.shape)
-    axis = int(node.attrs.get("axis", 1))
+    axis = int(attr(node, "axis"))
     axis = axis + len(shape) if axis < 0 else axis
     left, right = shape[:axis], shape[axis:]
     if -1 not in left:
@@ -211,7 +212,7 @@ def shape_op(ctx: ConversionContext, node: Node) -> None:
     """A constant when the dims are static (so later shape arithmetic folds), else an IShapeLayer."""
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
-    start, end, _ = slice(node.attrs.get("start", 0), node.attrs.get("end", rank)).indices(rank)
+    start, end, _ = slice(attr(node, "start"), node.attrs.get("end", rank)).indices(rank)
     picked = tuple(x.shape)[start:end]
     if -1 not in picked:
         ctx.set_array(node.outputs[0], np.array(picked, np.int64), node)
@@ -252,7 +253,7 @@ def split(ctx: ConversionContext, node: Node) -> None:
     """Pieces along ``axis``: the ``split`` sizes, or ``num_outputs`` chunks of ceil(d / n) (the last smaller)."""
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
-    axis = int(node.attrs.get("axis", 0)) % rank
+    axis = int(attr(node, "axis")) % rank
     d = int(x.shape[axis])
     n = len(node.outputs)
     split_v = node.inputs[1] if len(node.inputs) > 1 else None

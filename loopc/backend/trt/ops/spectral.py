@@ -21,6 +21,7 @@ from loopc.backend.trt.ops.cumulative import axis_is
 from loopc.backend.trt.ops.linalg import matmul
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 
@@ -97,7 +98,7 @@ def dft(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
     shape = [int(d) for d in x.shape]
     rank = len(shape)
-    inverse, onesided = bool(node.attrs.get("inverse", 0)), bool(node.attrs.get("onesided", 0))
+    inverse, onesided = bool(attr(node, "inverse")), bool(attr(node, "onesided"))
     if -1 in shape[:-1]:
         raise unsupported(node, "a DFT of a signal whose shape is known only when the engine runs")
     given = _constant_int(ctx, node, 1, "dft_length")
@@ -185,5 +186,5 @@ def stft(ctx: ConversionContext, node: Node) -> None:
         window = ctx.reshape(ctx.cast(window, signal.dtype, node, "window_cast"), [1, 1, length, 1], node,
                              "window4")
         framed = ctx.elementwise(framed, window, "PROD", node, "windowed")
-    onesided = bool(node.attrs.get("onesided", 1))
+    onesided = bool(attr(node, "onesided"))
     ctx.set(node.outputs[0], dft_along(ctx, node, framed, 2, length, False, onesided))

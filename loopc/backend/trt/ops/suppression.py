@@ -34,6 +34,7 @@ from loopc.backend.trt.ops.nonzero import nonzero_positions
 from loopc.backend.trt.registry import converter
 from loopc.ir import Node
 from loopc.ir.bounds import Bounder
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 #: The most boxes padded to: the loop runs one trip per box over [B, N, N] overlaps.
@@ -221,7 +222,7 @@ def non_max_suppression(ctx: ConversionContext, node: Node) -> None:
                                ctx.reshape(count, [1, 1, 1], node, "count3"), "LESS", node, "real")
         boxes = _padded(ctx, node, boxes, 1, n, 0.0, "boxes")
         scores = _padded(ctx, node, scores, 2, n, -np.inf, "scores")  # after every real box in rank order
-    center = int(node.attrs.get("center_point_box", 0)) == 1
+    center = int(attr(node, "center_point_box")) == 1
     iou_threshold = _scalar_input(ctx, node, 3, 0.0, np.float32)
     rank = _rank(ctx, node, scores, n)
     if len(node.inputs) > 4 and node.inputs[4] is not None:

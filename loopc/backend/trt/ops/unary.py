@@ -10,6 +10,7 @@ import numpy as np
 from loopc.backend.trt.context import ConversionContext
 from loopc.backend.trt.registry import converter
 from loopc.ir import Node
+from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 _UNARY = {
@@ -60,7 +61,7 @@ def softplus(ctx: ConversionContext, node: Node) -> None:
 
 @converter("Gelu")
 def gelu(ctx: ConversionContext, node: Node) -> None:
-    kind = "GELU_TANH" if node.attrs.get("approximate", "none") == "tanh" else "GELU_ERF"
+    kind = "GELU_TANH" if attr(node, "approximate") == "tanh" else "GELU_ERF"
     layer = ctx.network.add_activation(ctx.get(node.inputs[0], node), getattr(trt().ActivationType, kind))
     ctx.set(node.outputs[0], ctx.out(layer, node))
 
@@ -113,7 +114,7 @@ def mish(ctx: ConversionContext, node: Node) -> None:
 def celu(ctx: ConversionContext, node: Node) -> None:
     """max(0, x) + min(0, alpha * (e^(x / alpha) - 1))."""
     x = ctx.get(node.inputs[0], node)
-    alpha = float(node.attrs.get("alpha", 1.0))
+    alpha = float(attr(node, "alpha"))
     a, one, zero = (scalar_like(ctx, v, x, node, name) for v, name in ((alpha, "alpha"), (1, "one"), (0, "zero")))
     grown = ctx.unary(ctx.elementwise(x, a, "DIV", node, "scaled"), "EXP", node, "exp")
     elu = ctx.elementwise(ctx.elementwise(grown, one, "SUB", node, "expm1"), a, "PROD", node, "elu")
@@ -126,7 +127,7 @@ def celu(ctx: ConversionContext, node: Node) -> None:
 def shrink(ctx: ConversionContext, node: Node) -> None:
     """x + bias below -lambd, x - bias above lambd, 0 between."""
     x = ctx.get(node.inputs[0], node)
-    lambd, bias = float(node.attrs.get("lambd", 0.5)), float(node.attrs.get("bias", 0.0))
+    lambd, bias = float(attr(node, "lambd")), float(attr(node, "bias"))
     below = ctx.elementwise(x, scalar_like(ctx, -lambd, x, node, "low"), "LESS", node, "below")
     above = ctx.elementwise(x, scalar_like(ctx, lambd, x, node, "high"), "GREATER", node, "above")
     b = scalar_like(ctx, bias, x, node, "bias")
@@ -140,7 +141,7 @@ def shrink(ctx: ConversionContext, node: Node) -> None:
 def is_inf(ctx: ConversionContext, node: Node) -> None:
     """Infinities of the signs asked for: both is ISINF, one sign compares with that infinity."""
     x = ctx.get(node.inputs[0], node)
-    positive, negative = bool(node.attrs.get("detect_positive", 1)), bool(node.attrs.get("detect_negative", 1))
+    positive, negative = bool(attr(node, "detect_positive")), bool(attr(node, "detect_negative"))
     if positive and negative:
         ctx.set(node.outputs[0], ctx.unary(x, "ISINF", node))
     elif positive or negative:
