@@ -113,6 +113,8 @@ def declined_by_loop(declines: Declines, graph: Graph) -> dict[str, list[str]]:
                  for d in found if (d.at.owner if isinstance(d.at, Graph) else d.at) in alive]
         if lines and loop in alive:
             grouped[loop.describe() if loop is not None else "outside loops"] = lines
+    for loop_name, how in declines.slower.items():
+        grouped.setdefault(loop_name, []).insert(0, f"made legal by {how}")
     return grouped
 
 

@@ -222,7 +222,12 @@ class Padder:
                     and at % rank == view.axis:
                 self.lengths[node.outputs[0]] = view
                 self.offsets[node.outputs[0]] = (view.length, 0)
-        elif node.op == "Cast" and first in self.lengths:
+        elif node.op == "Slice" and first in self.shapes and first.shape \
+                and _single_entry(node, first.shape[0]) == self.shapes[first].axis:  # Shape(x)[-1:] of a length
+            view = self.shapes[first]
+            self.lengths[node.outputs[0]] = view
+            self.offsets[node.outputs[0]] = (view.length, 0)
+        elif node.op in ("Cast", "Squeeze") and first in self.lengths:
             self.lengths[node.outputs[0]] = self.lengths[first]
         elif node.op == "Add" and any(v in self.lengths for v in node.inputs):
             view = next(self.lengths[v] for v in node.inputs if v in self.lengths)
@@ -671,6 +676,23 @@ def _flattened_pick(padder: Padder, b: Builder, node: Node) -> Done | None:
     padder.replace(pick.outputs[0], position)
     padder.dead += [node, pick]  # the pick reads the flattened value: it goes first
     return DONE
+
+
+def _single_entry(node: Node, rank: object) -> int | None:
+    """The one entry a Slice of a shape vector of ``rank`` entries keeps (``shape[a:a+1]``, ``shape[-1:]``), or
+    None when it keeps another number or its bounds are not constants."""
+    operands = [*node.inputs[1:5], *[None] * (5 - len(node.inputs))]
+    bounds = [constant_value(v) if v is not None else None for v in operands]
+    if not isinstance(rank, int) or bounds[0] is None or bounds[1] is None or any(
+            v is not None and b is None for v, b in zip(operands[2:], bounds[2:])):
+        return None
+    start, end = (np.asarray(b).reshape(-1) for b in bounds[:2])
+    steps = np.asarray(bounds[3]).reshape(-1) if bounds[3] is not None else np.ones(1)
+    if start.size != 1 or end.size != 1 or int(steps[0]) != 1 or (bounds[2] is not None and int(
+            np.asarray(bounds[2]).reshape(-1)[0]) not in (0, -1)):
+        return None
+    kept = range(rank)[int(start[0]):int(end[0])]
+    return kept[0] if len(kept) == 1 else None
 
 
 def _reshape(padder: Padder, b: Builder, node: Node) -> Done | None:

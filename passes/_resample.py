@@ -21,7 +21,8 @@ from onnx import helper
 
 from loopc.ir.builder import Builder
 from loopc.ir import Graph, Loop, Node, Value
-from loopc.passes._util import changes_per_trip, concat_piece
+from loopc.ir.target import per_trip_values
+from loopc.passes._util import concat_piece
 from loopc.semantics.attributes import attr, text
 from loopc.semantics.resize import NEAREST, keys_far, keys_near
 
@@ -38,10 +39,15 @@ def resizes_changing_per_trip(graph: Graph) -> list[tuple[Graph, Node]]:
     """Every Resize in a loop body, at any depth, whose sizes change between trips (the ones TensorRT's
     builder cannot build), with its body; listed up front so that passes may edit."""
     found = []
+    varying: dict[Loop, set[Value]] = {}
     for g, node in graph.walk():
         sizes = node.inputs[3] if node.op == "Resize" and len(node.inputs) > 3 else None
-        if sizes is not None and isinstance(g.owner, Loop) and changes_per_trip(sizes, g):
-            found.append((g, node))
+        loop = g.owner
+        if sizes is not None and isinstance(loop, Loop):
+            if loop not in varying:
+                varying[loop] = per_trip_values(loop)
+            if sizes in varying[loop]:
+                found.append((g, node))
     return found
 
 

@@ -334,13 +334,6 @@ def _scalar_source(scalar: Value) -> int | tuple[Value, int] | None:
     return None
 
 
-def changes_per_trip(value: Value, body: Graph) -> bool:
-    """Whether ``value`` (in loop ``body``) is computed from what changes between trips: the counter, an
-    iterator's slice or a recurrence's state (the body's inputs). Dims read by ``Shape`` do not count."""
-    inputs = set(body.inputs)
-    return any(v in inputs for v in computed_from(value))
-
-
 #: A slice bound at or past this is "to the end": tf2onnx writes 10^9 in a strided slice (and a step that leaves
 #: after one element) for TF's ``x[:, i]``; PyTorch's exporters write INT64_MAX for ``x[-1:]``.
 TO_THE_END = 10**9

@@ -52,6 +52,9 @@ class Declines:
     alike); a rewrite's reasons are those of its last look."""
 
     found: dict[str, dict[tuple[Node | Graph | None, str], Decline]] = field(default_factory=dict)
+    #: loops a rule made legal the slower way (padded, unrolled), by description: how, and why the rules tried
+    #: before it did not apply there
+    slower: dict[str, str] = field(default_factory=dict)
 
     def add(self, decline: Decline) -> None:
         self.found.setdefault(decline.rewrite, {}).setdefault((decline.at, decline.reason), decline)
@@ -111,6 +114,26 @@ def kept_if(relevant: Callable[[], bool]) -> Iterator[None]:
             current[1].add(decline)
 
 
+def recorded(rewrite: str, loop: Loop) -> list[str]:
+    """The reasons ``rewrite`` last recorded about ``loop`` (or a loop in it) in the running manager's record:
+    what a pass that must refuse the loop can cite (empty outside a manager's run)."""
+    current = _recording.get()
+    if current is None:
+        return []
+    return [d.reason for d in current[1].found.get(rewrite, {}).values() if any(inner is loop for inner in d.loops())]
+
+
+def legalized(loop: Loop, how: str) -> None:
+    """Record that the running rule made ``loop`` legal the slower way ``how`` (padding to a bound, unrolling),
+    with what the others recorded about the loop so far: why the faster ways did not apply."""
+    current = _recording.get()
+    if current is None:
+        return
+    rule, declines = current
+    before = [f"{d.rewrite}: {d.reason}" for d in declines if d.rewrite != rule and any(inner is loop for inner in d.loops())]
+    declines.slower[loop.describe()] = f"{rule}: {how}" + (f" (before it: {'; '.join(before)})" if before else "")
+
+
 def declined(reason: str, at: Node | Graph | None = None) -> None:
     """Record that the running rewrite does not apply at ``at`` because ``reason``; returns None."""
     current = _recording.get()
@@ -125,4 +148,4 @@ def no(reason: str, at: Node | Graph | None = None) -> Literal[False]:
     return False
 
 
-__all__ = ["Decline", "Declines", "declined", "kept_if", "no", "recording"]
+__all__ = ["Decline", "Declines", "declined", "kept_if", "legalized", "no", "recorded", "recording"]

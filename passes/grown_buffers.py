@@ -32,7 +32,7 @@ from loopc.ir.builder import I64, Builder
 from loopc.ir.target import illegal_carries, loop_violations, reordered
 from loopc.passes._padding import Padded, Padder, Refused, along, dim_unknown, with_entry
 from loopc.passes._util import TO_THE_END, as_i64, listed_axes
-from loopc.passes._why import declined, kept_if
+from loopc.passes._why import declined, kept_if, legalized
 from loopc.passes.manager import PassResult
 from loopc.passes.unroll import cannot_unroll
 from loopc.semantics.attributes import attr
@@ -67,6 +67,8 @@ class GrownBuffers:
                 declined(found.reason, at=loop)
             return 0
         found.apply()
+        legalized(loop, f"{len(found.carried)} grown value(s) carried at their longest length, their valid length "
+                        "beside them")
         return len(found.carried)
 
 

@@ -16,7 +16,7 @@ from loopc.ir import Graph, Loop, Node, Value
 from loopc.ir.builder import Builder
 from loopc.ir.target import loop_violations
 from loopc.passes._util import constant_trips
-from loopc.passes._why import no
+from loopc.passes._why import legalized, no
 from loopc.passes.manager import PassResult
 
 #: Most trips a loop may run to be unrolled (one copy of its body per trip).
@@ -31,6 +31,7 @@ class Unroll:
         unrolled = 0
         for g, node in graph.structured():
             if isinstance(node, Loop) and self._wanted(node):
+                legalized(node, f"unrolled into {constant_trips(node)} copies of its body")
                 unroll(g, node)
                 unrolled += 1
         return PassResult(graph, unrolled > 0, {"loops": unrolled} if unrolled else {})

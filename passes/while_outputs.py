@@ -20,6 +20,7 @@ from loopc.ir import Graph, Loop, LoopOutput, Node, Value, constant_int
 from loopc.ir.builder import Builder
 from loopc.loop_rules import bound_hint
 from loopc.passes._util import first_rows, rows_cut, trips_run
+from loopc.passes._why import recorded
 from loopc.passes.manager import PassResult, broken
 
 
@@ -46,7 +47,9 @@ class WhileOutputs:
             stacked = [o for o in node.loop_outputs if o.kind != "last"]
             unbounded = bool(stacked) and node.trip_count is None and node.max_trips is None
             if unbounded and self.max_trips is None:  # before any edit, so that the refusal may wait
-                raise located(PassError, node.describe(), UNBOUNDED, bound_hint())
+                uncounted = recorded("counted-loops", node)
+                raise located(PassError, node.describe(), UNBOUNDED + (
+                    f" (counted-loops: {'; '.join(uncounted)})" if uncounted else ""), bound_hint())
             if any(o.kind == "reverse" for o in stacked):
                 raise PassError(f"{node.describe()}: a reversed output of a loop that can stop early is not supported")
             node.set_padded(True)

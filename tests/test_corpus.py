@@ -2,7 +2,8 @@
 simulated engine matches the outputs of the framework's own eager run.
 
 A case whose loop has no bound at all (a data-dependent while loop whose outputs grow) states the
-``max-trips`` a user must give: with no flags loopc must refuse, naming that flag. A case at a
+``max-trips`` a user must give: with no flags loopc must refuse, naming that flag and why the loop's trips
+could not be counted. A case at a
 known limit states loopc's refusal; there TensorRT's own parser must fail too, so that loopc
 builds every case the parser builds.
 """
@@ -35,8 +36,8 @@ def test_export_builds_and_matches_its_framework(case: Case) -> None:
         assert not built.ok and case.refusal in built.detail, built.detail
         assert not build_with_parser(case).ok, "TensorRT's parser builds a case loopc refuses"
         return
-    if case.max_trips is not None:
-        assert not built.ok and "--max-trips" in built.detail, built.detail
+    if case.max_trips is not None:  # refused naming the flag, and why its trips could not be counted
+        assert not built.ok and "--max-trips" in built.detail and "(counted-loops: " in built.detail, built.detail
         built = build_with_loopc(case, case.max_trips)
     assert built.ok, built.detail
     result = run(case)

@@ -48,3 +48,15 @@ def test_build_verbose_prints_the_reasons_after_the_build(model: pathlib.Path, t
     lines = reasons(result.output)
     assert "stop_on_sum" in lines[1] and "counted-loops" in lines[2]
     assert result.output.index("wrote ") < result.output.index("rewrites that did not apply")
+
+
+def test_a_loop_made_legal_the_slower_way_says_how_and_why_not_faster() -> None:
+    """``samples/growing_cat.onnx`` grows a value it reads in the loop, five trips: unrolled, since no faster
+    rule applies (the value is read inside the loop, so it is no concatenated output)."""
+    sample = pathlib.Path(__file__).resolve().parents[2] / "samples" / "growing_cat.onnx"
+    result = CliRunner().invoke(cli, ["inspect", str(sample), "--why"])
+    assert result.exit_code == 0, result.output
+    heading, loop, how, *_ = reasons(result.output)
+    assert "/Loop" in loop
+    assert how.strip().startswith("made legal by unroll: unrolled into 5 copies of its body (before it: ")
+    assert "growing-concat: carried value 'out.13' is read inside the loop" in how

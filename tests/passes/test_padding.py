@@ -121,11 +121,21 @@ g (int64 n, float[2,2,3] first, float[8,2,1,3] x, float[12,3] table) => (float[2
 """
 
 
-def test_a_positional_table_sliced_at_the_cache_length_is_a_gather() -> None:
-    proto, model = load(POSITIONS)
+#: The same length read as the shape's one entry (``cache.shape[-1:]``, a Slice of the shape, then squeezed).
+LAST_ENTRY = POSITIONS.replace("""    one = Constant <value = int64 {1}> ()
+    length = Gather <axis = 0> (shape, one)""", """    from_one = Constant <value = int64[1] {1}> ()
+    to_two = Constant <value = int64[1] {2}> ()
+    entry = Slice(shape, from_one, to_two)
+    length = Squeeze(entry)""")
+
+
+@pytest.mark.parametrize("text", [POSITIONS, LAST_ENTRY], ids=["gathered", "sliced"])
+def test_a_positional_table_sliced_at_the_cache_length_is_a_gather(text: str) -> None:
+    assert text.count("length =") == 1
+    proto, model = load(text)
     assert run_alone(model, GrownBuffers()) == {"grown-buffers.buffers": 1}
     body = loops(model.graph)[0].body
-    assert not any(n.op == "Slice" for n in body.nodes)
+    assert not any(n.op == "Slice" and n.inputs[0] is not None and n.inputs[0].name == "table" for n in body.nodes)
     table = RNG.standard_normal((12, 3)).astype(np.float32)
     for trips in (0, 1, 7):
         feeds = {"n": np.array(trips, np.int64), "first": RNG.standard_normal((2, 2, 3)).astype(np.float32),

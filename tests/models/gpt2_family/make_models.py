@@ -77,7 +77,6 @@ class Case:
 #: The exports loopc does not build yet, with the words of its refusal (a case states them as ``loopc-refuses``;
 #: the corpus test then checks that loopc still refuses them that way and that TensorRT's parser fails too).
 LOOPC_REFUSES = {
-    "gpt2_stacked_keys_transposed": "grows by a piece ('/Transpose_8_output_0') whose length along axis 3 is not known",
     "whisper_openai": "TensorRT crashed (SIGSEGV) in build_serialized_network",
 }
 
