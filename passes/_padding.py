@@ -697,8 +697,9 @@ def _single_entry(node: Node, rank: object) -> int | None:
 
 def _reshape(padder: Padder, b: Builder, node: Node) -> Done | None:
     """A Reshape that keeps the padded axis and every axis before it (``k.view(B, S, H, -1)`` of a cache
-    ``[B, S, D]``) reshapes the buffer, its target's kept entries read from the buffer's shape; one that flattens
-    padded trailing axes for one ArgMax or ArgMin is :func:`_flattened_pick`."""
+    ``[B, S, D]``) reshapes the buffer, its target's kept entries copying the buffer's dims (0 entries; read
+    from the buffer's shape under allowzero, or when other entries are computed); one that flattens padded
+    trailing axes for one ArgMax or ArgMin is :func:`_flattened_pick`."""
     view = _first(padder, node)
     target, data = node.inputs[1], node.inputs[0]
     readers = [u.user for u in node.outputs[0].uses()]
@@ -714,9 +715,15 @@ def _reshape(padder: Padder, b: Builder, node: Node) -> Done | None:
             for a in range(last + 1) for source in [shape_entry_source(target, a)]):
         return padder.cannot(node, "it does not keep the padded axis and every axis before it")
     out = node.outputs[0]
+    written = [shape_entry_source(target, a) for a in range(last + 1, count)]
+    if copies_zero and all(isinstance(entry, int) for entry in written):
+        # The kept entries copy the buffer's dims (0 in a target without allowzero): the target is a constant.
+        # TensorRT-RTX's builder crashes (SIGSEGV) on the same Reshape with the buffer's dims read by a Shape in
+        # the loop and then transposed into a MatMul: a cache [B, S, D] split into heads (openai-whisper's).
+        dims = b.const(np.array([0] * (last + 1) + written, np.int64), name=f"{out.name}_dims")
+        return _carry(padder, b, node, [view.value, dims], view, lambda a: a, view.zero)
     kept = b.op("Shape", [view.value], {"start": 0, "end": last + 1}, name=f"{out.name}_kept", dtype=I64,
                 shape=(last + 1,))
-    written = [shape_entry_source(target, a) for a in range(last + 1, count)]
     if all(isinstance(entry, int) for entry in written):  # constants: not computed from the padded shape
         rest = b.const(np.array(written, np.int64), name=f"{out.name}_rest")
     else:

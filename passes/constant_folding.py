@@ -32,6 +32,7 @@ from loopc.ir.builder import Builder, infer
 from loopc.ir.interpret import InterpretError, evaluate
 from loopc.ir.ops import traits
 from loopc.limits import check_constant
+from loopc.passes._why import declined
 from loopc.passes.manager import PassResult
 
 #: Folding never materializes more than this many elements.
@@ -46,8 +47,10 @@ class ConstantFolding:
         for g, node in list(graph.walk()):
             if not traits(node.op).foldable or node.subgraphs() or node.graph is not g:
                 continue
-            values = fold(node)
-            if values is None:
+            values = folding(node)
+            if not isinstance(values, list):
+                if values is not None:
+                    declined(values, at=node)
                 continue
             made: list[Node] = []
             b = Builder(g, made)
@@ -62,8 +65,16 @@ class ConstantFolding:
 def fold(node: Node, known: Mapping[Value, np.ndarray] | None = None,
          max_elements: int = MAX_ELEMENTS) -> list[np.ndarray] | None:
     """The values of ``node``'s outputs when its inputs are constants (or it is a Shape of a static shape);
-    ``known`` adds operand values the caller has computed but not yet made constants. None when a result
-    has more than ``max_elements`` elements."""
+    ``known`` adds operand values the caller has computed but not yet made constants. None when an operand
+    is not known, or a result has more than ``max_elements`` elements (or another reason :func:`folding` gives)."""
+    values = folding(node, known, max_elements)
+    return values if isinstance(values, list) else None
+
+
+def folding(node: Node, known: Mapping[Value, np.ndarray] | None = None,
+            max_elements: int = MAX_ELEMENTS) -> list[np.ndarray] | str | None:
+    """:func:`fold`'s values, or why ``node`` is not folded though its operands are all known (a str); None
+    when they are not (then folding does not concern it)."""
     if node.op == "Shape" and node.inputs[0] is not None:
         dims = _shape_dims(node)
         return None if dims is None or not all(isinstance(d, int) for d in dims) else [np.array(dims, np.int64)]
@@ -76,19 +87,24 @@ def fold(node: Node, known: Mapping[Value, np.ndarray] | None = None,
             return [picked]
     arrays = [None if v is None else operand(v, known) for v in node.inputs]
     if any(a is None and v is not None for a, v in zip(arrays, node.inputs)):
-        return None
+        return None  # an operand known only at run time: nothing to fold
     sizes = _result_sizes(node, known)
     if sizes is None and traits(node.op).value_shaped:
-        return None
+        return "ONNX's shape functions cannot tell the size of its result before computing it"
     if sizes is not None and any(n > max_elements for n in sizes):
-        return None
+        return _too_large(max(sizes), max_elements)
     try:
         results = evaluate(node, [None if a is None else np.asarray(a) for a in arrays])
-    except InterpretError:
-        return None  # an op the evaluator cannot run stays for TensorRT
-    if any(np.asarray(r).size > max_elements for r in results):
-        return None
-    return [np.asarray(r) for r in results]
+    except InterpretError as error:
+        return f"loopc's evaluator cannot compute it ({str(error).removeprefix(node.describe() + ': ')})"
+    largest = max((np.asarray(r).size for r in results), default=0)
+    return _too_large(largest, max_elements) if largest > max_elements else [np.asarray(r) for r in results]
+
+
+def _too_large(elements: int, max_elements: int) -> str:
+    """Why a result of ``elements`` is not stored as a constant."""
+    return (f"its result would hold {elements} elements, more than the {max_elements} folding stores: "
+            "TensorRT computes it where it runs")
 
 
 def operand(value: Value, known: Mapping[Value, np.ndarray] | None = None) -> Any:

@@ -67,7 +67,7 @@ class SequenceAccumulation:
             return no(f"the list {rec.state.name!r} is read after the loop other than by a stack or len()", at=loop)
         element = insert.inputs[1]
         if element is None:
-            return False  # an insert without an element is not an append
+            return no(f"the insert into {rec.state.name!r} names no element to append", at=insert)
         for stack in stacks:
             if int(stack.attrs.get("new_axis", 0)) not in (0, 1):
                 # onnxruntime reads any nonzero value as 1, ONNX's reference only 1: the model must say

@@ -300,11 +300,14 @@ def _plan(graph: Graph, producer: Loop, consumer: Loop, nodes_between: list[Node
     trips, count = constant_trips(producer), constant_trips(consumer)
     if trips is None or count is None:
         return declined(f"it and {producer.name!r} need constant trip counts to run one trip apart", at=consumer)
-    if not _plain(producer, trips) or not _plain(consumer, count):
-        return declined(f"it or {producer.name!r} can stop early or iterates over sources of another length",
-                        at=consumer)
-    if not producer.recurrences or not consumer.recurrences or any(it.reverse for it in consumer.iterators):
-        return declined(f"it or {producer.name!r} carries no state, or it iterates backwards", at=consumer)
+    unplain = _unplain(producer, trips) or _unplain(consumer, count)
+    if unplain is not None:
+        return declined(f"{unplain}, so it and {producer.name!r} cannot run one trip apart", at=consumer)
+    stateless = next((loop for loop in (producer, consumer) if not loop.recurrences), None)
+    if stateless is not None:
+        return declined(f"{stateless.name!r} carries no state", at=consumer)
+    if any(it.reverse for it in consumer.iterators):
+        return declined("it iterates backwards", at=consumer)
     if len(starts) != 1 or None in starts or any(it.axis != 0 for it in fed):
         return declined(f"it reads the rows of {producer.name!r} through work that is not row by row", at=consumer)
     first_row = starts.pop()
@@ -323,12 +326,20 @@ def _plan(graph: Graph, producer: Loop, consumer: Loop, nodes_between: list[Node
     return _Plan(graph, producer, consumer, trips, first_row, between, chain, shifts, rows, fed)
 
 
-def _plain(loop: Loop, count: int) -> bool:
-    """A counted loop without early exit, iterating over sources exactly ``count`` long."""
-    if count < 1 or loop.condition is not None or loop.max_trips is not None or loop.padded:
-        return False
-    return all(it.source.shape is not None and it.axis < len(it.source.shape) and it.source.shape[it.axis] == count
-               for it in loop.iterators)
+def _unplain(loop: Loop, count: int) -> str | None:
+    """Why ``loop`` is not a counted loop without early exit, iterating over sources exactly ``count`` long;
+    None when it is."""
+    if count < 1:
+        return f"{loop.name!r} runs no trip"
+    if loop.condition is not None:
+        return f"{loop.name!r} can stop early (it has a condition)"
+    if loop.max_trips is not None or loop.padded:
+        return f"{loop.name!r} runs up to a bound, not a count"
+    for it in loop.iterators:
+        shape = it.source.shape
+        if shape is None or it.axis >= len(shape) or shape[it.axis] != count:
+            return f"{loop.name!r} iterates over {it.source.name!r}, not known to be {count} long along axis {it.axis}"
+    return None
 
 
 def _row_of(node: Node, reads: list[int | None]) -> int | None:

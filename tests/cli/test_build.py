@@ -157,7 +157,8 @@ def test_a_while_loop_with_a_scan_output_asks_for_max_trips_naming_the_users_nod
     assert result.output.strip().splitlines()[-1] == (
         "loopc: error: node 'my_while' (Loop, opset 17): the loop collects a value on every trip and ends on its "
         "condition, after a number of trips loopc cannot tell before it runs, so TensorRT has no length for the "
-        "collected output; give a bound on its trips, at least the most it runs, with --max-trips N")
+        "collected output (counted-loops: its trip count cannot be counted: 'c_out' compares no counter that steps "
+        "by a constant each trip); give a bound on its trips, at least the most it runs, with --max-trips N")
     assert invoke("build", str(path), "-o", str(plan), "--max-trips", "16").exit_code == 0
 
 

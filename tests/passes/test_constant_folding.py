@@ -16,8 +16,9 @@ import onnx.numpy_helper as onh
 import pytest
 
 from loopc.frontend.onnx import import_model
-from loopc.ir import constant_value
-from loopc.passes import ConstantFolding
+from loopc.ir import Graph, Node, Value, constant_value
+from loopc.passes import ConstantFolding, PassManager
+from loopc.passes._why import Decline
 
 ort = pytest.importorskip("onnxruntime")
 
@@ -61,3 +62,38 @@ def test_a_folded_op_matches_onnxruntime(op: str, operands: list[np.ndarray], at
     got = constant_value(model.graph.outputs[0])
     assert got is not None
     np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+
+
+def _folded_with_declines(graph: Graph) -> list[Decline]:
+    manager = PassManager([ConstantFolding()])
+    manager.run(graph)
+    return list(manager.declines)
+
+
+def _const(name: str, array: np.ndarray) -> tuple[Node, Value]:
+    value = Value(name, array.dtype, array.shape)
+    return Node("Constant", [], [value], {"value": array}), value
+
+
+def test_a_result_too_large_to_store_stays_and_says_why() -> None:
+    """A ConstantOfShape of 2048 x 1024 (past the 2**20 elements folding stores) stays for TensorRT and says
+    so; an Add of an input is no folding's concern and records nothing."""
+    made, dims = _const("dims", np.array([2048, 1024], np.int64))
+    x, big, y = Value("x", np.dtype(np.float32), (2,)), Value("big", np.dtype(np.float32), (2048, 1024)), \
+        Value("y", np.dtype(np.float32), (2,))
+    graph = Graph("g", [x], [big, y], [made, Node("ConstantOfShape", [dims], [big], name="fill"),
+                                       Node("Add", [x, x], [y], name="sum")])
+    [found] = _folded_with_declines(graph)
+    assert [n.op for n in graph.nodes] == ["Constant", "ConstantOfShape", "Add"]
+    assert found.at is big.producer and found.rewrite == "constant-folding"
+    assert found.reason.startswith(f"its result would hold {2048 * 1024} elements, more than the {1 << 20}")
+
+
+def test_an_op_the_evaluator_cannot_run_stays_and_says_why() -> None:
+    made, a = _const("a", np.ones(2, np.float32))
+    y = Value("y", np.dtype(np.float32), (2,))
+    graph = Graph("g", [], [y], [made, Node("Frobnicate", [a], [y], name="frob")])
+    [found] = _folded_with_declines(graph)
+    assert [n.op for n in graph.nodes] == ["Constant", "Frobnicate"]
+    assert found.reason.startswith("loopc's evaluator cannot compute it (") and "Frobnicate" in found.reason
+    assert graph.nodes[1].describe() not in found.reason  # the place is shown beside the reason, not in it

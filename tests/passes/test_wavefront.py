@@ -7,10 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import onnx
 import pytest
 
-from loopc.ir import Node, Value
+from loopc.compiler import compile
+from loopc.ir import Graph, Loop, LoopIterator, LoopOutput, Node, Recurrence, Value
+from loopc.passes import PassManager
 from loopc.passes._batching import row_wise
+from loopc.passes.wavefront import Wavefront
 from tests.passes.stacks import SEQ, run, stack
 
 @pytest.mark.parametrize(("op", "lbr"), [("LSTM", 0), ("GRU", 0), ("GRU", 1), ("RNN", 0)])
@@ -45,6 +49,63 @@ def test_sequence_lens_and_the_counter(tmp_path: Any) -> None:
 def test_stacks_that_cannot_be_skewed_are_left_alone(kwargs: dict[str, Any], loops: int, tmp_path: Any) -> None:
     found, _ = run(stack("GRU", 2, **kwargs), tmp_path)
     assert len(found) == loops
+
+
+@pytest.mark.parametrize(("kwargs", "reason"), [
+    ({"direction": "bidirectional"}, "it iterates backwards"),
+    ({"between": "flip"}, "through work that is not row by row"),
+    ({"chained_state": True}, "other than through its iterators"),
+])
+def test_a_stack_left_alone_says_why(kwargs: dict[str, Any], reason: str, tmp_path: Any) -> None:
+    path = tmp_path / "stack.onnx"
+    onnx.save(stack("GRU", 2, **kwargs), path)
+    [(layer, found)] = [(where, [r for r in reasons if r.startswith("wavefront: ")])
+                        for where, reasons in compile(str(path)).report.declined.items()
+                        if any(r.startswith("wavefront: ") for r in reasons)]
+    assert "gru1" in layer and len(found) == 1 and reason in found[0]
+
+
+def _two_loops(stops_early: bool) -> Graph:
+    """A loop stacking a running sum of 4 rows and a second loop that iterates over them (with a condition
+    of its own when ``stops_early``): a layer over the rows of the one before."""
+    f32, i64 = np.dtype(np.float32), np.dtype(np.int64)
+    graph = Graph("g")
+
+    def const(g: Graph, name: str, array: np.ndarray) -> Value:
+        value = Value(name, array.dtype, array.shape)
+        g.add(Node("Constant", [], [value], {"value": array}))
+        return value
+
+    count, zero = const(graph, "count", np.array(4, i64)), const(graph, "zero", np.zeros(2, np.float32))
+    body = Graph("producer_body")
+    h, h_next = Value("h", f32, (2,)), Value("h_next", f32, (2,))
+    body.add(Node("Add", [h, const(body, "one", np.ones(2, np.float32))], [h_next]))
+    rows = Value("rows", f32, (4, 2))
+    graph.add(Loop(body, trip_count=count, recurrences=[Recurrence(h, zero, h_next)],
+                   loop_outputs=[LoopOutput("concat", h_next, rows)], name="producer"))
+    body = Graph("consumer_body")
+    x, s, s_next, go = Value("x", f32, (2,)), Value("s", f32, (2,)), Value("s_next", f32, (2,)), None
+    body.add(Node("Add", [s, x], [s_next]))
+    if stops_early:
+        go = const(body, "go", np.array(True))
+    total = Value("total", f32, (2,))
+    graph.add(Loop(body, trip_count=count, condition=go, iterators=[LoopIterator(x, rows)],
+                   recurrences=[Recurrence(s, zero, s_next)], loop_outputs=[LoopOutput("last", s, total)],
+                   name="consumer"))
+    graph.set_outputs([total])
+    return graph
+
+
+@pytest.mark.parametrize("stops_early", [False, True])
+def test_a_layer_that_can_stop_early_is_not_skewed_and_says_so(stops_early: bool) -> None:
+    graph = _two_loops(stops_early)
+    manager = PassManager([Wavefront()])
+    manager.run(graph)
+    loops = [node for node in graph.nodes if isinstance(node, Loop)]
+    assert len(loops) == (2 if stops_early else 1)
+    assert [d.reason for d in manager.declines] == (
+        ["'consumer' can stop early (it has a condition), so it and 'producer' cannot run one trip apart"]
+        if stops_early else [])
 
 
 def _node(op: str, shapes: list[tuple[int, ...] | None], out: tuple[int, ...], consts: dict[int, Any] | None = None,
