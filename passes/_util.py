@@ -9,6 +9,7 @@ import numpy as np
 
 from loopc.ir import Graph, If, Loop, LoopOutput, Node, Recurrence, Value, constant_int, constant_value
 from loopc.ir.bounds import Bounder
+from loopc.ir.dependence import computed_from
 from loopc.ir.builder import Builder
 from loopc.ir.ops import traits
 from loopc.semantics.attributes import attr
@@ -146,24 +147,6 @@ def merge_stacked_axis(b: Builder, stacked: Value, piece: Value, axis: int, name
     joined = b.const(np.array([-1], np.int64), name=f"{name}_joined")
     target = b.op("Concat", [parts[0], joined, parts[1]], {"axis": 0}, name=f"{name}_dims")
     return b.op("Reshape", [stacked, target], name=f"{name}_merged")
-
-
-def computed_from(value: Value, within: Graph | None = None, through_shapes: bool = False) -> Iterator[Value]:
-    """``value`` and every value it is computed from, each once (by nodes of ``within`` only, when given); the
-    walk stops at ``Shape``/``Size``, whose results are a tensor's dims, not its data (what TensorRT's shape
-    calculations may read), unless ``through_shapes``."""
-    seen: set[Value] = set()
-    stack = [value]
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        yield current
-        node = current.producer
-        if node is not None and (within is None or node.graph is within) and (
-                through_shapes or not traits(node.op).shape_only):
-            stack.extend(v for v in node.inputs if v is not None)
 
 
 #: A Slice end this large keeps the whole axis (exporters write INT64_MAX, or INT32_MAX).

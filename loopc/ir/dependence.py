@@ -11,8 +11,31 @@ the model.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from loopc.ir.core import Graph, Node, Value
+from loopc.ir.loop import reads
 from loopc.ir.ops import traits
+
+
+def computed_from(value: Value, within: Graph | None = None, through_shapes: bool = False,
+                  nested: bool = False) -> Iterator[Value]:
+    """``value`` and every value it is computed from, each once (by nodes of ``within`` only, when given); the
+    walk stops at ``Shape``/``Size``, whose results are a tensor's dims, not its data (what TensorRT's shape
+    calculations may read), unless ``through_shapes``. With ``nested``, a node with nested graphs (a conditional)
+    is computed from everything they read too."""
+    seen: set[Value] = set()
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        if current in seen:
+            continue
+        seen.add(current)
+        yield current
+        node = current.producer
+        if node is not None and (within is None or node.graph is within) and (
+                through_shapes or not traits(node.op).shape_only):
+            stack.extend(reads(node) if nested else (v for v in node.inputs if v is not None))
 
 
 def input_dependence(value: Value | None, graph: Graph) -> tuple[list[Value], list[Value]]:

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 import onnx.defs
 
 from loopc.ir.core import Graph, Node, Shape, Value
+from loopc.ir.dependence import computed_from
 from loopc.ir.loop import If, Loop, Recurrence, reads
 from loopc.ir.ops import traits
 
@@ -173,20 +174,10 @@ def loop_violations(loop: Loop) -> Iterator[tuple[Loop, Node | Value, str]]:
 def _what(value: Value, loop: Loop) -> str:
     """Which of the loop's per-trip inputs ``value`` is computed from, in words."""
     inputs = set(loop.body.inputs)
-    seen: set[Value] = set()
-    stack = [value]
-    while stack:
-        current = stack.pop()
-        if current in seen:
-            continue
-        seen.add(current)
-        if current in inputs:
-            return f"'{value.name}' (computed from {_role(current, loop)})" if current is not value \
-                else _role(current, loop)
-        node = current.producer
-        if node is not None and not traits(node.op).shape_only:
-            stack.extend(reads(node))
-    return f"'{value.name}'"
+    source = next((v for v in computed_from(value, nested=True) if v in inputs), None)
+    if source is None:
+        return f"'{value.name}'"
+    return _role(source, loop) if source is value else f"'{value.name}' (computed from {_role(source, loop)})"
 
 
 @functools.cache
