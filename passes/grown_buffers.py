@@ -30,6 +30,7 @@ import numpy as np
 from loopc.ir import Graph, If, Loop, LoopOutput, Node, Recurrence, Value, constant_int, constant_value
 from loopc.ir.builder import I64, Builder
 from loopc.ir.target import illegal_carries, loop_violations, reordered
+from loopc.loop_rules import MAX_TRIPS
 from loopc.passes._padding import Padded, Padder, Refused, along, dim_unknown, with_entry
 from loopc.passes._util import TO_THE_END, as_i64, listed_axes
 from loopc.passes._why import declined, kept_if, legalized
@@ -335,7 +336,13 @@ class _Plan(Padder):
         assert grown.step is not None and rec.init.shape is not None and self.bound is not None
         length0 = b.dim(rec.init, axis)
         # room for one trip at least: the body of a loop that runs none is still run once to find its types
-        trips = b.op("Max", [self.bound, b.const(np.array(1, np.int64), name=f"{name}_one_trip")],
+        least = b.op("Max", [self.bound, b.const(np.array(1, np.int64), name=f"{name}_one_trip")],
+                     name=f"{name}_at_least_one")
+        # and no more than a loop runs (TensorRT's trip limit is an int32, loopc saturates it to MAX_TRIPS): a
+        # bound computed from a shape-tensor input (``max_new_tokens``) is otherwise bounded by TensorRT by the
+        # int64 range, and Myelin's codegen refuses a buffer whose length may pass INT32_MAX
+        # ("cuda_codegen_fc.cpp: CHECK(bounds[i] < ...int32_t max())").
+        trips = b.op("Min", [least, b.const(np.array(MAX_TRIPS, np.int64), name=f"{name}_most_trips")],
                      name=f"{name}_trips")
         room = b.op("Mul", [trips, b.const(np.array(grown.step, np.int64), name=f"{name}_step")],
                     name=f"{name}_room")

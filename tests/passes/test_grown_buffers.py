@@ -14,6 +14,7 @@ import pytest
 
 from loopc.errors import PassError
 from loopc.ir import Loop
+from loopc.ir.interpret import evaluate
 from loopc.frontend.onnx import import_model
 from loopc.passes import FixedRanges, GrownBuffers, Identities
 from loopc.passes.legalize import legalization
@@ -349,3 +350,23 @@ def test_a_causal_attention_over_past_keys_is_refused_naming_it() -> None:
     model_ = import_model(onnx.parser.parse_model(text))
     with pytest.raises(PassError, match=r"no rule for a Attention .*it is causal"):
         run_alone(model_, legalization([], [GrownBuffers()]))
+
+
+def test_a_trip_count_past_tensorrts_limit_sizes_the_buffer_for_the_most_trips_a_loop_runs() -> None:
+    """TensorRT runs at most 2**31 - 1 trips (its trip limit is an int32): the padding has room for that many, not
+    for a larger trip count. A length computed from a shape-tensor input (a decoder's ``max_new_tokens``) is then
+    bounded for TensorRT's builder, which otherwise bounds it by the int64 range; Myelin's codegen refuses that
+    ("CHECK(bounds[i] < ...int32_t max())"). Evaluated up to the padding's shape only: the padding itself is 48 GiB."""
+    _, model_ = model(ATTENTION, "float[T,2,1,3]", "float[2,1,3]")
+    run_alone(model_, GrownBuffers())
+    known = {v: feeds(0)[v.name] for v in model_.graph.inputs}
+    known[next(v for v in model_.graph.inputs if v.name == "n")] = np.array(2**40, np.int64)
+    for node in model_.graph.nodes:
+        small = all(o.shape is not None and all(isinstance(d, int) for d in o.shape) and len(o.shape) <= 1
+                    for o in node.outputs)
+        if small and all(v in known for v in node.inputs if v is not None):
+            results = evaluate(node, [None if v is None else known[v] for v in node.inputs])
+            known.update(zip(node.outputs, results))
+    padding = next(n for n in model_.graph.nodes if n.op == "ConstantOfShape")
+    assert padding.inputs[0] is not None
+    assert known[padding.inputs[0]].tolist() == [2, 2**31 - 1, 3]
