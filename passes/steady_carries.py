@@ -54,6 +54,8 @@ def steady_shapes(loop: Loop) -> dict[Value, Shape | None] | None:
     unknown = next((r for r in loop.recurrences if not _static(r.init.shape)), None)
     if unknown is not None:
         return declined(f"carried value '{unknown.state.name}' starts in a shape not fully known", at=loop)
+    if all(r.next.shape == r.init.shape for r in loop.recurrences):  # shape inference proved it for any state
+        return declined("every carried value keeps its shape, by shape inference", at=loop)
     first = trip_shapes(loop, {r.state: r.init.shape for r in loop.recurrences if r.init.shape is not None})
     after = {r.state: first.get(r.next, r.next.shape) for r in loop.recurrences}
     unknown = next((r for r in loop.recurrences if not _static(after[r.state])), None)
