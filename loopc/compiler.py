@@ -109,8 +109,7 @@ def declined_by_loop(declines: Declines, graph: Graph) -> dict[str, list[str]]:
     alive.add(None)
     grouped: dict[str, list[str]] = {}
     for loop, found in declines.by_loop().items():
-        lines = [f"{d.rewrite}: {d.reason}" if d.at is loop else f"{d.rewrite}: {d.where()}: {d.reason}"
-                 for d in found if (d.at.owner if isinstance(d.at, Graph) else d.at) in alive]
+        lines = [d.text() for d in found if (d.at.owner if isinstance(d.at, Graph) else d.at) in alive]
         if lines and loop in alive:
             grouped[loop.describe() if loop is not None else "outside loops"] = lines
     for loop_name, how in declines.slower.items():

@@ -40,6 +40,12 @@ class Decline:
                 yield place
             place = place.graph if isinstance(place, Node) else place.owner
 
+    def text(self) -> str:
+        """One line: the rewrite, the place unless it is the loop the line is listed under, and why."""
+        if self.at is self.loop():
+            return f"{self.rewrite}: {self.reason}"
+        return f"{self.rewrite}: {self.where()}: {self.reason}"
+
     def where(self) -> str:
         if isinstance(self.at, Node):
             return self.at.describe()
@@ -81,7 +87,7 @@ class Declines:
         out: list[str] = []
         for loop, declines in self.by_loop().items():
             out.append(f"{loop.describe() if loop is not None else 'outside loops'}:")
-            out.extend(f"  {d.rewrite}: {d.where()}: {d.reason}" for d in declines)
+            out.extend(f"  {d.text()}" for d in declines)
         return out
 
 
@@ -130,7 +136,7 @@ def legalized(loop: Loop, how: str) -> None:
     if current is None:
         return
     rule, declines = current
-    before = [f"{d.rewrite}: {d.reason}" for d in declines if d.rewrite != rule and any(inner is loop for inner in d.loops())]
+    before = [d.text() for d in declines if d.rewrite != rule and any(inner is loop for inner in d.loops())]
     declines.slower[loop.describe()] = f"{rule}: {how}" + (f" (before it: {'; '.join(before)})" if before else "")
 
 
