@@ -28,6 +28,7 @@ from loopc.ir.builder import Builder
 from loopc.ir.core import Dim
 from loopc.ir.ops import traits
 from loopc.passes._why import declined
+from loopc.semantics.attributes import attr
 
 
 def batchable(node: Node) -> bool:
@@ -99,7 +100,7 @@ def batch_node(b: Builder, node: Node, inputs: list[Value | None], stacked: list
         if not _slice(b, node, operands):
             return declined("its axes are not constants (or, not listed, its starts are not)", at=node)
     elif rule == "reshape":
-        if int(attrs.get("allowzero", 0)) or operands[1] is None:
+        if int(attr(node, "allowzero")) or operands[1] is None:
             return declined("it has allowzero set, or no target shape", at=node)
         operands[1] = _lead(b, operands[1], 0, f"{node.outputs[0].name}_shape_all")
     elif rule == "expand":
@@ -181,11 +182,11 @@ def _gemm(b: Builder, node: Node, operands: list[Value | None], stacked: list[bo
         return b.op("Transpose", [value], {"perm": [0, 2, 1] if is_stacked else [1, 0]}, name=f"{name}_{tag}_t",
                     dtype=value.dtype)
 
-    if int(node.attrs.get("transA", 0)):
+    if int(attr(node, "transA")):
         left = transposed(left, stacked[0], "a")
-    if int(node.attrs.get("transB", 0)):
+    if int(attr(node, "transB")):
         right = transposed(right, stacked[1], "b")
-    alpha, beta = float(node.attrs.get("alpha", 1.0)), float(node.attrs.get("beta", 1.0))
+    alpha, beta = float(attr(node, "alpha")), float(attr(node, "beta"))
     product = result if c is None and alpha == 1.0 else b.value(f"{name}_product", dtype)
     b.standing_for(node).node("MatMul", [left, right], [product], name=f"{node.name}_all")
     if alpha != 1.0:
@@ -235,16 +236,16 @@ def row_wise(node: Node, stacked: list[bool]) -> bool:
             and (rb == 2 or rb < ranks[0])
     if rule == "gemm":
         c = node.inputs[2] if len(node.inputs) > 2 else None
-        return stacked[:2] == [True, False] and not int(attrs.get("transA", 0)) \
+        return stacked[:2] == [True, False] and not int(attr(node, "transA")) \
             and (c is None or (not stacked[2] and ((_rank(c) or 0) <= 1 or _one_row(c))))
     if rule == "transpose":
         return "perm" in attrs and int(attrs["perm"][0]) == 0
     if rule == "reshape":
         shape = constant_value(node.inputs[1])
-        return not int(attrs.get("allowzero", 0)) and shape is not None and np.asarray(shape).size > 0 \
+        return not int(attr(node, "allowzero")) and shape is not None and np.asarray(shape).size > 0 \
             and int(np.asarray(shape).reshape(-1)[0]) == 0
     if op == "Concat":
-        return all(stacked) and int(attrs.get("axis", 0)) % out_rank != 0
+        return all(stacked) and int(attr(node, "axis")) % out_rank != 0
     if rule in ("axes", "slice"):
         param = traits(op).axes_operand
         at = param.operand if param is not None and param.operand is not None else 1

@@ -45,6 +45,7 @@ from loopc.passes._resample import tensor_type
 from loopc.passes._util import TO_THE_END, listed_axes, same_dim, shape_entry_source
 from loopc.passes._why import declined
 from loopc.passes.shape_refinement import refine_node
+from loopc.semantics.attributes import attr
 
 BOOL = np.dtype(np.bool_)
 Done = Literal[True]
@@ -424,7 +425,7 @@ def _softmax(padder: Padder, b: Builder, node: Node) -> Done | None:
     view = _first(padder, node)
     assert view is not None
     rank = result_rank(padder, node)
-    axis = int(node.attrs.get("axis", -1)) % rank
+    axis = int(attr(node, "axis")) % rank
     operands = _operands(padder, node)
     pad = view.padded_at(axis)
     if pad is None:
@@ -475,16 +476,16 @@ def _reduce(padder: Padder, b: Builder, node: Node) -> Done | None:
     if view is None:
         return padder.cannot(node, "its axes are padded")
     rank = rank_of(padder, node.inputs[0])
-    keep = int(node.attrs.get("keepdims", 1))
+    keep = int(attr(node, "keepdims"))
     if node.op in ("ArgMax", "ArgMin"):
-        axes = [int(node.attrs.get("axis", 0)) % rank]
+        axes = [int(attr(node, "axis")) % rank]
     else:
         operand = node.input(1)
         listed = constant_value(operand) if operand is not None else None
         if operand is not None and listed is None:
             return padder.cannot(node, "its axes are not constants")
         listed = listed if listed is not None else node.attrs.get("axes")
-        if listed is None and int(node.attrs.get("noop_with_empty_axes", 0)):
+        if listed is None and int(attr(node, "noop_with_empty_axes")):
             return _carry(padder, b, node, _operands(padder, node), view, lambda a: a, view.zero)
         axes = list(range(rank)) if listed is None else [int(a) % rank for a in np.asarray(listed).reshape(-1)]
     over = [p for p in view.pads if p.axis in axes]
@@ -598,7 +599,7 @@ def _gather(padder: Padder, b: Builder, node: Node) -> Done | None:
     index = node.inputs[1]
     assert index is not None
     out = node.outputs[0]
-    axis = int(node.attrs.get("axis", 0)) % rank_of(padder, node.inputs[0])
+    axis = int(attr(node, "axis")) % rank_of(padder, node.inputs[0])
     shift = rank_of(padder, index) - 1
     pad = view.padded_at(axis)
     if pad is None:
@@ -644,8 +645,8 @@ def _flattened_pick(padder: Padder, b: Builder, node: Node) -> Done | None:
             or data is None):
         return padder.cannot(node, "it does not flatten trailing axes for one ArgMax or ArgMin")
     pick, kept, rank = readers[0], int(target.shape[0]) - 1, rank_of(padder, data)
-    if (kept < 0 or min(p.axis for p in view.pads) < kept or pick.attrs.get("select_last_index", 0)
-            or int(pick.attrs.get("axis", 0)) % (kept + 1) != kept
+    if (kept < 0 or min(p.axis for p in view.pads) < kept or attr(pick, "select_last_index")
+            or int(attr(pick, "axis")) % (kept + 1) != kept
             or not all(same_dim(shape_entry_source(target, a), data, a) for a in range(kept))):
         return padder.cannot(node, "it does not flatten the padded trailing axes for one ArgMax or ArgMin")
     identity = traits(pick.op).pad_identity
@@ -709,7 +710,7 @@ def _reshape(padder: Padder, b: Builder, node: Node) -> Done | None:
         return _flattened_pick(padder, b, node)
     count = target.shape[0] if target.shape is not None and len(target.shape) == 1 else None
     last = max(p.axis for p in view.pads)
-    copies_zero = not int(node.attrs.get("allowzero", 0))
+    copies_zero = not int(attr(node, "allowzero"))
     if not isinstance(count, int) or count <= last or not all(
             same_dim(source, data, a) or (copies_zero and source == 0)
             for a in range(last + 1) for source in [shape_entry_source(target, a)]):
@@ -742,7 +743,7 @@ def _concat(padder: Padder, b: Builder, node: Node) -> Done | None:
     views = padder.views
     first = node.inputs[0]
     rank = result_rank(padder, node)
-    axis = int(node.attrs.get("axis", 0)) % rank
+    axis = int(attr(node, "axis")) % rank
     view = views.get(first) if first is not None else None
     if view is not None and padder.cache_of(view) is not None and view.padded_at(axis) is not None:
         pieces = [v for v in node.inputs[1:] if v is not None]
@@ -774,7 +775,7 @@ def _attention(padder: Padder, b: Builder, node: Node) -> Done | None:
     past = [views.get(v) if v is not None else None for v in (node.input(4), node.input(5))]
     if any(v is not None and v in views for v in node.inputs[:3]) or any(view is None for view in past):
         return padder.cannot(node, "it reads the grown value other than as its past keys and values")
-    if int(node.attrs.get("is_causal", 0)) or node.input(6) is not None or rank_of(padder, node.inputs[0]) != 4:
+    if int(attr(node, "is_causal")) or node.input(6) is not None or rank_of(padder, node.inputs[0]) != 4:
         return padder.cannot(node, "it is causal, has padding lengths or takes 3-D inputs")
     if any(o is not None and o.uses() for o in node.outputs[3:]):
         return padder.cannot(node, "its scores are read")

@@ -35,14 +35,13 @@ def peel_first(outer: Graph, loop: Loop) -> tuple[Callable[[Value], Value], list
     for rec in loop.recurrences:
         loop.update(rec, init=row(rec.next))
     if loop.counter is not None and loop.counter.is_used():
-        readers = loop.counter.uses()
         step: list[Node] = []
         inc = Builder(loop.body, step)
         one = inc.const(np.array(1, np.int64), name=f"{loop.name}_one")
         shifted = inc.op("Add", [loop.counter, one], name=f"{loop.counter.name}_from_1")
         loop.body.insert_before(list(loop.body.nodes)[0], step)
-        for user, slot in readers:
-            user.set_input(slot, shifted) if isinstance(user, Node) else user.set_output(slot, shifted)
+        assert shifted.producer is not None
+        loop.counter.replace_all_uses_except(shifted, shifted.producer)
     trips = constant_trips(loop)
     dtype = count.dtype if count.dtype is not None else I64
     loop.set_trip_count(b.const(np.array(trips - 1, dtype), name=f"{loop.name}_trips_peeled") if trips is not None

@@ -40,8 +40,8 @@ def resizes_changing_per_trip(graph: Graph) -> list[tuple[Graph, Node]]:
     builder cannot build), with its body; listed up front so that passes may edit."""
     found = []
     varying: dict[Loop, set[Value]] = {}
-    for g, node in graph.walk():
-        sizes = node.inputs[3] if node.op == "Resize" and len(node.inputs) > 3 else None
+    for g, node in graph.find("Resize"):
+        sizes = node.inputs[3] if len(node.inputs) > 3 else None
         loop = g.owner
         if sizes is not None and isinstance(loop, Loop):
             if loop not in varying:

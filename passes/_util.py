@@ -270,7 +270,7 @@ def shape_entry_source(vector: Value, index: int) -> int | tuple[Value, int] | N
     if node is None:
         return None
     if node.op == "Shape" and node.inputs[0] is not None:
-        start = int(node.attrs.get("start", 0))
+        start = int(attr(node, "start"))
         rank = len(node.inputs[0].shape or ())
         return (node.inputs[0], index + (start % rank if rank else start)) if rank else None
     if node.op == "Concat":

@@ -30,9 +30,7 @@ class DroppedWrites:
 
     def __call__(self, graph: Graph) -> PassResult:
         rewritten, offending = 0, Offending()
-        for g, node in list(graph.walk()):
-            if node.op != "ScatterND":
-                continue
+        for g, node in list(graph.find("ScatterND")):
             with kept_if(lambda: any(offending.node(n) for n in _data_sized_behind(node))):
                 done = _rewrite(g, node)
             if done:
@@ -57,7 +55,7 @@ def _data_sized_behind(scatter: Node) -> list[Node]:
 
 def _rewrite(g: Graph, scatter: Node) -> bool:
     """Write ``scatter``'s dropped writes to a spare row instead (see the module's docstring); else say why."""
-    if scatter.attrs.get("reduction", "none") != "none":
+    if attr(scatter, "reduction") != "none":
         return no(f"the ScatterND combines its writes (reduction {scatter.attrs['reduction']})", at=scatter)
     data, kept_indices, kept_updates = scatter.inputs[:3]
     picked = [_gathered_at(v) for v in (kept_indices, kept_updates)]

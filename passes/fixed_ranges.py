@@ -27,8 +27,8 @@ class FixedRanges:
 
     def __call__(self, graph: Graph) -> PassResult:
         fixed, offending = 0, Offending()
-        for g, node in list(graph.walk()):
-            if node.op != "Range" or node.graph is None:
+        for g, node in list(graph.find("Range")):
+            if node.graph is None:
                 continue
             with kept_if(lambda: offending.node(node)):
                 fixed_count = _fixed_count(node)

@@ -20,6 +20,7 @@ from loopc.ir.core import Dim
 from loopc.passes._util import merge_stacked_axis, recurrences
 from loopc.passes._why import declined
 from loopc.passes.manager import PassResult
+from loopc.semantics.attributes import attr
 
 
 class GrowingConcat:
@@ -89,7 +90,7 @@ def _chain(rec: Recurrence) -> tuple[list[Node], list[Value], int] | None:
         if len(shapes) != len(added):
             return None  # merging the new axis back needs the pieces' rank
         rank = len(shapes[0])
-        here = int(node.attrs.get("axis", 0))
+        here = int(attr(node, "axis"))
         here = here + rank if here < 0 else here
         if any(len(s) != rank for s in shapes) or not 0 <= here < rank or axis not in (None, here):
             return None

@@ -126,8 +126,8 @@ def _trips_to_length(loop: Loop, grown: list[tuple[Recurrence, int]]) -> int | N
     cond = next((r for r in loop.recurrences if r.state is loop.condition), None)
     if cond is None:
         return None
-    for _, node in loop.body.walk():
-        if node.op not in ("Equal", "GreaterOrEqual") or len(node.inputs) != 2:
+    for _, node in loop.body.find("Equal", "GreaterOrEqual"):
+        if len(node.inputs) != 2:
             continue
         limit = constant_int(node.inputs[1])
         for rec, axis in grown:
@@ -226,7 +226,7 @@ def _grown_axes(value: Value, state: Value, rank: int) -> set[int] | None:
         return _restacked_axes(node, state, rank)
     if node is None or node.op != "Concat" or len(node.inputs) != 2:
         return None
-    axis = int(node.attrs.get("axis", 0)) % rank
+    axis = int(attr(node, "axis")) % rank
     first = node.inputs[0]
     return {axis} if first is state or reordered(first, state, axis) else None
 
@@ -235,7 +235,7 @@ def _restacked_axes(node: Node, state: Value, rank: int) -> set[int] | None:
     """The axis along which per-layer caches stacked in one tensor grow: ``node`` concatenates, along axis
     ``a``, each layer Unsqueezed at ``a``, each layer being ``state`` read at one layer (a Gather on ``a``)
     grown by one Concat (``torch.stack([torch.cat([past[i], new_i], s) for i ...])``)."""
-    stack = int(node.attrs.get("axis", 0)) % rank
+    stack = int(attr(node, "axis")) % rank
     found: set[int] = set()
     for layer in node.inputs:
         unsqueeze = layer.producer if layer is not None else None
@@ -250,7 +250,7 @@ def _restacked_axes(node: Node, state: Value, rank: int) -> set[int] | None:
                 or read.inputs[1] is None or read.inputs[1].shape != () \
                 or int(attr(read, "axis")) % rank != stack:
             return None
-        axis = int(grow.attrs.get("axis", 0)) % (rank - 1)
+        axis = int(attr(grow, "axis")) % (rank - 1)
         found.add(axis + 1 if axis >= stack else axis)
     return found if len(found) == 1 else None
 
@@ -413,7 +413,7 @@ class _Plan(Padder):
         write of the stacked pieces into the stacked buffer, whose result has the buffer's shape (TensorRT sizes
         a conditional's result at run time unless both branches give the same shape, and such a size cannot
         feed a recurrence). Layer ``i`` must be read at ``i`` and every layer stacked, in order."""
-        stack = int(node.attrs.get("axis", 0))
+        stack = int(attr(node, "axis"))
         layers = [self._layer_write(v, stack, k) for k, v in enumerate(node.inputs)]
         found = [w for w in layers if w is not None]
         if len(found) != len(layers) or not found or len({id(w[0]) for w in found}) != 1:

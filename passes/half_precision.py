@@ -153,7 +153,7 @@ class _Retyping:
                     node.set_input(k, self._as(operand, dtype))
             for k in results:
                 if _is_float(node.outputs[k]):
-                    node.outputs[k].dtype = dtype
+                    node.outputs[k].retype(dtype)
             if dtype == self.half:
                 self.half_nodes += 1
             elif reason and results:
@@ -191,8 +191,8 @@ class _Retyping:
         if out in self.control or out in self.static:
             self.kept.append(Kept(node.name or out.name, node.op, CONTROL if out in self.control else SHAPE_WORK))
             return
-        out.dtype = self.half
-        node.attrs["to"] = helper.np_dtype_to_tensor_dtype(self.half)
+        out.retype(self.half)
+        node.set_attr("to", helper.np_dtype_to_tensor_dtype(self.half))
 
     # --- loops and conditionals -----------------------------------------------------------------------
 
@@ -202,7 +202,7 @@ class _Retyping:
         for it in loop.iterators:
             self._iterated[it.param] = (loop, it)
             if _is_float(it.param):
-                it.param.dtype = it.source.dtype
+                it.param.retype(it.source.dtype)
         states = {}
         for rec in loop.recurrences:
             if not is_f32(rec.state):
@@ -214,7 +214,7 @@ class _Retyping:
                 self.kept.append(Kept(rec.state.name, "recurrence", why))
             if rec.init.dtype != dtype:
                 loop.update(rec, init=self._as(rec.init, dtype))
-            rec.state.dtype = dtype
+            rec.state.retype(dtype)
             states[rec] = dtype
         self._graph(loop.body)
         for rec, dtype in states.items():
@@ -225,7 +225,7 @@ class _Retyping:
                     computed := self._uncast(out.value)) is not None:
                 loop.update(out, value=computed)
             if _is_float(out.result):
-                out.result.dtype = out.value.dtype
+                out.result.retype(out.value.dtype)
 
     def _conditional(self, node: If) -> None:
         for branch in node.subgraphs():
@@ -240,7 +240,7 @@ class _Retyping:
             for branch in node.subgraphs():
                 if branch.outputs[k].dtype != dtype:
                     branch.set_output(k, self._cast(branch.outputs[k], dtype))
-            result.dtype = dtype
+            result.retype(dtype)
 
     # --- casts and weights ----------------------------------------------------------------------------
 

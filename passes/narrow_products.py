@@ -27,7 +27,7 @@ class NarrowProducts:
     name = "narrow-products"
 
     def __call__(self, graph: Graph) -> PassResult:
-        narrowed = sum(_narrow(g, node) for g, node in list(graph.walk()) if node.op == "MatMul")
+        narrowed = sum(_narrow(g, node) for g, node in list(graph.find("MatMul")))
         return PassResult(graph, narrowed > 0, {"products": narrowed} if narrowed else {})
 
 
@@ -64,7 +64,7 @@ def _narrow(graph: Graph, matmul: Node) -> bool:
     home.insert_before(split, sized)
     split.set_outputs(kept)
     split.set_inputs([product, pieces])
-    split.attrs.pop("num_outputs", None)
+    split.drop_attr("num_outputs")
     return True
 
 

@@ -32,8 +32,10 @@ from loopc.passes._resample import (I64, axis_taps, emitter, resample, resizes_c
                                     tensor_type, unsupported)
 from loopc.passes._why import declined
 from loopc.passes.manager import PassResult
+from loopc.semantics.attributes import attr
 
-#: Ops the chain from the Resize to the frame may pass through.
+#: The steps from the Resize to the frame this pass maps positions through: its own rule table (each op has its
+#: case in :func:`_step_ok` and :class:`_Paster`), not a fact about the ops.
 _CHAIN_OPS = {"Gather", "Slice", "Concat", "Unsqueeze", "Cast", "Identity"}
 
 
@@ -288,7 +290,7 @@ def _in(node: Node) -> Value:
 
 def _axis(node: Node, value: Value) -> int:
     assert value.shape is not None
-    return int(node.attrs.get("axis", 0)) % len(value.shape)
+    return int(attr(node, "axis")) % len(value.shape)
 
 
 def _unsqueezed(node: Node) -> list[int]:

@@ -36,7 +36,7 @@ class ProfileConditionals:
         self.pinned = pinned
 
     def __call__(self, graph: Graph) -> PassResult:
-        undecided = [node for _, node in graph.walk() if isinstance(node, If) and ranks_differ(node)]
+        undecided = [node for _, node in graph.find("If") if isinstance(node, If) and ranks_differ(node)]
         if not undecided or not self.pinned:
             for conditional in undecided:
                 declined("its branches give results of different ranks, and the profile pins no dims", at=conditional)

@@ -18,6 +18,7 @@ from loopc.ir.builder import Builder
 from loopc.passes._offending import Offending
 from loopc.passes._why import declined, kept_if
 from loopc.passes.manager import PassResult
+from loopc.semantics.attributes import attr
 
 
 class RowSlices:
@@ -26,9 +27,7 @@ class RowSlices:
 
     def __call__(self, graph: Graph) -> PassResult:
         rewritten, offending = 0, Offending()
-        for g, node in list(graph.walk()):
-            if node.op != "Slice":
-                continue
+        for g, node in list(graph.find("Slice")):
             with kept_if(lambda: offending.node(node)):
                 axis = row_at_an_arg_index(node)
             if axis is None:
@@ -126,12 +125,12 @@ def _index_range(index: Value) -> int | None:
         if topk is None or topk.op != "TopK" or node.inputs[0] is not topk.outputs[1] or node.inputs[0].shape != (1,):
             return None
         node = topk
-    elif node is None or node.op not in ("ArgMax", "ArgMin") or node.attrs.get("keepdims", 1) != 0:
+    elif node is None or node.op not in ("ArgMax", "ArgMin") or attr(node, "keepdims") != 0:
         return None
     shape = node.inputs[0].shape if node.inputs[0] is not None else None
     if shape is None or len(shape) != 1:
         return None
-    axis = int(node.attrs.get("axis", 0 if node.op != "TopK" else -1))
+    axis = int(attr(node, "axis"))
     axis = axis + len(shape) if axis < 0 else axis
     dim = shape[axis] if 0 <= axis < len(shape) else None
     return dim if isinstance(dim, int) and dim > 0 else None

@@ -48,7 +48,7 @@ def _buffer_reads(loop: Loop, rec: Recurrence) -> tuple[Node, list[Node], list[N
     if scatter is None or scatter.op != "ScatterND" or scatter.graph is not loop.body or scatter.inputs[0] is not rec.state:
         return None  # not a buffer written in each trip
     name = rec.state.name
-    if scatter.attrs.get("reduction", "none") not in ("none", b"none") or len(rec.next.uses()) != 1:
+    if attr(scatter, "reduction") not in ("none", b"none") or len(rec.next.uses()) != 1:
         return declined(f"the buffer {name!r} is written with a reduction, or read in the trip after its write",
                         at=scatter)
     if rec.init.shape is None or not rec.init.shape:

@@ -27,6 +27,7 @@ from loopc.passes._util import first_rows, merge_stacked_axis, recurrences, stop
 from loopc.passes._why import declined, no
 from loopc.passes.manager import PassResult
 from loopc.passes.static_sequences import as_parts
+from loopc.semantics.attributes import attr
 
 
 class SequenceAccumulation:
@@ -69,7 +70,7 @@ class SequenceAccumulation:
         if element is None:
             return no(f"the insert into {rec.state.name!r} names no element to append", at=insert)
         for stack in stacks:
-            if int(stack.attrs.get("new_axis", 0)) not in (0, 1):
+            if int(attr(stack, "new_axis")) not in (0, 1):
                 # onnxruntime reads any nonzero value as 1, ONNX's reference only 1: the model must say
                 raise PassError(f"{stack.describe()}: new_axis is {stack.attrs['new_axis']}; ConcatFromSequence "
                                 "takes 0 (concatenate) or 1 (stack on a new axis)")
@@ -123,7 +124,7 @@ class SequenceAccumulation:
             return no(f"the list {rec.state.name!r} is read in the loop other than by its append", at=loop)
         final_reads = [u for f in finals for u in f.result.uses()]
         stacks = [u.user for u in final_reads if isinstance(u.user, Node) and u.user.op == "ConcatFromSequence"
-                  and u.slot == 0 and u.user.graph is outer and int(u.user.attrs.get("new_axis", 0)) == 1]
+                  and u.slot == 0 and u.user.graph is outer and int(attr(u.user, "new_axis")) == 1]
         if not finals or len(stacks) != len(final_reads):
             return no(f"the list {rec.state.name!r} is read after the loop other than by a stack (new_axis=1)", at=loop)
         nodes: list[Node] = []
@@ -139,7 +140,7 @@ class SequenceAccumulation:
         for stack in stacks:
             stacked = self._stacked(loop, outer, stack, element)
             assert stacked is not None  # new_axis=1 needs no rank
-            axis = int(stack.attrs.get("axis", 0))
+            axis = int(attr(stack, "axis"))
             cut = first_rows(b, stacked, rows, axis if axis >= 0 else axis + len(stacked.shape or ()))
             stack.outputs[0].replace_all_uses_with(cut)
             outer.remove(stack)
@@ -156,10 +157,10 @@ class SequenceAccumulation:
 
     def _stacked(self, loop: Loop, outer: Graph, stack: Node, element: Value) -> Value | None:
         rank = len(element.shape) if element.shape is not None else None
-        axis = int(stack.attrs.get("axis", 0))
+        axis = int(attr(stack, "axis"))
         nodes: list[Node] = []
         b = Builder(outer, nodes)
-        if int(stack.attrs.get("new_axis", 0)) == 1:
+        if int(attr(stack, "new_axis")) == 1:
             if axis < 0:
                 if rank is None:
                     return declined(f"the rank of the appended {element.name!r} is unknown", at=stack)

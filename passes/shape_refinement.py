@@ -37,6 +37,7 @@ from loopc.passes._why import declined
 from loopc.passes.constant_folding import fold
 from loopc.passes.fixed_ranges import _span
 from loopc.passes.manager import PassResult
+from loopc.semantics.attributes import attr
 
 
 class ShapeRefinement:
@@ -145,7 +146,7 @@ def _shape_from_pieces(node: Node, computed: dict[Value, np.ndarray]) -> int:
     if out.shape is not None and len(out.shape) != len(entries):
         return declined(f"its target {target.name!r} has {len(entries)} entries, its result "
                         f"{out.name!r} rank {len(out.shape)}", at=node) or 0
-    copy_zero = node.op == "Reshape" and not int(node.attrs.get("allowzero", 0))
+    copy_zero = node.op == "Reshape" and not int(attr(node, "allowzero"))
     old = out.shape if out.shape is not None else (None,) * len(entries)
     dims = []
     for k, (have, entry) in enumerate(zip(old, entries)):
@@ -204,16 +205,16 @@ def _entries_through(node: Node, computed: dict[Value, np.ndarray]) -> list[int 
     if node.op == "Shape" and source.shape is not None:  # ONNX clamps start and end as a Python slice does
         end = node.attrs.get("end")
         return [d if isinstance(d, int) else None
-                for d in source.shape[int(node.attrs.get("start", 0)):None if end is None else int(end)]]
+                for d in source.shape[int(attr(node, "start")):None if end is None else int(end)]]
     if traits(node.op).reshapes or (node.op == "Cast" and node.outputs[0].dtype is not None
                                     and node.outputs[0].dtype.kind in "iu"):
         return _vector_entries(source, computed)  # the same entries in the same order
-    if node.op == "Gather" and int(node.attrs.get("axis", 0)) == 0 and node.inputs[1] is not None:
+    if node.op == "Gather" and int(attr(node, "axis")) == 0 and node.inputs[1] is not None:
         entries, picks = _vector_entries(source, computed), _vector_entries(node.inputs[1], computed)
         if entries is None or picks is None or any(p is None or not -len(entries) <= p < len(entries) for p in picks):
             return None
         return [entries[p] for p in picks if p is not None]
-    if node.op == "Concat" and int(node.attrs.get("axis", 0)) in (0, -1):
+    if node.op == "Concat" and int(attr(node, "axis")) in (0, -1):
         parts = [_vector_entries(piece, computed) if piece is not None else None for piece in node.inputs]
         return None if any(p is None for p in parts) else [e for p in parts if p is not None for e in p]
     return None

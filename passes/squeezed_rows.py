@@ -33,7 +33,7 @@ class SqueezedRows:
 
     def __call__(self, graph: Graph) -> PassResult:
         rewritten, offending = 0, Offending()
-        for g, node in list(graph.walk()):
+        for g, node in list(graph.find("Squeeze", "Slice")):
             if node.op == "Squeeze" and node.graph is g:
                 sliced = node.inputs[0].producer if node.inputs[0] is not None else None
                 if sliced is None or sliced.op != "Slice":

@@ -41,6 +41,8 @@ class StaticSequences:
     name = "static-sequences"
 
     def __call__(self, graph: Graph) -> PassResult:
+        if next(graph.find(*MAKERS), None) is None:
+            return PassResult(graph, False)  # every sequence is made by one of these: the model has none
         lengths = sequence_lengths(graph)
         for member, why in lengths.left_alone().items():
             declined(f"the list stays a sequence: {why}", at=_place(member))
@@ -119,7 +121,7 @@ class _Rewrite:
         b = Builder(graph, made)
         pieces = [Value(f"{out.name}_{k}", x.dtype) for k in range(len(sizes))]
         b.node("Split", [x, b.const(np.array(sizes, np.int64), name=f"{out.name}_sizes")], pieces, {"axis": axis})
-        if node.input(1) is None and int(node.attrs.get("keepdims", 1)) == 0:
+        if node.input(1) is None and int(attr(node, "keepdims")) == 0:
             axes = b.const(np.array([axis], np.int64), name=f"{out.name}_axis")
             pieces = [b.op("Squeeze", [p, axes], name=f"{p.name}_squeezed", dtype=x.dtype) for p in pieces]
         graph.insert_before(node, made)
@@ -167,7 +169,7 @@ class _Rewrite:
         self.graph(loop.body)
         for rec in carried:
             for state, init, nxt in zip(self.parts[rec.state], self.parts[rec.init], self.parts[rec.next]):
-                state.dtype = init.dtype if init.dtype is not None else nxt.dtype
+                state.retype(init.dtype if init.dtype is not None else nxt.dtype)
                 state.shape = common_shape(init.shape, nxt.shape)
                 loop.add_recurrence(Recurrence(state, init, nxt))
         finals = [out for out in loop.loop_outputs if out.value in self.parts]
@@ -232,7 +234,7 @@ def _place(value: Value) -> Node | Graph | None:
 def as_parts(b: Builder, node: Node, held: list[Value]) -> list[Value]:
     """The operands of the Concat that ConcatFromSequence ``node`` of ``held`` is: each element unsqueezed at the
     axis when it stacks them (new_axis=1), as they are when it concatenates."""
-    if int(node.attrs.get("new_axis", 0)) != 1:
+    if int(attr(node, "new_axis")) != 1:
         return held
     out = node.outputs[0]
     axes = b.const(np.array([int(node.attrs["axis"])], np.int64), name=f"{out.name}_axis")

@@ -27,6 +27,7 @@ from loopc.ir.core import Graph, Node, Value, constant_value
 from loopc.ir.loop import Loop, Recurrence
 from loopc.ir.ops import traits
 from loopc.loop_rules import MAX_TRIPS
+from loopc.semantics.attributes import attr
 
 Bounds = tuple[int | None, ...]
 #: A closed interval ``(lo, hi)``; an end may be infinite. Integer values keep int ends (exact past 2**53).
@@ -104,7 +105,7 @@ class Bounder:
         if node.op == "Shape":  # ONNX clamps start and end as a Python slice does
             dims = self.of(node.inputs[0])
             end = node.attrs.get("end")
-            return None if dims is None else dims[int(node.attrs.get("start", 0)):None if end is None else int(end)]
+            return None if dims is None else dims[int(attr(node, "start")):None if end is None else int(end)]
         if traits(node.op).reshapes or node.op == "Cast":
             return self.entries(node.inputs[0])  # the same entries in the same order
         if node.op == "ReduceMin" and not node.attrs.get("axes") and len(node.inputs) == 1:
@@ -215,7 +216,7 @@ def _gather(b: Bounder, node: Node, k: int) -> Bounds | None:
     data, indices = b.of(node.inputs[0]), b.of(node.inputs[1])
     if data is None or indices is None:
         return None
-    axis = int(node.attrs.get("axis", 0)) % len(data)
+    axis = int(attr(node, "axis")) % len(data)
     return data[:axis] + indices + data[axis + 1:]
 
 
@@ -224,7 +225,7 @@ def _gather_nd(b: Bounder, node: Node, k: int) -> Bounds | None:
     data, indices = b.of(node.inputs[0]), b.of(node.inputs[1])
     if data is None or indices is None or indices[-1] is None:
         return None
-    return indices[:-1] + data[int(node.attrs.get("batch_dims", 0)) + indices[-1]:]
+    return indices[:-1] + data[int(attr(node, "batch_dims")) + indices[-1]:]
 
 
 def _slice(b: Bounder, node: Node, k: int) -> Bounds | None:
@@ -305,7 +306,7 @@ def _topk(b: Bounder, node: Node, k: int) -> Bounds | None:
         return None
     out = list(data)
     if count is not None and len(count) == 1 and count[0] is not None:
-        axis = int(node.attrs.get("axis", -1)) % len(out)
+        axis = int(attr(node, "axis")) % len(out)
         out[axis] = count[0] if out[axis] is None else min(count[0], out[axis])  # type: ignore[type-var]
     return tuple(out)
 
@@ -332,7 +333,7 @@ def _reshape(b: Bounder, node: Node, k: int) -> Bounds | None:
               and entry >= 0):  # a -1 entry is inferred from the element count: the next rule bounds it
             beyond = data is not None and axis >= len(data)  # no input dim to copy: the entry is not 0
             copied = data[axis] if data is not None and not beyond else None
-            allow_zero = bool(node.attrs.get("allowzero", 0)) or beyond
+            allow_zero = bool(attr(node, "allowzero")) or beyond
             out.append(entry if allow_zero else None if copied is None else max(entry, copied))
         elif total is not None and all(isinstance(x, int) and x > 0 for x in others):
             out.append(total // static_others)
@@ -345,7 +346,7 @@ def _flatten(b: Bounder, node: Node, k: int) -> Bounds | None:
     data = b.of(node.inputs[0])
     if data is None:
         return None
-    axis = int(node.attrs.get("axis", 1)) % (len(data) + 1)
+    axis = int(attr(node, "axis")) % (len(data) + 1)
     head, tail = data[:axis], data[axis:]
     return (None if None in head else math.prod(h for h in head if h is not None),
             None if None in tail else math.prod(t for t in tail if t is not None))
@@ -355,7 +356,7 @@ def _first_dim(b: Bounder, node: Node, k: int) -> Bounds | None:
     """Ops that keep their first operand's leading dim (batch, or Gemm's rows) and have static others."""
     data = b.of(node.inputs[0])
     out = node.outputs[k].shape
-    if data is None or out is None or int(node.attrs.get("transA", 0)):
+    if data is None or out is None or (node.op == "Gemm" and int(attr(node, "transA"))):
         return None
     return (data[0],) + tuple(d if isinstance(d, int) else None for d in out[1:])
 
@@ -605,7 +606,7 @@ def _arg(b: Bounder, node: Node, k: int) -> Interval | None:
     if node.op == "TopK" and k == 0:
         return b.interval(node.inputs[0])
     dims = b.of(node.inputs[0])
-    axis = int(node.attrs.get("axis", -1 if node.op == "TopK" else 0))
+    axis = int(attr(node, "axis"))
     return _positions(None if dims is None else (dims[axis],))
 
 

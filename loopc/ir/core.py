@@ -80,11 +80,25 @@ class Value:
         if merged is not None:
             self.shape = merged
 
+    def retype(self, dtype: np.dtype[Any] | None) -> None:
+        """Give the value element type ``dtype`` (a cast's result retyped to half precision, a state typed from
+        its initial value): the one way a pass changes a value's type, counted as an edit of its graph."""
+        if dtype == self.dtype:
+            return
+        self.dtype = dtype
+        if self.producer is not None and self.producer.graph is not None:
+            self.producer.graph.changed()
+
     def replace_all_uses_with(self, new: Value) -> int:
         """Make every read of this value read ``new``; returns how many reads moved."""
+        return self.replace_all_uses_except(new)
+
+    def replace_all_uses_except(self, new: Value, *kept: Node) -> int:
+        """Make every read of this value read ``new``, except the reads by the nodes ``kept`` (typically the node
+        that computes ``new`` from this value); returns how many reads moved."""
         if new is self:
             return 0
-        uses = list(self._uses)
+        uses = [(user, slot) for user, slot in self._uses if not any(user is k for k in kept)]
         for user, slot in uses:
             if isinstance(user, Graph):
                 user.set_output(slot, new)
@@ -124,6 +138,17 @@ class Node:
     def input(self, slot: int) -> Value | None:
         """Operand ``slot`` (None past the end: ONNX's omitted trailing inputs)."""
         return self._inputs[slot] if slot < len(self._inputs) else None
+
+    def set_attr(self, name: str, value: Any) -> None:
+        """Set attribute ``name``: the one way a pass edits an attribute, counted as an edit of the graph."""
+        self.attrs[name] = value
+        if self.graph is not None:
+            self.graph.changed()
+
+    def drop_attr(self, name: str) -> None:
+        """Remove attribute ``name`` (its default then applies), counted as an edit of the graph."""
+        if self.attrs.pop(name, None) is not None and self.graph is not None:
+            self.graph.changed()
 
     def set_input(self, slot: int, value: Value | None) -> None:
         """Make operand ``slot`` read ``value``; O(1)."""
@@ -329,6 +354,9 @@ class Graph:
         self._state: _ModelState | None = None
         #: The nodes of this graph that hold graphs (loops, conditionals), in the order they joined it.
         self._structured: dict[Node, None] = {}
+        #: How many nodes of each op type this graph holds (its own, not its nested graphs'): what :meth:`find`
+        #: asks before walking a graph. A node's ``op`` is fixed once it is made.
+        self._op_counts: dict[str, int] = {}
         self._splice_outputs(0, 0, list(outputs or []))
         for node in nodes or []:
             self.add(node)
@@ -349,6 +377,7 @@ class Graph:
             self._nodes._unlink(node)
             node._detach()
         self._structured.clear()
+        self._op_counts.clear()
         for node in new:
             if node.graph is not None:
                 node.graph._take(node)
@@ -395,6 +424,7 @@ class Graph:
         self._nodes._unlink(node)
         node._detach()
         self._structured.pop(node, None)
+        self._op_counts[node.op] -= 1
         self.changed()
 
     def _insert_all(self, before: Node | None, nodes: Iterable[Node], anchor: Node) -> None:
@@ -416,6 +446,7 @@ class Graph:
     def _insert(self, node: Node, before: Node | None) -> None:
         self._nodes._link(node, before)
         node._attach(self)
+        self._op_counts[node.op] = self._op_counts.get(node.op, 0) + 1
         if node.subgraphs():
             self._structured[node] = None
 
@@ -528,19 +559,28 @@ class Graph:
                 stack.extend(reversed(node.subgraphs()))
         return found
 
+    def find(self, *ops: str) -> Iterator[tuple[Graph, Node]]:
+        """The nodes of these op types in this graph and the graphs nested in it, in :meth:`walk`'s order,
+        without walking the graphs that hold none (a pass that rewrites one op type costs nothing where
+        that op is absent)."""
+        if any(self._op_counts.get(op) for op in ops):
+            for node in self._nodes:
+                if node.op in ops:
+                    yield self, node
+                for sub in node.subgraphs():
+                    yield from sub.find(*ops)
+            return
+        nested = self._structured if len(self._structured) < 2 else [n for n in self._nodes if n in self._structured]
+        for node in nested:  # in graph order: the structured nodes joined it in another
+            for sub in node.subgraphs():
+                yield from sub.find(*ops)
+
     def walk(self) -> Iterator[tuple[Graph, Node]]:
         """Every node of this graph and of the graphs nested in it, outer before inner."""
-        stack: list[tuple[Graph, Iterator[Node]]] = [(self, iter(self._nodes))]
-        while stack:
-            graph, nodes = stack[-1]
-            node = next(nodes, None)
-            if node is None:
-                stack.pop()
-                continue
-            yield graph, node
-            subs = node.subgraphs()
-            if subs:  # nested graphs right after their node; then the rest of this one
-                stack.extend((sub, iter(sub._nodes)) for sub in reversed(subs))
+        for node in self._nodes:
+            yield self, node
+            for sub in node.subgraphs():  # nested graphs right after their node; then the rest of this one
+                yield from sub.walk()
 
 
 def _record(user: Node | Graph, values: list[Value] | list[Value | None], start: int, stop: int) -> None:

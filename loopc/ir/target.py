@@ -23,8 +23,13 @@ import onnx.defs
 from loopc.ir.core import Graph, Node, Shape, Value
 from loopc.ir.dependence import computed_from
 from loopc.ir.loop import If, Loop, Recurrence, reads
-from loopc.ir.ops import traits
+from loopc.ir.ops import known_ops, traits
+from loopc.semantics.attributes import attr
 
+
+
+#: The ops :func:`illegal` can refuse: those that take an operand as a shape, or size their result by their data.
+_SHAPE_TAKING = tuple(op for op in known_ops() if traits(op).shape_operands or traits(op).data_sized)
 
 
 def per_trip_values(loop: Loop) -> set[Value]:
@@ -102,7 +107,7 @@ def _growth(rec: Recurrence) -> Node | None:
         restacked = _restacked(producer, rec.state)
         if restacked is not None:
             return restacked
-        axis = int(producer.attrs.get("axis", 0))
+        axis = int(attr(producer, "axis"))
         if any(v is rec.state or reordered(v, rec.state, axis) for v in producer.inputs):
             return producer
         stack.extend(v for v in producer.inputs if v is not None)
@@ -139,7 +144,7 @@ def reordered(value: Value | None, state: Value, axis: int) -> bool:
     if node is None or node.op != "Gather" or node.inputs[0] is not state or state.shape is None:
         return False
     rank = len(state.shape)
-    return int(node.attrs.get("axis", 0)) % rank != axis % rank
+    return int(attr(node, "axis")) % rank != axis % rank
 
 
 def shape_changes(init: Value, nxt: Value) -> bool:
@@ -164,8 +169,9 @@ def loop_violations(loop: Loop) -> Iterator[tuple[Loop, Node | Value, str]]:
     """The breaks of the rule inside ``loop`` itself (its body and the graphs the body nests)."""
     for state, why in illegal_carries(loop):
         yield loop, state, why
-    varying = per_trip_values(loop)
-    for _, node in loop.body.walk():
+    candidates = list(loop.body.find(*_SHAPE_TAKING))
+    varying = per_trip_values(loop) if candidates else set()
+    for _, node in candidates:
         reason = illegal(node, loop, varying)
         if reason is not None:
             yield loop, node, reason

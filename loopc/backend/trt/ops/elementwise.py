@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from loopc.backend.trt.context import ConversionContext, trt_dtype
 from loopc.backend.trt.registry import converter
 from loopc.ir import Node
@@ -28,14 +30,14 @@ _BOOLEAN = frozenset({"EQUAL", "GREATER", "LESS", "AND", "OR", "XOR"})
 #: Operations whose wide result can leave a narrow type's range (Div, Mod, Max and Min stay in it).
 _MAY_WRAP = frozenset({"SUM", "SUB", "PROD"})
 #: ONNX integer types computed wider than they are: (bits, signed).
-_NARROW = {"uint8": (8, False), "int8": (8, True), "uint16": (16, False), "int16": (16, True),
-           "uint32": (32, False)}
+_NARROW = {np.dtype(name): width for name, width in {
+    "uint8": (8, False), "int8": (8, True), "uint16": (16, False), "int16": (16, True), "uint32": (32, False)}.items()}
 
 
 def _narrow(node: Node) -> tuple[int, bool] | None:
     """The width and signedness of the node's operands when they are a narrow integer type."""
     value = node.inputs[0]
-    return None if value is None or value.dtype is None else _NARROW.get(value.dtype.name)
+    return None if value is None or value.dtype is None else _NARROW.get(value.dtype)
 
 
 def _operands(ctx: ConversionContext, node: Node) -> tuple[list[Any], Any]:
