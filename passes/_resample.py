@@ -24,7 +24,7 @@ from loopc.ir import Graph, Loop, Node, Value
 from loopc.ir.target import per_trip_values
 from loopc.passes._util import concat_piece
 from loopc.semantics.attributes import attr, text
-from loopc.semantics.resize import NEAREST, keys_far, keys_near
+from loopc.semantics.resize import NEAREST, from_lengths, keys_far, keys_near
 
 F32 = np.dtype(np.float32)
 I64 = np.dtype(np.int64)
@@ -141,24 +141,19 @@ def size_entry(em: Builder, vector: Value | None, index: int) -> Value:
 
 
 def _source(em: Builder, transform: str, position: Value, n_in: Value, n_out: Value) -> Value:
-    """The input coordinate (float32) each output position maps to."""
-    j = em.op("Cast", [position], {"to": tensor_type(F32)}, dtype=F32)
-    length_in = em.op("Cast", [n_in], {"to": tensor_type(F32)}, dtype=F32, shape=())
-    length_out = em.op("Cast", [n_out], {"to": tensor_type(F32)}, dtype=F32, shape=())
-    one = em.const(1.0, np.float32)
-    if transform == "align_corners":  # a one-long output reads position 0
-        span_out = em.op("Max", [em.op("Sub", [length_out, one], dtype=F32), one], dtype=F32)
-        ratio = em.op("Div", [em.op("Sub", [length_in, one], dtype=F32), span_out], dtype=F32)
-        return em.op("Mul", [j, ratio], dtype=F32)
-    ratio = em.op("Div", [length_in, length_out], dtype=F32)
-    if transform == "asymmetric":
-        return em.op("Mul", [j, ratio], dtype=F32)
-    half = em.const(0.5, np.float32)
-    x = em.op("Sub", [em.op("Mul", [em.op("Add", [j, half], dtype=F32), ratio], dtype=F32), half], dtype=F32)
-    if transform == "pytorch_half_pixel":  # a one-long output reads position 0
-        longer = em.op("Greater", [length_out, one], dtype=np.dtype(bool))
-        x = em.op("Where", [longer, x, em.const(0.0, np.float32)], dtype=F32)
-    return x
+    """The input coordinate (float32) each output position maps to (:func:`loopc.semantics.resize.from_lengths`)."""
+    def floats(value: Value, shape: tuple[int, ...] | None = ()) -> _Built:
+        return _Built(em, em.op("Cast", [value], {"to": tensor_type(F32)}, dtype=F32, shape=shape))
+
+    def maximum(a: _Built, b: float) -> _Built:
+        return _Built(em, em.op("Max", [a.value, em.const(b, np.float32)], dtype=F32))
+
+    def zero_unless_longer(length: _Built, x: _Built) -> _Built:
+        longer = em.op("Greater", [length.value, em.const(1.0, np.float32)], dtype=np.dtype(bool))
+        return _Built(em, em.op("Where", [longer, x.value, em.const(0.0, np.float32)], dtype=F32))
+
+    return from_lengths(transform, floats(position, None), floats(n_in), floats(n_out), maximum,
+                        zero_unless_longer).value
 
 
 def _index(em: Builder, floor: Value, offset: int, last: Value) -> Value:
@@ -170,8 +165,9 @@ def _index(em: Builder, floor: Value, offset: int, last: Value) -> Value:
 
 
 class _Built:
-    """A float32 graph value whose ``+`` and ``*`` (with another or a number) build Add and Mul nodes, so that
-    formulas written for NumPy (Keys' kernel) build the same arithmetic in the graph."""
+    """A float32 graph value whose ``+``, ``-``, ``*`` and ``/`` (with another or a number) build Add, Sub, Mul and Div
+    nodes, so that formulas written for NumPy (Keys' kernel, the coordinate transforms) build the same arithmetic in
+    the graph."""
 
     def __init__(self, em: Builder, value: Value) -> None:
         self.em, self.value = em, value
@@ -179,10 +175,16 @@ class _Built:
     def __add__(self, other: Any) -> _Built:
         return self._op("Add", other)
 
+    def __sub__(self, other: Any) -> _Built:
+        return self._op("Sub", other)
+
     def __mul__(self, other: Any) -> _Built:
         return self._op("Mul", other)
 
     __rmul__ = __mul__
+
+    def __truediv__(self, other: Any) -> _Built:
+        return self._op("Div", other)
 
     def _op(self, op: str, other: Any) -> _Built:
         operand = other.value if isinstance(other, _Built) else self.em.const(float(other), np.float32)

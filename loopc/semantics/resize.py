@@ -117,9 +117,21 @@ def trt_coordinates(transform: str, selector: str, n_in: int, n_out: int) -> np.
     x = np.arange(n_out, dtype=np.float64)
     if n_out < 2 and selector == "UPPER":
         return np.zeros(n_out)
-    if transform == "ALIGN_CORNERS":
-        return x * ((n_in - 1) / (n_out - 1)) if n_out > 1 else np.zeros(n_out)
-    if transform == "ASYMMETRIC":
-        return x * (n_in / n_out)
-    assert transform == "HALF_PIXEL", transform
-    return (x + 0.5) * (n_in / n_out) - 0.5
+    assert transform in TRT_TRANSFORMS, transform
+    return from_lengths(transform.lower(), x, n_in, n_out, max, lambda longer, x: x)
+
+
+def from_lengths(transform: str, x: N, n_in: Any, n_out: Any, maximum: Callable[[Any, Any], Any],
+                 zero_unless_longer: Callable[[Any, N], N]) -> N:
+    """The input coordinate output position ``x`` maps to when an axis of length ``n_in`` becomes ``n_out``:
+    TensorRT's formulas (module docstring), which are ONNX's when the sizes are given (its scale is then
+    ``n_out / n_in``), with ONNX's ``pytorch_half_pixel`` too. Written once for NumPy (numbers and arrays) and
+    for graph values (the passes that resize inside loops): ``maximum`` is the larger of two, and
+    ``zero_unless_longer(n_out, c)`` is ``c`` where ``n_out > 1``, else 0 (a one-long output reads position 0)."""
+    if transform == "align_corners":  # a one-long output reads position 0: x is 0 there
+        return x * ((n_in - 1) / maximum(n_out - 1, 1))
+    ratio = n_in / n_out
+    if transform == "asymmetric":
+        return x * ratio
+    centred = (x + 0.5) * ratio - 0.5
+    return zero_unless_longer(n_out, centred) if transform == "pytorch_half_pixel" else centred

@@ -6,7 +6,7 @@ import onnx
 import onnx_graphsurgeon as gs
 from onnx import helper
 
-from loopc.backend.onnx.opset import export_opset
+from loopc.backend.onnx.opset import export_opset, value_types
 from loopc.backend.onnx.writer import Writer
 from loopc.ir import Model
 from loopc.onnx_graphs import all_nodes, subgraphs
@@ -21,7 +21,7 @@ def to_onnx(model: Model) -> onnx.ModelProto:
     graph = Writer(model).main_graph()
     proto = gs.export_onnx(graph, do_type_check=True)
     _initializers_in_main(proto.graph)
-    opset = export_opset(all_nodes(proto.graph))
+    opset = export_opset(all_nodes(proto.graph), value_types([proto.graph, *subgraphs(proto.graph)]))
     del proto.opset_import[:]
     proto.opset_import.append(helper.make_opsetid("", opset))
     proto.ir_version = helper.find_min_ir_version_for(list(proto.opset_import))
