@@ -23,3 +23,18 @@ def test_split_into_a_count_of_outputs_needs_opset_18() -> None:
 
 def test_attention_needs_the_opset_that_has_its_inputs() -> None:
     assert export_opset([helper.make_node("Attention", ["q", "k", "v"], ["y"])]) >= 23
+
+
+def test_quantized_types_need_the_opset_that_admits_them() -> None:
+    """DequantizeLinear reads int8 since opset 10, float8 since 19 and int4 since 21 (ONNX's type constraints);
+    a Cast to float8 needs 19 for its result's type."""
+    dq = helper.make_node("DequantizeLinear", ["w", "s"], ["y"], axis=0)
+
+    def typed(weight: str) -> dict[str, str]:
+        return {"w": f"tensor({weight})", "s": "tensor(float)", "y": "tensor(float)"}
+
+    assert export_opset([dq], typed("int8")) == FLOOR
+    assert export_opset([dq], typed("float8e4m3fn")) == 19
+    assert export_opset([dq], typed("int4")) == 21
+    cast = helper.make_node("Cast", ["x"], ["y"], to=17)
+    assert export_opset([cast], {"x": "tensor(float)", "y": "tensor(float8e4m3fn)"}) == 19
