@@ -19,7 +19,8 @@ import onnx
 
 from loopc.errors import BackendError
 from loopc.fileio import OutputFile, load_arrays
-from loopc.fingerprint import LoopInfo, NetworkInfo, Node, describe_network
+from loopc.fingerprint import LoopInfo, NetworkInfo, Node, loops_and_weights
+from loopc.gc_pause import gc_paused
 from loopc.ir import Graph, Model, format_graph
 from loopc.precision import Precision, PrecisionReport
 from loopc.profiles import InputProfile, ShapeProfile, build_narrowing
@@ -58,13 +59,19 @@ class BuildReport:
     #: Per loop (``Loop 'name'``, or ``outside loops``), the rewrites that did not apply and why
     #: (``counted-loops: its trip count cannot be counted: ...``).
     declined: dict[str, list[str]] = field(default_factory=dict)
+    #: Bytes of the network's constant weights by TensorRT data type (each loop's per-trip reads are in ``loops``).
+    weight_bytes: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
 
     def all_loops(self) -> list[LoopInfo]:
         """Every loop, nested ones included, outer before inner."""
-        return list(NetworkInfo(self.layers, self.loops).walk_loops())
+        return list(self.network_info().walk_loops())
+
+    def network_info(self) -> NetworkInfo:
+        """The network as :mod:`loopc.fingerprint` describes it (its weights aside: ``weight_bytes``)."""
+        return NetworkInfo(self.layers, self.loops)
 
 
 @dataclass
@@ -167,7 +174,9 @@ def compile(  # noqa: A001  (the public name users expect)
                          optimizations={name: name not in disabled for name in OPTIMIZATIONS})
     if precision:
         report.precision = halved or PrecisionReport(precision.half or "", precision.half_state, by="builder flag")
-    report.loops = describe_network(network).loops
+    with gc_paused():
+        described, report.weight_bytes = loops_and_weights(network)
+    report.loops = described.loops
     report.declined = declined_by_loop(declines, ir.graph)
     report.compile_seconds = time.perf_counter() - start
     return Compiled(ir, session, network, report, precision)

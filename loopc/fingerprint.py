@@ -11,6 +11,11 @@ loops and if-conditionals are children of the loop or conditional they sit in.
 MACs come from static shapes; where a shape is only known when the network runs, give the
 measured average (:class:`MacCounter`, fed by the simulator) or the count is unknown (``None``).
 Every layer that multiplies and accumulates is in :data:`PRODUCTS`, the one table both read.
+
+Weights are the network's constants (``IConstantLayer``), in bytes by TensorRT data type as the layer holds
+them (INT4 and FP4 two elements to a byte): for the whole network, and per loop, those its body reads on each
+trip, directly or through layers outside the loop that compute only from constants (a transposed or
+dequantized weight) — each constant once, whatever reads it.
 """
 
 from __future__ import annotations
@@ -80,6 +85,8 @@ class LoopInfo:
     kind: str = "loop"
     #: convolutions and deconvolutions; a fingerprint without it is from before they were counted (no MACs)
     convolutions_per_iteration: int = 0
+    #: bytes of the constants one iteration of its own body reads, by TensorRT data type (see the module)
+    weight_bytes_per_iteration: dict[str, int] = field(default_factory=dict)
 
 
 Node = Union[LoopInfo, ConditionalInfo]
@@ -120,6 +127,7 @@ def _node_from_dict(data: dict[str, Any]) -> Node:
         int(data.get("layers_per_iteration", 0)), int(data.get("matmuls_per_iteration", 0)),
         data.get("macs_per_iteration"), list(data.get("critical_path", [])), children,
         convolutions_per_iteration=int(data.get("convolutions_per_iteration", 0)),
+        weight_bytes_per_iteration={str(k): int(v) for k, v in data.get("weight_bytes_per_iteration", {}).items()},
     )
 
 
@@ -275,6 +283,7 @@ class _Reader:
                 self.children[lp.parent].append(lp)
         self.position = {lay: i for i, lay in enumerate(net.layers)}  # a topological order
         self.branch_of = self._conditional_members()
+        self.constants = _constant_sources(net.layers)
 
     def read(self) -> NetworkInfo:
         loops = {lp: self._loop(lp) for lp in self.net.loops}
@@ -374,6 +383,8 @@ class _Reader:
             None if None in counts else sum(c for c in counts if c is not None),
             self._critical_path(lp, body),
             convolutions_per_iteration=kinds.count("convolution"),
+            weight_bytes_per_iteration=weight_bytes({source for lay in body for t in lay.inputs if t is not None
+                                                     for source in self.constants.get(t, ())}),
         )
 
     def _macs(self, lay: Layer) -> int | None:
@@ -446,6 +457,54 @@ def _longest(chains: Iterable[_Chain | None]) -> _Chain | None:
     for chain in chains:
         if chain is not None and (found is None or chain.length > found.length):
             found = chain
+    return found
+
+
+#: Bits per element of each TensorRT data type a constant may hold.
+_BITS = {"FLOAT": 32, "HALF": 16, "BF16": 16, "INT32": 32, "INT64": 64, "INT8": 8, "UINT8": 8, "BOOL": 8,
+         "FP8": 8, "E8M0": 8, "INT4": 4, "FP4": 4}
+
+
+def loops_and_weights(network: Any) -> tuple[NetworkInfo, dict[str, int]]:
+    """:func:`describe_network` and :func:`network_weight_bytes` of ``network``, read back once for both."""
+    net = read_network(network)
+    return describe_network(net), network_weight_bytes(net)
+
+
+def network_weight_bytes(network: Any) -> dict[str, int]:
+    """Bytes of the constants of ``network`` (an ``INetworkDefinition`` or a read-back :class:`Network`) by
+    TensorRT data type (``FLOAT``, ``HALF``, ``INT8``, ``FP8``, ``INT4``, ...), largest first."""
+    net = network if isinstance(network, Network) else read_network(network)
+    return weight_bytes(lay for lay in net.layers if lay.type == "CONSTANT")
+
+
+def weight_bytes(constants: Iterable[Layer]) -> dict[str, int]:
+    """Bytes of ``constants`` (``CONSTANT`` layers) by TensorRT data type, each as TensorRT holds it (packed types
+    rounded up to whole bytes), largest first."""
+    found: dict[str, int] = {}
+    for lay in constants:
+        kind = lay.api.get_output(0).dtype.name
+        count = math.prod(lay.outputs[0].shape)
+        bits = _BITS.get(kind, 8 * lay.outputs[0].dtype.itemsize)
+        found[kind] = found.get(kind, 0) + (count * bits + 7) // 8
+    return dict(sorted(found.items(), key=lambda item: (-item[1], item[0])))
+
+
+def _constant_sources(layers: Sequence[Layer]) -> dict[Tensor, frozenset[Layer]]:
+    """For each tensor computed from constants alone, outside every loop and conditional (a weight, or one
+    transposed, reshaped or dequantized), the ``CONSTANT`` layers it comes from; ``layers`` in topological order."""
+    found: dict[Tensor, frozenset[Layer]] = {}
+    for lay in layers:
+        if lay.type == "CONSTANT":
+            sources = frozenset([lay])
+        elif lay.type in BOUNDARY or lay.conditional is not None or any(out.scope is not None for out in lay.outputs):
+            continue
+        elif all(t is None or t in found for t in lay.inputs):
+            sources = frozenset().union(*(found[t] for t in lay.inputs if t is not None))
+        else:
+            continue
+        for out in lay.outputs:
+            found[out] = sources
     return found
 
 

@@ -41,10 +41,12 @@ from loopc.passes.steady_carries import SteadyCarries
 from loopc.passes.trip_limits import TripLimits
 from loopc.passes.unroll import Unroll
 from loopc.passes.wavefront import Wavefront
+from loopc.passes.weight_layout import WeightLayout
 from loopc.passes.while_outputs import WhileOutputs
 
 __all__ = ["BoundedResize", "BroadcastCarries", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FixedRanges", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "Phase", "PastedResize", "PinnedDims", "ProfileConditionals",
-           "RowSlices", "SEQUENCE_OPS", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StackedOutputs", "StaticConditionals", "StaticSequences", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WhileOutputs", "default_passes"]
+           "RowSlices", "SEQUENCE_OPS", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StackedOutputs", "StaticConditionals", "StaticSequences", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WeightLayout", "WhileOutputs",
+           "default_passes"]
 
 
 
@@ -58,7 +60,9 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = (),
     2. legalize: make every loop legal for TensorRT (:mod:`loopc.passes.legalize`), canonicalizing after each
        rewrite; a loop left illegal is refused here, naming per rule why it did not apply;
     3. optimize: what makes legal loops faster;
-    4. finalize: pad the collected outputs of while loops, and drop what is dead.
+    4. finalize: pad the collected outputs of while loops, and drop what is dead;
+    5. layout: hold the products' weights as TensorRT stores them once (:mod:`loopc.passes.weight_layout`),
+       after every folding, which would undo it.
 
     ``max_trips`` is the user's bound on while loops' trips (``--max-trips``), never a guess; ``pinned``, the
     dims the build's profile pins (see :mod:`loopc.passes.profile_conditionals`). Dead code goes early too: the
@@ -83,4 +87,5 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = (),
                      FloatTripCount(max_trips)])
     return [Phase("canonicalize", canonicalize), legalization(canonicalize, rules),
             Phase("optimize", [*canonicalize, *optimize]),
-            Phase("finalize", [*canonicalize, WhileOutputs(max_trips)], ensure=legal_at_the_end)]
+            Phase("finalize", [*canonicalize, WhileOutputs(max_trips)], ensure=legal_at_the_end),
+            Phase("layout", kept([WeightLayout()]))]

@@ -16,6 +16,14 @@ mistake, and whoever computed it would need that memory, TensorRT included); a r
 limit but above :data:`MAX_ELEMENTS` is not folded, left to TensorRT to compute where it runs rather
 than stored in the engine. An op whose result size depends on its operands' values (Expand, Tile,
 Range, ...) is never evaluated when the shape functions cannot tell that size.
+
+A DequantizeLinear of a quantized constant (int8, uint8, int4, uint4, float8 e4m3fn) is not folded: the weight
+reaches TensorRT as a constant of its own type under a Dequantize layer, which the builder fuses with the layer
+that reads it, and the engine holds a quarter (an eighth) of the float bytes. An int32 one (a quantized bias:
+TensorRT wants float biases) and a 16-bit one fold. A QuantizeLinear of a float constant (the float
+initializer -> Q -> DQ that NVIDIA ModelOpt writes) folds to the quantized constant, so its DQ then reads one;
+not one whose quotient x / scale leaves int32 (ONNX's reference evaluator converts it to int32 before it
+saturates, so it would wrap), which TensorRT's Quantize layer computes instead.
 """
 
 from __future__ import annotations
@@ -24,6 +32,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
+import ml_dtypes
 import numpy as np
 from onnx import helper
 
@@ -37,6 +46,13 @@ from loopc.passes.manager import PassResult
 
 #: Folding never materializes more than this many elements.
 MAX_ELEMENTS = 1 << 20
+#: Quantized types whose constants TensorRT holds as they are (uint8 and uint4 shifted to int8 and int4):
+#: a DequantizeLinear of one stays. (TensorRT has no float8 e5m2, and FP4 only on Blackwell targets: those fold.)
+HELD_QUANTIZED = frozenset(np.dtype(t) for t in (np.int8, np.uint8, ml_dtypes.int4, ml_dtypes.uint4,
+                                                  ml_dtypes.float8_e4m3fn))
+#: Integer types QuantizeLinear makes (it rounds to an int32 first, then clips).
+_INTEGER_QUANTIZED = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, ml_dtypes.int4,
+                                                      ml_dtypes.uint4))
 
 
 class ConstantFolding:
@@ -85,9 +101,15 @@ def folding(node: Node, known: Mapping[Value, np.ndarray] | None = None,
         picked = _static_dims_picked(node)
         if picked is not None:
             return [picked]
-    arrays = [None if v is None else operand(v, known) for v in node.inputs]
-    if any(a is None and v is not None for a, v in zip(arrays, node.inputs)):
-        return None  # an operand known only at run time: nothing to fold
+    arrays = []
+    for v in node.inputs:
+        array = None if v is None else operand(v, known)
+        if array is None and v is not None:
+            return None  # an operand known only at run time: nothing to fold
+        arrays.append(array)
+    kept = _kept_quantized(node, arrays)
+    if kept is not None:
+        return kept
     sizes = _result_sizes(node, known)
     if sizes is None and traits(node.op).value_shaped:
         return "ONNX's shape functions cannot tell the size of its result before computing it"
@@ -99,6 +121,19 @@ def folding(node: Node, known: Mapping[Value, np.ndarray] | None = None,
         return f"loopc's evaluator cannot compute it ({str(error).removeprefix(node.describe() + ': ')})"
     largest = max((np.asarray(r).size for r in results), default=0)
     return _too_large(largest, max_elements) if largest > max_elements else [np.asarray(r) for r in results]
+
+
+def _kept_quantized(node: Node, arrays: list[Any]) -> str | None:
+    """Why a DequantizeLinear or QuantizeLinear whose operands are all known stays (see the module's docstring)."""
+    if node.op == "DequantizeLinear" and np.asarray(arrays[0]).dtype in HELD_QUANTIZED:
+        return "a quantized weight stays quantized: TensorRT fuses its dequantize with the layer that reads it"
+    if node.op == "QuantizeLinear" and node.outputs[0].dtype in _INTEGER_QUANTIZED:
+        x, scale = (np.abs(np.asarray(a, np.float64)) for a in arrays[:2])
+        if x.size and (not np.all(np.isfinite(x)) or not np.all(scale > 0)
+                       or x.max() / scale.min() >= 2.0**31):
+            return ("a quotient x / scale is not finite or beyond int32, which ONNX's reference evaluator "
+                    "wraps instead of saturating: TensorRT's Quantize layer computes it")
+    return None
 
 
 def _too_large(elements: int, max_elements: int) -> str:

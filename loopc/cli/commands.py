@@ -168,13 +168,15 @@ def build(
         say(
             f"  loop {loop.name}: {'+'.join(loop.trip_limits)}, {len(loop.iterators)} iterator(s), "
             f"{len(loop.recurrences)} recurrence(s), outputs {', '.join(o.kind for o in loop.outputs) or 'none'}, "
-            f"{loop.layers_per_iteration} layer(s) per iteration"
+            f"{loop.layers_per_iteration} layer(s) per iteration, reading "
+            f"{weight_text(loop.weight_bytes_per_iteration)} of weights"
         )
     say(
         f"wrote {output}: {report.engine_bytes} bytes for {report.target} ({report.tensorrt}), {report.layers} layers, "
         f"{len(report.all_loops())} loop(s); "
         f"compile {report.compile_seconds:.2f} s, build {report.build_seconds:.2f} s"
     )
+    say(f"  constant weights: {weight_text(report.weight_bytes)}")
     if report.precision is not None:
         _say_precision(say, report.precision, report.engine_bytes)
     if (click.get_current_context().obj or {}).get("verbose", 0):
@@ -182,6 +184,21 @@ def build(
             say(line)
     if report_file:
         report_file.write(lambda handle: handle.write(report.to_json().encode()))
+
+
+def weight_text(by_type: dict[str, int]) -> str:
+    """``1,050,624 bytes (FLOAT 1,048,576, INT4 2,048)``: weight bytes, by TensorRT data type when there are any."""
+    total = sum(by_type.values())
+    parts = ", ".join(f"{kind} {count:,}" for kind, count in by_type.items() if count)
+    return f"{total:,} bytes" + (f" ({parts})" if parts else "")
+
+
+def _weight_lines(report: Any) -> list[str]:
+    """The network's constant weights by data type, and what each loop's body reads of them per iteration."""
+    lines = [f"constant weights: {weight_text(report.weight_bytes)}"]
+    lines += [f"  loop {loop.name} reads {weight_text(loop.weight_bytes_per_iteration)} per iteration"
+              for loop in report.all_loops()]
+    return lines
 
 
 def _why_lines(declined: dict[str, list[str]]) -> list[str]:
@@ -272,7 +289,6 @@ def inspect(model: str, fmt: str, output: str | None, max_trips: int | None, sho
     per iteration, critical path) and what loopc's passes did; --ir adds the loops' IR, --why the rewrites that
     did not apply."""
     from loopc.compiler import compile as compile_model
-    from loopc.fingerprint import NetworkInfo
     from loopc.picture import render
 
     out_file = OutputFile(output, "-o") if output else None
@@ -280,11 +296,13 @@ def inspect(model: str, fmt: str, output: str | None, max_trips: int | None, sho
         _outputs(out_file, reads=(model, weights))
     compiled = compile_model(model, max_trips=max_trips, dump_ir=_dump_ir if dump_ir else None, frontend=frontend,
                              weights=weights, disabled=disabled)
-    info = NetworkInfo(compiled.report.layers, compiled.report.loops)
+    info = compiled.report.network_info()
     name = pathlib.Path(model).name
     if fmt == "text":
         text = "\n\n".join([*([_ir_loops(compiled.model.graph, name)] if show_ir else []),
-                             render(info, fmt, f"{name} as a TensorRT network"), _pass_summary(compiled.report.passes),
+                             render(info, fmt, f"{name} as a TensorRT network"),
+                             "\n".join(_weight_lines(compiled.report)),
+                             _pass_summary(compiled.report.passes),
                              *(["\n".join(_why_lines(compiled.report.declined))] if why else [])])
     else:  # a standalone .svg file is an XML document
         text = ('<?xml version="1.0" encoding="UTF-8"?>\n' if fmt == "svg" else "") + render(info, fmt, name)

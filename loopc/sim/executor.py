@@ -106,8 +106,9 @@ class Executor:
         kernel = self._kernels.get(layer.index)
         if kernel is None:
             kernel = self._kernels[layer.index] = self._prepare(layer)
-        args = [None if t is None else self.value(t, frame) for t in layer.inputs]
-        if any(t is not None and t.dtype in HALF for t in layer.inputs):
+        reads = layer.inputs if layer.reads is None else layer.reads
+        args = [None if t is None else self.value(t, frame) for t in reads]
+        if any(t is not None and t.dtype in HALF for t in reads):
             args = [a.astype(np.float32) if a is not None and a.dtype in HALF else a for a in args]
         if self.observer is not None:
             self.observer(layer, args)
@@ -136,6 +137,8 @@ class Executor:
         for tensor in layer.outputs:  # a static shape is known now: its size is checked once, here
             if -1 not in tensor.shape:
                 check_constant(tensor.shape, tensor.dtype, f"{layer.describe()}: output {tensor.name!r}")
+        if layer.kernel is not None:  # fixed when the network was read (a fusion, a recorded constant)
+            return layer.kernel
         try:
             return factory(layer.api)
         except SimulationError as exc:

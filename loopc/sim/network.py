@@ -10,13 +10,16 @@ is computed once, outside.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from loopc.backend.trt.context import recorded_constants
 from loopc.errors import SimulationError
 from loopc.sim.dtypes import to_numpy
+from loopc.sim.fusion import fuse
 from loopc.trt import trt
 
 _CLASS_NAMES = {
@@ -67,6 +70,11 @@ class Layer:
     outputs: list[Tensor]
     loop: NetworkLoop | None = None
     conditional: Conditional | None = None
+    #: What the layer's kernel reads when that is not its inputs: the operands of a fusion TensorRT's builder makes
+    #: (see :mod:`loopc.sim.fusion`); None for its inputs.
+    reads: list[Tensor | None] | None = None
+    #: The layer's kernel when it is fixed as the network is read (a fusion's, a constant's recorded values).
+    kernel: Any = field(default=None, repr=False)
 
     def describe(self) -> str:
         """The layer, and the user's node it comes from when the network recorded it (loopc's do, as metadata)."""
@@ -147,6 +155,8 @@ def read_network(network: Any) -> Network:
             out.producer = layer
         _attach_structure(layer, loops, conditionals)
         layers.append(layer)
+    _recorded_constants(layers, recorded_constants(network))
+    fuse(layers)
     outputs = [tensors[network.get_output(i).name] for i in range(network.num_outputs)]
     for cond in conditionals:
         if cond.condition is None:
@@ -154,6 +164,19 @@ def read_network(network: Any) -> Network:
     ordered = _topological_order(layers)
     _assign_scopes(ordered, loops)
     return Network(ordered, tensors, inputs, outputs, loops)
+
+
+def _recorded_constants(layers: list[Layer], recorded: Mapping[str, np.ndarray]) -> None:
+    """Constants whose values TensorRT's API cannot give back (FP8, INT4, FP4) get those loopc's backend recorded
+    when it made them (:func:`~loopc.backend.trt.context.recorded_constants`: data, not the backend's logic); one of
+    those types without a record is an error when it is first run."""
+    for layer in layers:
+        values = recorded.get(layer.name) if layer.type == "CONSTANT" else None
+        if values is None:
+            continue
+        value = np.array(values, copy=True).reshape(layer.outputs[0].shape)
+        value.flags.writeable = False
+        layer.kernel = lambda ins, value=value: [value]
 
 
 def _attach_structure(layer: Layer, loops: list[NetworkLoop], conditionals: list[Conditional]) -> None:

@@ -31,6 +31,8 @@ TOLERANCE = HALF_TOLERANCE  # the documented tolerance, which `loopc check` appl
 _NEAR_TIES = ("random-weight detector: its scores lie within 1e-3 of each other, so half's rounding reorders them "
               "and NMS keeps other boxes (the same boxes where they are kept)")
 _FLIPS = "random-weight decoder: its logits lie closer than bfloat16's 8 bits resolve, so some argmax picks flip"
+_STEPS = ("quantized loop: half's rounding of an activation moves some values across a quantization step (one step is "
+          "up to 3% of the output), and the loop carries what moved")
 #: (case, half type) → why an output is outside the tolerance.
 OUTSIDE: dict[tuple[str, str], str] = {
     ("torch_whole/faster_rcnn", "fp16"): _NEAR_TIES, ("torch_whole/faster_rcnn", "bf16"): _NEAR_TIES,
@@ -42,6 +44,9 @@ OUTSIDE: dict[tuple[str, str], str] = {
     ("torch_whole/keypoint_rcnn", "bf16"): _NEAR_TIES,
     ("tf2onnx/tf_while_greedy", "bf16"): _FLIPS,
     ("outside/ov_onnx_greedy_decoder_fp16", "bf16"): _FLIPS,
+    ("quantized/ort_int8_gru_body", "fp16"): _STEPS, ("quantized/ort_int8_sampler_body", "fp16"): _STEPS,
+    ("quantized/modelopt_int8_sampler_body", "fp16"): _STEPS,
+    ("quantized/modelopt_fp8_gru_body", "fp16"): _STEPS, ("quantized/modelopt_fp8_gru_body", "bf16"): _STEPS,
 }
 
 

@@ -10,7 +10,7 @@ and never less than :data:`FLOOR`.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 
 import onnx
 from onnx import defs
@@ -58,7 +58,7 @@ def _oldest(op: str, attributes: frozenset[str], inputs: tuple[str, ...], output
     return oldest
 
 
-def _takes(schema: defs.OpSchema, formals: list[defs.OpSchema.FormalParameter], types: tuple[str, ...]) -> bool:
+def _takes(schema: defs.OpSchema, formals: Sequence[defs.OpSchema.FormalParameter], types: tuple[str, ...]) -> bool:
     """Whether ``formals`` (``schema``'s inputs or outputs) admit values of ``types`` ("" where a type is unknown or
     the value absent)."""
     allowed = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}

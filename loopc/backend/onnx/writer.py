@@ -15,10 +15,14 @@ from typing import Any
 
 import numpy as np
 import onnx_graphsurgeon as gs
+from onnx import numpy_helper
+from onnx_graphsurgeon.ir.tensor import LazyValues
 
 from loopc.errors import BackendError
 from loopc.ir import Graph, If, Loop, Model, Node, Value
 
+#: 4-bit types, which ONNX packs two elements to a byte.
+_PACKED = ("int4", "uint4", "float4_e2m1fn")
 #: IR value → the tensor standing for it; a nested graph's scope is a child of its parent's.
 Scope = MutableMapping[Value, gs.Tensor]
 
@@ -68,9 +72,9 @@ class Writer:
         """A constant: an initializer of the main graph, a ``Constant`` node in a nested one."""
         array = np.asarray(array)
         if nodes is self._main_nodes:
-            return gs.Constant(self.fresh(base), array)
+            return constant(self.fresh(base), array)
         return self.op(nodes, "Constant", [], base, array.dtype, array.shape,
-                       {"value": gs.Constant(self.fresh(f"{base}_value"), array)})
+                       {"value": constant(self.fresh(f"{base}_value"), array)})
 
     # --- graphs -------------------------------------------------------------------------------------------
 
@@ -157,5 +161,13 @@ def _dims(shape: Any) -> Any:
 def _attribute(writer: Writer, name: str, value: Any) -> Any:
     """An IR attribute as onnx-graphsurgeon writes it: arrays (and NumPy scalars) as tensors."""
     if isinstance(value, (np.ndarray, np.generic)):
-        return gs.Constant(writer.fresh(name), np.asarray(value))
+        return constant(writer.fresh(name), np.asarray(value))
     return value
+
+
+def constant(name: str, array: np.ndarray) -> gs.Constant:
+    """``array`` as onnx-graphsurgeon's constant; a 4-bit one as the tensor ONNX's helper packs two to a byte
+    (onnx-graphsurgeon would write a byte per element, which no reader takes)."""
+    if array.dtype.itemsize == 1 and array.dtype.name in _PACKED:
+        return gs.Constant(name, LazyValues(numpy_helper.from_array(array, name)))
+    return gs.Constant(name, array)

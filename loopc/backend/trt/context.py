@@ -9,8 +9,10 @@ loops and conditionals convert their bodies with :meth:`ConversionContext.conver
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
-from collections.abc import Iterator, Sequence
+import weakref
+from collections.abc import Iterator, Mapping, Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,6 +38,15 @@ _TRT_TYPES = {
 }
 #: The types above that NumPy knows only through ml_dtypes, and that only TensorRT's Quantize layer makes.
 QUANTIZED = ("float8_e4m3fn", "int4", "float4_e2m1fn")
+#: Types TensorRT packs two to a byte, the first element in the low nibble.
+_FOUR_BIT = ("int4", "float4_e2m1fn")
+#: Quantized types whose constants a DequantizeLinear makes itself (shifted, narrowed or packed as TensorRT holds
+#: them, see :mod:`loopc.backend.trt.ops.quantize`): an array of one is made a tensor only where a layer reads it.
+_DEFERRED = ("int8", "uint8", "int4", "uint4", "float8_e4m3fn", "float4_e2m1fn")
+#: The values of the FP8, INT4 and FP4 constants loopc made, by network and layer name: TensorRT's Python API takes
+#: such a constant as raw bytes and gives them back to no one (a layer's ``weights`` is then opaque), so a reader
+#: of the network (the simulator) finds them here, for as long as the network object lives.
+_RECORDED: weakref.WeakKeyDictionary[Any, dict[str, np.ndarray]] = weakref.WeakKeyDictionary()
 #: How TensorRT names a layer (and its outputs) that nobody named: never a name of ours.
 _TRT_DEFAULT_NAME = "(Unnamed Layer* "
 #: The longest name TensorRT takes (it refuses 4096 characters or more).
@@ -57,11 +68,22 @@ class UnheardRefusal(Exception):
 
 def trt_dtype(dtype: np.dtype[Any] | Any) -> Any:
     """The TensorRT DataType for a NumPy dtype (float64 becomes float32: TensorRT has no doubles)."""
-    name = np.dtype(dtype).name
-    name = _NARROWED.get(name, name)
+    return _trt_dtype(np.dtype(dtype))
+
+
+@functools.cache
+def _trt_dtype(dtype: np.dtype[Any]) -> Any:
+    """:func:`trt_dtype`, once per dtype (a NumPy dtype's name is computed each time it is asked)."""
+    name = _NARROWED.get(dtype.name, dtype.name)
     if name not in _TRT_TYPES:
         raise BackendError(f"TensorRT has no data type for {name}")
     return getattr(trt().DataType, _TRT_TYPES[name])
+
+
+def recorded_constants(network: Any) -> Mapping[str, np.ndarray]:
+    """The values of ``network``'s FP8, INT4 and FP4 constants that loopc made, by layer name (none for a network
+    made elsewhere)."""
+    return _RECORDED.get(network, {})
 
 
 def np_dtype(dtype: Any) -> np.dtype[Any]:
@@ -94,6 +116,9 @@ class ConversionContext:
     #: scalar): most readers fold them (a Concat leaves them out), so each is made a TensorRT tensor
     #: (an empty slice: constants cannot be empty) only where a layer reads it.
     empties: dict[Value, np.ndarray] = field(default_factory=dict)
+    #: Arrays of the quantized types (see ``_DEFERRED``), made TensorRT tensors only where a layer reads them:
+    #: a DequantizeLinear of one reads the values and makes the constant it needs.
+    deferred: dict[Value, np.ndarray] = field(default_factory=dict)
     _overlays: list[dict[Value, Any]] = field(default_factory=list)
     #: Every tensor name the network has or will have: given by :meth:`set`, claimed (inputs),
     #: derived by TensorRT from a layer's name (``<layer>_output``), or reserved for an output.
@@ -163,6 +188,10 @@ class ConversionContext:
                 tensor = self.constant(self.empties[value], node or value.name, "empty")
                 self.set(value, tensor)
                 return tensor
+            if value in self.deferred:
+                tensor = self.constant(self.deferred[value], value.producer or value.name, "")
+                self.set(value, tensor)
+                return tensor
             where = f"{node.describe()}: " if node else ""
             raise InternalError(f"{where}value {value.name!r} has no tensor (not converted yet)")
         return tensor
@@ -230,6 +259,8 @@ class ConversionContext:
         node's, or an empty one bound by :meth:`set_array`."""
         if value is not None and value in self.empties:
             return self.empties[value]
+        if value is not None and value in self.deferred:
+            return self.deferred[value]
         found = constant_value(value)
         return None if found is None else np.asarray(found)
 
@@ -237,6 +268,8 @@ class ConversionContext:
         """Bind ``value`` to a constant; an empty one is held as an array until read (see ``empties``)."""
         if array.size == 0:
             self.empties[value] = array
+        elif array.dtype.name in _DEFERRED:
+            self.deferred[value] = array
         else:
             self.set(value, self.constant(array, node, ""))
 
@@ -286,8 +319,10 @@ class ConversionContext:
 
     def constant(self, array: Any, node: Node | str, suffix: str = "const", dtype: Any = None) -> Any:
         """A constant tensor; the array is kept alive until the build (TensorRT does not copy it)."""
-        a = np.array(array, dtype=dtype)
-        a = a.astype(_NARROWED.get(a.dtype.name, a.dtype.name), order="C")  # a copy; 0-D stays 0-D
+        a = np.asarray(array, dtype=dtype)
+        # no copy of a weight that already is a C-ordered array of its own that TensorRT holds (0-D stays 0-D); a
+        # view is copied: TensorRT's binding refuses some ("Could not implicitly convert NumPy data type")
+        a = a.astype(_NARROWED.get(a.dtype.name, a.dtype.name), order="C", copy=not a.flags.owndata)
         if a.size == 0:  # TensorRT constants hold data, but a slice may be empty: zero rows of one
             one = self.constant(np.zeros([max(d, 1) for d in a.shape], a.dtype), node, f"{suffix}_one")
             layer = self.network.add_slice(one, [0] * a.ndim, a.shape, [1] * a.ndim)
@@ -297,18 +332,39 @@ class ConversionContext:
             # the values, exact in float32, are a float32 constant cast to BF16
             wide = self.constant(a.astype(np.float32), node, suffix)
             return self.cast(wide, trt().bfloat16, node, f"{suffix}_bf16" if suffix else "bf16")
-        if a.dtype == np.uint8:  # TensorRT takes no uint8 weights and has uint8 only at the network's edges
+        if a.dtype.name in ("uint8", "uint4"):  # TensorRT holds no such weights, and uint8 only at the network's edges
             a = a.astype(np.int32)
         if a.dtype.name in QUANTIZED:
-            # TensorRT's Python API takes no such array (and gives none back to read a network with): the
-            # values, exact in float32, are a float32 constant quantized with scale 1, which is exact too
-            wide = self.constant(a.astype(np.float32).reshape(a.shape or (1,)), node, suffix)
-            one = self.constant(np.array(1.0, np.float32), node, f"{suffix}_unit" if suffix else "unit")
-            to = getattr(trt().DataType, _TRT_TYPES[a.dtype.name])
-            narrow = self.out(self.network.add_quantize(wide, one, to), node, f"{suffix}_q" if suffix else "q")
-            return narrow if a.shape else self.reshape(narrow, [], node, f"{suffix}_0d" if suffix else "0d")
+            return self._raw_constant(a, node, suffix) if a.ndim else self._quantized_scalar(a, node, suffix)
         self._keep.append(a)
         return self.out(self.network.add_constant(a.shape, a), node, suffix)
+
+    def _raw_constant(self, a: np.ndarray, node: Node | str, suffix: str) -> Any:
+        """An FP8, INT4 or FP4 constant (which TensorRT lets only a Dequantize layer read): TensorRT's Python API
+        takes no such array, only its bytes as ``Weights(type, pointer, count)`` (FP8 one byte each, 4-bit types two
+        to a byte, the first in the low nibble); nor gives them back (a layer's ``weights`` is then opaque), so the
+        values are recorded (:func:`recorded_constants`)."""
+        raw = a.reshape(-1).view(np.uint8)
+        if a.dtype.name in _FOUR_BIT:
+            nibbles = np.concatenate([raw & 0xF, np.zeros(raw.size % 2, np.uint8)])  # an odd count: one nibble spare
+            raw = nibbles[0::2] | (nibbles[1::2] << 4)
+        raw = np.ascontiguousarray(raw)
+        self._keep.append(raw)
+        kind = getattr(trt().DataType, _TRT_TYPES[a.dtype.name])
+        layer = self.named(self.network.add_constant(a.shape, trt().Weights(kind, raw.ctypes.data, a.size)), node,
+                           suffix)
+        _RECORDED.setdefault(self.network, {})[layer.name] = a
+        return layer.get_output(0)
+
+    def _quantized_scalar(self, a: np.ndarray, node: Node | str, suffix: str) -> Any:
+        """A 0-D FP8, INT4 or FP4 constant: a quantized constant may feed only a Dequantize layer, which takes no
+        0-D input, so the value (exact in float32) is a float32 [1] constant quantized with scale 1 (exact too),
+        reshaped to 0-D."""
+        wide = self.constant(a.astype(np.float32).reshape(1), node, suffix)
+        one = self.constant(np.array(1.0, np.float32), node, f"{suffix}_unit" if suffix else "unit")
+        to = getattr(trt().DataType, _TRT_TYPES[a.dtype.name])
+        narrow = self.out(self.network.add_quantize(wide, one, to), node, f"{suffix}_q" if suffix else "q")
+        return self.reshape(narrow, [], node, f"{suffix}_0d" if suffix else "0d")
 
     def weights(self, array: np.ndarray) -> Any:
         """``array`` as a layer's weights (kernel, bias); kept alive until the build, which reads it then."""

@@ -84,9 +84,14 @@ def _prepared(model: onnx.ModelProto, op: str, opset: int) -> onnx.ModelProto:
         copy = onnx.ModelProto()
         copy.CopyFrom(model)
     copy.graph.value_info.append(onnx.helper.make_tensor_value_info("", onnx.TensorProto.UNDEFINED, None))
-    # The inliner looks types up in the main graph only: the bodies' values are declared there too.
-    for graph in subgraphs(copy.graph):
-        copy.graph.value_info.extend([*graph.input, *graph.value_info])
+    # The inliner looks types up in the main graph only: the bodies' values are declared there too, and every
+    # initializer not declared as an input (inference types those for its own use, and writes no value_info).
+    for graph in [copy.graph, *subgraphs(copy.graph)]:
+        declared = {vi.name for vi in graph.input}
+        copy.graph.value_info.extend(onnx.helper.make_tensor_value_info(t.name, t.data_type, list(t.dims))
+                                     for t in graph.initializer if t.name not in declared)
+        if graph is not copy.graph:
+            copy.graph.value_info.extend([*graph.input, *graph.value_info])
     defaults = [a.default_value for a in onnx.defs.get_schema(op, opset).attributes.values()
                 if a.default_value.name]
     for node in all_nodes(copy.graph):

@@ -8,6 +8,7 @@ the translators registered in :data:`loopc.frontend.onnx.registry.TRANSLATORS`.
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,15 +21,18 @@ from onnx import helper
 from loopc.errors import FrontendError, LoopcError, located
 from loopc.fileio import check_readable
 from loopc.frontend.formats import check_model_file, not_onnx
-from loopc.frontend.onnx import newer_opsets, validate
+from loopc.frontend.onnx import newer_opsets, validate, weight_file, weightless
 from loopc.frontend.onnx.contrib import expand_contrib
 from loopc.frontend.onnx.functions import built_directly, expand_functions
+from loopc.frontend.onnx.order import in_dependence_order
 from loopc.frontend.onnx.registry import TRANSLATORS
-from loopc.frontend.onnx.tensors import load_external_data, to_array
+from loopc.frontend.onnx.tensors import load_external_data
 from loopc.frontend.onnx.upgrade import upgrade_node
 from loopc.frontend.onnx.value_types import infer_types, type_of
 from loopc.ir import Graph, Model, Value
 from loopc.ir.builder import Builder
+
+log = logging.getLogger(__name__)
 
 #: Largest model file loopc reads; protobuf itself refuses more than 2 GiB.
 MAX_MODEL_BYTES = 2**31 - 1
@@ -46,6 +50,8 @@ class Context:
     constants: dict[str, np.ndarray] = field(default_factory=dict)
     #: Lower a bidirectional RNN/GRU/LSTM as one loop running both directions (``stack-directions``).
     stack_directions: bool = True
+    #: The tensors the stripped model's stand-ins stand for (see :mod:`loopc.frontend.onnx.weightless`).
+    weights: weightless.Weights = field(default_factory=weightless.Weights)
 
     def fresh(self, base: str) -> str:
         self.counter += 1
@@ -89,19 +95,24 @@ def import_model(model: onnx.ModelProto | str | os.PathLike[str], *, stack_direc
     as :class:`Context` says.
 
     The model is validated first (:mod:`loopc.frontend.onnx.validate`): nothing is translated
-    from a model that breaks the ONNX spec.
+    from a model that breaks the ONNX spec. Everything before translation works on the model without its
+    weights (:mod:`loopc.frontend.onnx.weightless`); translation reads each weight once, into its array.
     """
     source = "<model>" if isinstance(model, onnx.ModelProto) else os.fspath(model)
-    proto = model if isinstance(model, onnx.ModelProto) else load(source)
+    weights = weightless.Weights()
+    proto = model if isinstance(model, onnx.ModelProto) else load(source, weights)
     opset = validate.default_opset(proto, source)
-    proto = expand_contrib(proto, opset)  # onnxruntime's contrib ops, as standard ones
-    validate.validate_model(proto, source, opset)
+    proto = weightless.strip(proto, weights)
+    # onnxruntime's contrib ops, as standard ones; the weights an expansion makes (repacked ones) stripped too
+    proto = weightless.strip(expand_contrib(proto, opset, weights), weights)
+    proto = in_dependence_order(proto)  # onnxruntime's quantizer can list a Loop before a value its body reads
+    validate.validate_model(proto, source, opset, weights)
     _check_tensor_io(proto.graph, source, opset)
     proto = expand_functions(proto, opset, built_directly)
     proto = newer_opsets.declare_added_outputs(proto, opset)  # ops newer than the installed onnx, typed
     types, inferred, refusal = infer_types(proto, source, opset)
     validate.validate_types(inferred, opset)
-    ctx = Context(opset, types, stack_directions=stack_directions)
+    ctx = Context(opset, types, stack_directions=stack_directions, weights=weights)
     if refusal is not None:
         _refuse(ctx, proto.graph, refusal)
     graph = translate_graph(ctx, proto.graph, Scope(), proto.graph.name or "main")
@@ -135,24 +146,37 @@ def _check_tensor_io(graph: onnx.GraphProto, source: str, opset: int) -> None:
                                     f"TensorRT engines take tensors only")
 
 
-def load(path: str) -> onnx.ModelProto:
-    """Load an ONNX file and its external data; every failure becomes one clear FrontendError."""
+def load(path: str, weights: weightless.Weights | None = None) -> onnx.ModelProto:
+    """Load an ONNX file and its external data; every failure becomes one clear FrontendError. Given ``weights``,
+    the large tensors' bytes stay in their files, the model holding stand-ins for them (see
+    :mod:`loopc.frontend.onnx.weight_file`)."""
     check_model_file(path)  # another framework's model or an engine: say which, not how protobuf failed
     check_readable(path)
     if os.path.getsize(path) > MAX_MODEL_BYTES:
         raise FrontendError(f"{path}: larger than 2 GiB, which ONNX protobuf files cannot be")
     try:
-        proto = onnx.load(path, load_external_data=False)
+        proto = _read(path, weights)
     except Exception as exc:
         raise FrontendError(f"{path}: not a readable ONNX model ({type(exc).__name__}: {exc}){not_onnx(path)}") \
             from None
     if not proto.ir_version and not proto.HasField("graph"):  # protobuf reads other bytes as an empty message
         raise FrontendError(f"{path}: not an ONNX model (it holds no graph){not_onnx(path)}")
     try:
-        load_external_data(proto, path)
+        load_external_data(proto, path, weights.leave_in_file if weights is not None else lambda *_: False)
     except OSError as exc:
         raise FrontendError(f"{path}: cannot read external data ({type(exc).__name__}: {exc})") from None
     return proto
+
+
+def _read(path: str, weights: weightless.Weights | None) -> onnx.ModelProto:
+    """The model in ``path``, its weights left in the file when ``weights`` records them; what the walk of the
+    file cannot take apart is read whole by onnx, whose error then says what is wrong."""
+    if weights is not None:
+        try:
+            return weight_file.read(path, weights)
+        except Exception:  # noqa: BLE001 - onnx reads it again and says why it cannot
+            log.debug("%s read whole: its encoding is not what the walk of the file expects", path, exc_info=True)
+    return onnx.load(path, load_external_data=False)
 
 
 def translate_graph(
@@ -177,7 +201,7 @@ def translate_graph(
     for init in graph.initializer:
         if scope.parent is not None and scope.parent.lookup(init.name) is not None:
             continue  # an enclosing graph's initializer repeated, values and all (the validator checked): one value
-        constant(ctx, scope, ir, init.name, _array(init, f"initializer {init.name!r}"))
+        constant(ctx, scope, ir, init.name, _array(ctx, init, f"initializer {init.name!r}"))
     for node in graph.node:
         translate_node(ctx, node, scope, ir)
     for vi in graph.output:
@@ -235,7 +259,7 @@ def attribute(ctx: Context, node: onnx.NodeProto, attr: onnx.AttributeProto) -> 
         raise located(FrontendError, ctx.describe(node), f"attribute {attr.name!r} refers to a function attribute")
     value = helper.get_attribute_value(attr)
     if isinstance(value, onnx.TensorProto):
-        return _array(value, f"{ctx.describe(node)} attribute {attr.name!r}")
+        return _array(ctx, value, f"{ctx.describe(node)} attribute {attr.name!r}")
     if isinstance(value, bytes):
         return value.decode("utf-8", errors="replace")
     if isinstance(value, list) and value and isinstance(value[0], bytes):
@@ -255,5 +279,6 @@ def _constant_value(ctx: Context, node: onnx.NodeProto, attrs: dict[str, Any]) -
     raise located(FrontendError, ctx.describe(node), "Constant without a supported value attribute")
 
 
-def _array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
-    return to_array(tensor, what)
+def _array(ctx: Context, tensor: onnx.TensorProto, what: str) -> np.ndarray:
+    """``tensor``'s values: the original's, for a stand-in of the stripped model."""
+    return ctx.weights.array(tensor, what)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -124,6 +124,34 @@ def _check_raw(tensor: onnx.TensorProto, what: str, element: _Element, needed: i
                             f"bytes, but holds {have} bytes of raw data")
 
 
+def check_span(tensor: onnx.TensorProto, length: int, what: str) -> None:
+    """``tensor`` (a header: name, type, dims) is one loopc can materialize from ``length`` bytes in a file."""
+    element = _element_of(tensor, what)
+    _check_raw(tensor, what, element, data_bytes(tensor, what), length)
+    check_constant(_dims(tensor, what), element.dtype, what)
+
+
+def read_span(tensor: onnx.TensorProto, path: str, offset: int, length: int, what: str) -> np.ndarray:
+    """The values ``tensor`` (a header) declares, read from ``length`` bytes at ``offset`` in ``path`` straight into
+    their array (read-only, as an array of a message's raw data is)."""
+    check_span(tensor, length, what)
+    element = _element_of(tensor, what)
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        if element.bits or sys.byteorder != "little":
+            whole = onnx.TensorProto()
+            whole.CopyFrom(tensor)
+            del whole.external_data[:]
+            whole.raw_data = handle.read(length)
+            return to_array(whole, what)
+        array = np.fromfile(handle, element.dtype, length // element.dtype.itemsize)
+    if array.nbytes != length:
+        raise FrontendError(f"{what}: {path} ends {length - array.nbytes} bytes short of its data")
+    array = array.reshape(tuple(tensor.dims))
+    array.flags.writeable = False
+    return array
+
+
 def to_array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
     """``tensor`` as an array (after :func:`check_tensor`), its raw data checked against its dims first."""
     if tensor.HasField("raw_data"):
@@ -138,8 +166,10 @@ def to_array(tensor: onnx.TensorProto, what: str) -> np.ndarray:
         raise located(FrontendError, what, f"unreadable tensor data ({exc})") from None
 
 
-def load_external_data(proto: onnx.ModelProto, path: str) -> None:
-    """Read every external tensor's bytes into it, from files inside the model's folder only.
+def load_external_data(proto: onnx.ModelProto, path: str, keep: Callable[[onnx.TensorProto, str, int, int], bool]) \
+        -> None:
+    """Read every external tensor's bytes into it, from files inside the model's folder only; or, where
+    ``keep(tensor, file, offset, length)`` says so, leave them there (it made the tensor a stand-in for them).
 
     Each tensor reads exactly the bytes its type and dims call for, after checking that they lie
     within the file and within loopc's limit; onnx's own loader would read to the end of the file
@@ -165,6 +195,8 @@ def load_external_data(proto: onnx.ModelProto, path: str) -> None:
         if offset + needed > size:
             raise located(FrontendError, what, f"external data at offset {offset} needs {needed} bytes, but "
                           f"{location} has only {size}")
+        if keep(tensor, target, offset, needed):
+            continue
         with open(target, "rb") as handle:
             handle.seek(offset)
             tensor.raw_data = handle.read(needed)

@@ -7,8 +7,9 @@ Two walks, each visiting every node once (names and types in dicts; schemas cach
 * :func:`validate_model`, before shape inference: IR version and opsets; names defined once (SSA), and
   never redefining a name of an enclosing graph; each node against its schema — the op exists in the
   model's opset, its attributes are known, typed as the schema says and present when required, its
-  inputs and outputs as many as the schema allows; every tensor the file holds (see :mod:`.tensors`).
-  onnx's own checker then runs as a backstop for whatever this walk does not look at.
+  inputs and outputs as many as the schema allows; every tensor the file holds (see :mod:`.tensors`; the
+  originals of a stripped model's stand-ins, :mod:`.weightless`). onnx's own checker then runs on the
+  stripped model as a backstop for whatever this walk does not look at.
 * :func:`validate_types`, on the inferred model: each operand's type against the schema's type
   constraints (Loop's ``M`` is an int64 tensor, ``cond`` a bool one); Loop's ``M`` and ``cond`` hold
   one element and its body's inputs and outputs have the types the node gives them; an ``axis``
@@ -28,12 +29,12 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import onnx
-from onnx import AttributeProto, TensorProto, numpy_helper
+from onnx import AttributeProto, TensorProto
 from onnx.defs import OpSchema
 
 from loopc.errors import FrontendError, LoopcError, UnsupportedOpError
-from loopc.frontend.onnx import newer_opsets
-from loopc.frontend.onnx.tensors import check_tensor
+from loopc.frontend.onnx import newer_opsets, weightless
+from loopc.frontend.onnx.weightless import Weights
 from loopc.ir.ops import traits
 from loopc.spelling import warn
 
@@ -42,9 +43,6 @@ log = logging.getLogger(__name__)
 #: The oldest IR version ONNX's checker reads (every exporter since 2017 writes a newer one).
 MIN_IR_VERSION = 3
 DEFAULT_DOMAINS = ("", "ai.onnx")
-#: onnx's checker copies the whole model twice (serialized, then parsed): only models whose tensors
-#: take less than this are given to it, so that it costs little beside shape inference.
-CHECKER_MAX_TENSOR_BYTES = 64 << 20
 
 _SINGLE = OpSchema.FormalParameterOption.Single
 _VARIADIC = OpSchema.FormalParameterOption.Variadic
@@ -90,8 +88,9 @@ def default_opset(proto: onnx.ModelProto, source: str) -> int:
     return opset
 
 
-def validate_model(proto: onnx.ModelProto, source: str, opset: int) -> None:
-    """Names, node schemas and tensors at every depth; then onnx's checker (see the module docstring)."""
+def validate_model(proto: onnx.ModelProto, source: str, opset: int, weights: Weights | None = None) -> None:
+    """Names, node schemas and tensors at every depth; then onnx's checker (see the module docstring).
+    ``weights``: what the stand-ins of a stripped ``proto`` stand for."""
     initialized = {init.name for init in proto.graph.initializer}
     for vi in proto.graph.input:
         which = vi.type.WhichOneof("value")
@@ -100,11 +99,11 @@ def validate_model(proto: onnx.ModelProto, source: str, opset: int) -> None:
             raise FrontendError(f"{source}: graph input {vi.name!r} declares no "
                                 f"{'type' if which is None else 'element type'}",
                                 hint="give each model input its element type (and shape)")
+    weights = weights if weights is not None else Weights()
     structure = _Structure(opset, {("" if e.domain in DEFAULT_DOMAINS else e.domain): e.version
-                                   for e in proto.opset_import})
+                                   for e in proto.opset_import}, weights)
     structure.graph(proto.graph, "the main graph")
-    if structure.tensor_bytes <= CHECKER_MAX_TENSOR_BYTES:
-        _onnx_checker(proto, source, opset)
+    _onnx_checker(proto, source, opset, weights)
 
 
 def validate_types(inferred: onnx.ModelProto, opset: int) -> None:
@@ -282,11 +281,11 @@ class _Scoped(Generic[_What]):
 class _Structure:
     """Names, schemas, attributes, arity and tensors, graph by graph."""
 
-    def __init__(self, opset: int, domains: dict[str, int]) -> None:
+    def __init__(self, opset: int, domains: dict[str, int], weights: Weights) -> None:
         self.opset = opset
         self.domains = domains  #: every imported domain's version (the default domain as "")
         self.names: _Scoped[str | onnx.NodeProto | onnx.TensorProto] = _Scoped()
-        self.tensor_bytes = 0
+        self.weights = weights
 
     def graph(self, graph: onnx.GraphProto, where: str) -> None:
         names = self.names
@@ -306,7 +305,7 @@ class _Structure:
             if init.name not in inputs and not self._repeated(init, where):  # an input's default is allowed
                 self._fresh(init.name, what, where)
                 names.define(init.name, init)
-            self.tensor_bytes += check_tensor(init, what)
+            self.weights.check(init, what)
         for sparse in graph.sparse_initializer:
             raise UnsupportedOpError(f"{where}: sparse initializer {sparse.values.name!r} is not supported; "
                                      f"store it as a dense initializer")
@@ -330,7 +329,8 @@ class _Structure:
         prior = self.names.where.get(init.name)
         if prior is None or prior[0] == self.names.depth or not isinstance(prior[1], onnx.TensorProto):
             return False
-        if not same_tensor(prior[1], init):
+        first, second = (self.weights.array(t, f"initializer {init.name!r}") for t in (prior[1], init))
+        if first.dtype != second.dtype or first.shape != second.shape or first.tobytes() != second.tobytes():
             raise FrontendError(f"{where}: initializer {init.name!r} has other values than the initializer of that "
                                 "name in an enclosing graph; ONNX names a value once in a graph and the graphs it "
                                 "encloses", hint="rename one of them")
@@ -449,7 +449,7 @@ class _Structure:
         elif want in (AttributeProto.TENSOR, AttributeProto.TENSORS):
             for tensor in [attr.t] if want == AttributeProto.TENSOR else attr.tensors:
                 try:
-                    self.tensor_bytes += check_tensor(tensor, f"attribute {name!r}")
+                    self.weights.check(tensor, f"attribute {name!r}")
                 except LoopcError as exc:
                     raise node_error(node, self.opset, exc.message, type(exc), exc.hint) from None
         elif want in (AttributeProto.GRAPH, AttributeProto.GRAPHS):
@@ -492,7 +492,7 @@ class _Structure:
         raise node_error(node, self.opset, message)
 
 
-def _onnx_checker(proto: onnx.ModelProto, source: str, opset: int) -> None:
+def _onnx_checker(proto: onnx.ModelProto, source: str, opset: int, weights: Weights) -> None:
     """onnx.checker as a backstop, its error made one line naming the node (its context names it).
 
     The checker wants every main-graph input and output to declare its shape, and every output its
@@ -519,7 +519,7 @@ def _onnx_checker(proto: onnx.ModelProto, source: str, opset: int) -> None:
                 tensor.shape.SetInParent()
                 placeholders.append((tensor, "shape"))
     try:
-        onnx.checker.check_model(proto)
+        onnx.checker.check_model(weightless.for_checker(proto, weights))
     except onnx.checker.ValidationError as exc:
         text = str(exc)
         first = next((line.strip() for line in text.splitlines() if line.strip()), "invalid model")
@@ -692,10 +692,3 @@ def _dims(typed: onnx.TypeProto | onnx.TensorProto) -> list[int | str] | None:
     if not typed.HasField("tensor_type") or not typed.tensor_type.HasField("shape"):
         return None
     return [d.dim_value if d.HasField("dim_value") else "?" for d in typed.tensor_type.shape.dim]
-
-
-def same_tensor(a: onnx.TensorProto, b: onnx.TensorProto) -> bool:
-    """Whether two initializers hold the same type, dims and values, bit for bit (a copy, as tools make it)."""
-    if a.data_type != b.data_type or list(a.dims) != list(b.dims):
-        return False
-    return bool(numpy_helper.to_array(a).tobytes() == numpy_helper.to_array(b).tobytes())

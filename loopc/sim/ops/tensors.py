@@ -68,6 +68,10 @@ def assertion(layer: Any) -> Kernel:
 def _weights_array(layer: Any) -> np.ndarray:
     weights = layer.weights
     array = weights if isinstance(weights, np.ndarray) else weights.numpy()
+    if not isinstance(array, np.ndarray):  # FP8, INT4, FP4: loopc's backend records the values it makes
+        raise SimulationError(f"TensorRT's API does not give back the values of an {weights.dtype.name} constant, "
+                              "and this network was not made by loopc, which records them",
+                              hint="simulate networks loopc made")
     expected = to_numpy(layer.get_output(0).dtype)
     if array.dtype != expected and array.dtype.itemsize == expected.itemsize:
         array = array.view(expected)  # bf16 / fp8 weights come back as raw integers

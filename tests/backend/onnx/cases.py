@@ -38,6 +38,9 @@ def onnxruntime_outputs(model: onnx.ModelProto | pathlib.Path, feeds: dict[str, 
 
     options = ort.SessionOptions()
     options.log_severity_level = 3
+    # optimizations off, as for the quantized corpus' oracle: onnxruntime's own Q/DQ fusions refuse the int4 weights
+    # its quantizer puts in loop bodies ("TransposeDQWeightsForMatMulNBits Missing required weight")
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     source = model.SerializeToString() if isinstance(model, onnx.ModelProto) else str(model)
     session = ort.InferenceSession(source, options, providers=["CPUExecutionProvider"])
     fed = {i.name: feeds[i.name] for i in session.get_inputs()}

@@ -186,7 +186,9 @@ def test_a_body_redefining_an_outer_name() -> None:
 
 
 def test_an_input_used_before_it_is_defined() -> None:
-    nodes = [helper.make_node("Neg", ["t"], ["y"], name="early"), helper.make_node("Relu", ["x"], ["t"], name="late")]
+    """Nodes merely listed out of order are read in dependence order (:mod:`loopc.frontend.onnx.order`); nodes that
+    read each other's results in a cycle cannot be."""
+    nodes = [helper.make_node("Neg", ["t"], ["y"], name="early"), helper.make_node("Relu", ["y"], ["t"], name="late")]
     refused(model(nodes, [tensor("x", [2])], [tensor("y", [2])]), FrontendError,
             "node 'early' (Neg, opset 17): input 't' is not defined before it is used")
 

@@ -1,12 +1,18 @@
-"""Products: MatMul (NumPy semantics, 1-D operands included), Gemm, Einsum."""
+"""Products: MatMul (NumPy semantics, 1-D operands included), Gemm, Einsum.
+
+An operand that a Transpose of its last two dims makes, beside the product, is read untransposed with
+``MatrixOperation.TRANSPOSE`` instead of through the Transpose's shuffle (left unread, which the builder drops):
+the layout :mod:`loopc.passes.weight_layout` gives weights (``[out, in]``, read transposed), which TensorRT
+stores once however many products read it.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from loopc.backend.trt.context import ConversionContext
+from loopc.backend.trt.context import ConversionContext, trt_dtype
 from loopc.backend.trt.registry import converter
-from loopc.ir import Node
+from loopc.ir import Node, Value
 from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
@@ -37,20 +43,56 @@ def matmul(ctx: ConversionContext, node: Node, a: Any, b: Any, trans_a: bool = F
     return y
 
 
+#: Float types a Cast may take a transposed operand to and still be read untransposed (then cast).
+_FLOATS = ("float64", "float32", "float16", "bfloat16")
+
+
+def _operand(ctx: ConversionContext, node: Node, slot: int) -> tuple[Any, bool]:
+    """Operand ``slot``'s tensor and whether to read it transposed: the source of a Transpose of its last two
+    dims made in the product's own graph (so the source is readable here too), through a Cast between float
+    types (half precision casts the transposed weight), read with ``MatrixOperation.TRANSPOSE``."""
+    value = node.inputs[slot]
+    assert value is not None
+    cast, moved = None, value.producer
+    if moved is not None and moved.op == "Cast" and moved.graph is node.graph and _float(moved.outputs[0]) \
+            and moved.inputs[0] is not None and _float(moved.inputs[0]):
+        cast, moved = moved, moved.inputs[0].producer
+    if moved is None or moved.graph is not node.graph or not _swaps_last_two(moved):
+        return ctx.get(value, node), False
+    source = ctx.get(moved.inputs[0], node)
+    if cast is not None:
+        source = ctx.cast(source, trt_dtype(cast.outputs[0].dtype), node, f"in{slot}_cast")
+    return source, True
+
+
+def _float(value: Value) -> bool:
+    return value.dtype is not None and value.dtype.name in _FLOATS
+
+
+def _swaps_last_two(node: Node) -> bool:
+    """Whether ``node`` is a Transpose that swaps its operand's last two dims and keeps the others."""
+    operand = node.inputs[0] if node.op == "Transpose" and node.inputs else None
+    if operand is None or operand.shape is None or len(operand.shape) < 2:
+        return False
+    rank = len(operand.shape)
+    perm = [int(p) % rank for p in node.attrs.get("perm", range(rank - 1, -1, -1))]
+    return perm == [*range(rank - 2), rank - 1, rank - 2]
+
+
 @converter("MatMul")
 def matmul_op(ctx: ConversionContext, node: Node) -> None:
-    a, b = (ctx.get(v, node) for v in node.inputs)
-    ctx.set(node.outputs[0], matmul(ctx, node, a, b))
+    (a, trans_a), (b, trans_b) = (_operand(ctx, node, slot) for slot in (0, 1))
+    ctx.set(node.outputs[0], matmul(ctx, node, a, b, trans_a, trans_b))
 
 
 @converter("Gemm")
 def gemm(ctx: ConversionContext, node: Node) -> None:
     """alpha * op(A) op(B) + beta * C, the transposes folded into the matrix multiply."""
-    a, b = (ctx.get(v, node) for v in node.inputs[:2])
+    (a, moved_a), (b, moved_b) = (_operand(ctx, node, slot) for slot in (0, 1))
     c = node.inputs[2] if len(node.inputs) > 2 else None
     alpha, beta = float(attr(node, "alpha")), float(attr(node, "beta"))
     last = c is None and alpha == 1.0
-    y = matmul(ctx, node, a, b, bool(attr(node, "transA")), bool(attr(node, "transB")),
+    y = matmul(ctx, node, a, b, bool(attr(node, "transA")) != moved_a, bool(attr(node, "transB")) != moved_b,
                "" if last else "matmul")
     if alpha != 1.0:
         y = ctx.elementwise(y, ctx.scalar(alpha, y, node, "alpha"), "PROD", node, "alpha_y" if c else "")

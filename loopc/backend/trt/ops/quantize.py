@@ -8,6 +8,14 @@ FP8, INT4, FP4), and ``(x - zero_point) * scale`` after a Dequantize of scale 1 
 per tensor, per axis and per block are all expressed; a block scale is repeated along its axis for
 the arithmetic. 16-bit integers (and a dequantized int32, such as a quantized bias) are computed in
 int32, as loopc computes those types everywhere.
+
+A DequantizeLinear of a constant (a quantized weight, which constant folding leaves) keeps the weight in a
+type TensorRT holds, so that the engine stores a quarter (INT8, FP8) or an eighth (INT4) of its float bytes:
+the constant under one Dequantize layer, which the builder fuses with the layer that reads it. uint8 and uint4
+values and their zero point are shifted by 128 and 8 into int8 and int4 (which keeps ``q - zero_point``). A
+zero point left non-zero (TensorRT's layers take none) is folded into 8-bit values when ``q - zero_point`` fits
+int8; otherwise, and for INT4 per block (which TensorRT-RTX refuses), the constant stays quantized under a
+Dequantize of scale 1 and the zero point and scales are applied in float.
 """
 
 from __future__ import annotations
@@ -20,12 +28,13 @@ from onnx import helper
 
 from loopc.backend.trt.context import ConversionContext, np_dtype, trt_dtype
 from loopc.backend.trt.registry import converter, unsupported
-from loopc.ir import Node
+from loopc.ir import Node, constant_value
 from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
 _FP8 = np.dtype(ml_dtypes.float8_e4m3fn)
 _INT4 = np.dtype(ml_dtypes.int4)
+_UINT4 = np.dtype(ml_dtypes.uint4)
 _FP4 = np.dtype(ml_dtypes.float4_e2m1fn)
 #: Float types: a Quantize layer rounds to them and saturates, after the zero point is added.
 _FLOATS = (_FP8, _FP4)
@@ -43,6 +52,8 @@ _RANGES: dict[np.dtype[Any], tuple[float, float]] = {
 _DEQUANTIZED_ONLY = (np.dtype(np.int32),)
 #: Types only a Quantize layer makes and only a Dequantize layer reads.
 _LAYER_ONLY = (_FP8, _INT4, _FP4)
+#: Constants a DequantizeLinear keeps quantized, and what shifts each into a signed type TensorRT holds.
+_WEIGHT_SHIFTS = {np.dtype(np.int8): 0, np.dtype(np.uint8): 128, _INT4: 0, _UINT4: 8, _FP8: 0}
 
 
 def _quantized_dtype(node: Node) -> np.dtype[Any] | None:
@@ -61,7 +72,8 @@ def _refusal(node: Node) -> str | None:
     dtype = _quantized_dtype(node)
     if dtype is None:
         return None
-    readable = dtype in _DEQUANTIZED_ONLY and node.op == "DequantizeLinear"
+    weight = node.op == "DequantizeLinear" and dtype in _WEIGHT_SHIFTS and constant_value(node.inputs[0]) is not None
+    readable = (dtype in _DEQUANTIZED_ONLY and node.op == "DequantizeLinear") or weight
     if dtype not in _RANGES and dtype not in _FLOATS and not readable:
         return (f"{node.op} to or from {dtype.name} (loopc quantizes to int8, uint8, int16, uint16, int4, "
                 "float8_e4m3fn and float4_e2m1fn)")
@@ -69,7 +81,7 @@ def _refusal(node: Node) -> str | None:
         return (f"QuantizeLinear to {dtype.name} with saturate=0 (TensorRT's float quantization saturates); "
                 "use saturate=1")
     quantized = (*node.inputs[:1], *node.inputs[2:3], *node.outputs)
-    if dtype in _SUB_BYTE and any(odd_count(v) for v in quantized if v is not None):
+    if dtype in _SUB_BYTE and not weight and any(odd_count(v) for v in quantized if v is not None):
         return (f"{node.op} of {dtype.name} tensors with an odd number of elements (TensorRT packs 4-bit types "
                 "two to a byte)")
     precision = int(node.attrs.get("precision", 0))
@@ -114,6 +126,10 @@ def _layer(ctx: ConversionContext, node: Node, x: Any, scale: Any, axis: int, bl
     x's rank and the block shape is set."""
     if quantize is None:
         quantize = node.op in ("QuantizeLinear", "DynamicQuantizeLinear")
+    if not len(x.shape):  # TensorRT's Q/DQ layers take no 0-D input ("inputDims.nbDims > 0"): one element as [1]
+        one = ctx.reshape(x, [1], node, f"{suffix}_1d" if suffix else "1d")
+        made = _layer(ctx, node, one, scale, axis, block, to, f"{suffix}_q1d" if suffix else "q1d", quantize)
+        return ctx.reshape(made, [], node, suffix or "0d")
     add = ctx.network.add_quantize if quantize else ctx.network.add_dequantize
     if axis < 0:
         scale = _per_tensor_scale(ctx, node, scale)
@@ -140,11 +156,11 @@ def _broadcastable(ctx: ConversionContext, node: Node, t: Any, x: Any, axis: int
 
 
 def widened(ctx: ConversionContext, node: Node, t: Any, dtype: Any, suffix: str) -> Any:
-    """A tensor's values in type ``dtype``: FP8, INT4 and FP4 (which only a Dequantize layer reads) through
+    """A tensor's values in type ``dtype``: INT8, FP8, INT4 and FP4 (which only Q/DQ layers read) through
     a Dequantize of scale 1 (exact), other types through a cast."""
-    if np_dtype(t.dtype) in _LAYER_ONLY:
+    if np_dtype(t.dtype) in (*_LAYER_ONLY, np.dtype(np.int8)):
         one = ctx.constant(np.array(1.0, np.float32), node, f"{suffix}_one")
-        return ctx.out(ctx.network.add_dequantize(t, one, dtype), node, suffix)
+        return _layer(ctx, node, t, one, -1, 0, dtype, suffix, quantize=False)
     return ctx.cast(t, dtype, node, suffix)
 
 
@@ -206,20 +222,97 @@ def rounded_to(ctx: ConversionContext, node: Node, t: Any, dtype: np.dtype[Any],
 
 @converter("DequantizeLinear", capability=_refusal)
 def dequantize_linear(ctx: ConversionContext, node: Node) -> None:
-    x, scale = ctx.get(node.inputs[0], node), ctx.get(node.inputs[1], node)
+    scale = ctx.get(node.inputs[1], node)
     code = int(attr(node, "output_dtype"))
     to = trt_dtype(helper.tensor_dtype_to_np_dtype(code)) if code else scale.dtype
+    values = ctx.constant_of(node.inputs[0])
+    if values is not None and values.dtype in _WEIGHT_SHIFTS:
+        held = _held_weight(ctx, node, values, scale, to)
+        if held is not None:
+            ctx.set(node.outputs[0], held)
+            return
+    x = ctx.get(node.inputs[0], node)
     dtype = np_dtype(x.dtype)
     axis, block = _layout(node, len(x.shape), tuple(scale.shape))
     if dtype in _NATIVE and _zero_is_absent(ctx, node):
         ctx.set(node.outputs[0], _layer(ctx, node, x, scale, axis, block, to))
         return
+    zero = _zero_point(ctx, node, trt().float32) if len(node.inputs) > 2 and node.inputs[2] is not None else None
+    ctx.set(node.outputs[0], _dequantized_in_float(ctx, node, x, zero, scale, axis, block, to))
+
+
+def _dequantized_in_float(ctx: ConversionContext, node: Node, x: Any, zero: Any, scale: Any, axis: int, block: int,
+                          to: Any) -> Any:
+    """``(x - zero) * scale`` in float32 (``zero`` a float tensor or None), as type ``to``. Whole blocks of a static
+    ``x`` are a reshape (the blocked axis split in two, each coefficient broadcast over its block), not a gather:
+    TensorRT could fold a gathered constant scale into a float constant of the weight's size."""
     wide = widened(ctx, node, x, trt().float32, "wide")
-    if len(node.inputs) > 2 and node.inputs[2] is not None:
-        zero = _zero_point(ctx, node, trt().float32)
-        wide = ctx.elementwise(wide, _broadcastable(ctx, node, zero, x, axis, block, "zero_b"), "SUB", node, "centered")
-    s = _broadcastable(ctx, node, ctx.cast(scale, trt().float32, node, "scale_wide"), x, axis, block, "scale")
-    ctx.set(node.outputs[0], ctx.cast(ctx.elementwise(wide, s, "PROD", node, "scaled"), to, node))
+    shape = tuple(x.shape)
+    split = bool(block) and -1 not in shape and shape[axis] % block == 0
+    if split:
+        wide = ctx.reshape(wide, [*shape[:axis], shape[axis] // block, block, *shape[axis + 1:]], node, "blocks")
+
+    def coefficient(t: Any, what: str) -> Any:
+        if not split:
+            return _broadcastable(ctx, node, t, x, axis, block, what)
+        return ctx.reshape(t, [*t.shape[:axis + 1], 1, *t.shape[axis + 1:]], node, what)
+
+    if zero is not None:
+        wide = ctx.elementwise(wide, coefficient(zero, "zero_b"), "SUB", node, "centered")
+    scaled = ctx.elementwise(wide, coefficient(ctx.cast(scale, trt().float32, node, "scale_wide"), "scale"), "PROD",
+                             node, "scaled")
+    if split:
+        scaled = ctx.reshape(scaled, list(shape), node, "unblocked")
+    return ctx.cast(scaled, to, node)
+
+
+def _held_weight(ctx: ConversionContext, node: Node, values: np.ndarray, scale: Any, to: Any) -> Any:
+    """A DequantizeLinear of a quantized constant, from a constant of a type TensorRT holds (see the module's
+    docstring): one Dequantize layer when it can apply the scales itself (symmetric; whole blocks; INT4 not per
+    block), else a Dequantize of scale 1 and the arithmetic in float. None when the zero point is known only at
+    run time, or is a non-zero FP8 one."""
+    zero_input = node.inputs[2] if len(node.inputs) > 2 else None
+    zero = None if zero_input is None else ctx.constant_of(zero_input)
+    shift = _WEIGHT_SHIFTS[values.dtype]
+    if (zero_input is not None and zero is None) or (zero is None and shift and -1 in tuple(scale.shape)):
+        return None
+    if values.ndim == 0:  # TensorRT's Q/DQ layers take no 0-D input: the constant is [1], the result 0-D
+        one = _held_weight(ctx, node, values.reshape(1), scale, to)
+        return None if one is None else ctx.reshape(one, [], node, "0d")
+    axis, block = _layout(node, values.ndim, tuple(scale.shape))
+    four_bit = values.dtype in (_INT4, _UINT4) and values.size % 2 == 0  # TensorRT packs two to a byte
+    if values.dtype == _FP8:
+        if zero is not None and np.any(zero.astype(np.float32)):
+            return None
+        held, z = values, np.zeros((), np.int16)
+    else:
+        held = values.astype(np.int16) - shift  # uint8 - 128 is int8, uint4 - 8 is int4: q - zero point is kept
+        z = (np.zeros(tuple(scale.shape), np.int16) if zero is None else zero.astype(np.int16)) - shift
+        centered = held - _spread(z, values.shape, axis, block) if np.any(z) and not four_bit else held
+        if centered is not held and _fits(centered, -128, 127):  # the zero point folded in: a symmetric weight
+            held, z = centered, np.zeros((), np.int16)
+        held = held.astype(_INT4 if four_bit else np.int8)
+    # TensorRT-RTX refuses INT4 per block ("Blockwise dequantization requires input type to be int8 or fp8e4m3 or
+    # fp4e2m1"): such a weight stays INT4 under a Dequantize of scale 1, its block scales applied in float
+    layered = not np.any(z) and not (block and (values.shape[axis] % block or four_bit))
+    weight = ctx.constant(held, node, "weight")
+    if layered:
+        return _layer(ctx, node, weight, scale, axis, block, to)
+    zero_t = ctx.constant(z.astype(np.float32), node, "zero") if np.any(z) else None
+    return _dequantized_in_float(ctx, node, weight, zero_t, scale, axis, block, to)
+
+
+def _fits(values: np.ndarray, low: int, high: int) -> bool:
+    return bool(values.size == 0 or (values.min() >= low and values.max() <= high))
+
+
+def _spread(coeff: np.ndarray, shape: tuple[int, ...], axis: int, block: int) -> np.ndarray:
+    """A zero point (per tensor, per axis or per block) broadcast against values of ``shape``."""
+    if axis < 0:
+        return coeff.reshape(())
+    if block:
+        return np.repeat(coeff, block, axis=axis)[tuple(slice(0, n) for n in shape)]
+    return coeff.reshape([-1 if i == axis else 1 for i in range(len(shape))])
 
 
 @converter("DynamicQuantizeLinear")

@@ -21,6 +21,7 @@ import onnx.shape_inference
 from onnx import helper
 
 from loopc.frontend.onnx.contrib.emit import Emitter, Known, Pending
+from loopc.frontend.onnx.weightless import Weights
 from loopc.onnx_graphs import subgraphs
 from loopc.registry import Registry
 
@@ -49,9 +50,10 @@ def contrib_ops() -> list[str]:
     return sorted(f"{domain or 'ai.onnx'}.{op}" for domain, op in EXPANSIONS)
 
 
-def expand_contrib(proto: onnx.ModelProto, opset: int) -> onnx.ModelProto:
+def expand_contrib(proto: onnx.ModelProto, opset: int, weights: Weights | None = None) -> onnx.ModelProto:
     """``proto`` with every contrib node loopc knows replaced by standard ONNX nodes (a copy; ``proto`` itself
-    is returned when it has none)."""
+    is returned when it has none); ``weights``: what the stand-ins of a stripped ``proto`` stand for (see
+    :mod:`loopc.frontend.onnx.weightless`)."""
     if not any(_expansion(node, opset) for node in _nodes(proto.graph)):
         return proto
     model = onnx.ModelProto()
@@ -68,7 +70,7 @@ def expand_contrib(proto: onnx.ModelProto, opset: int) -> onnx.ModelProto:
                 return name
 
     for _ in range(MAX_ROUNDS):
-        known = _known(model)
+        known = _known(model, weights if weights is not None else Weights())
         # bodies before the graphs holding them: a graph's nodes are replaced by copies, its bodies' with them
         waiting = [_expand_graph(graph, opset, fresh, known) for graph in list(_innermost_first(model.graph))]
         left = [node for nodes in waiting for node in nodes]
@@ -142,8 +144,8 @@ def _type_outputs(emitter: Emitter, known: Known) -> None:
         known.types[vi.name] = vi.type
 
 
-def _known(model: onnx.ModelProto) -> Known:
-    known = Known()
+def _known(model: onnx.ModelProto, weights: Weights) -> Known:
+    known = Known(weights=weights)
     try:
         inferred = onnx.shape_inference.infer_shapes(model)
     except Exception as exc:  # noqa: BLE001 - what inference gives is a help; the validator says what is wrong

@@ -22,6 +22,7 @@ from onnx import TensorProto, helper, numpy_helper
 
 from loopc.errors import FrontendError, LoopcError, UnsupportedOpError
 from loopc.frontend.onnx import validate
+from loopc.frontend.onnx.weightless import Weights
 
 
 class Pending(Exception):
@@ -34,6 +35,8 @@ class Known:
 
     types: dict[str, onnx.TypeProto] = field(default_factory=dict)
     tensors: dict[str, onnx.TensorProto] = field(default_factory=dict)
+    #: What the stand-ins among ``tensors`` stand for (a stripped model's; see :mod:`loopc.frontend.onnx.weightless`).
+    weights: Weights = field(default_factory=Weights)
 
     def dtype(self, name: str) -> np.dtype[Any]:
         if name in self.tensors:
@@ -58,7 +61,7 @@ class Known:
     def array(self, name: str) -> np.ndarray | None:
         """The values of ``name`` when it is an initializer or a Constant node's output."""
         tensor = self.tensors.get(name)
-        return None if tensor is None else numpy_helper.to_array(tensor)
+        return None if tensor is None else self.weights.array(tensor, f"the value of {name!r}")
 
 
 class Emitter:

@@ -1,0 +1,227 @@
+"""Weights of products held as TensorRT stores them once: ``[out, in]``, read transposed.
+
+A decoder reads each weight twice, in the prompt's pass before its loop (``[P, K] @ W``) and in the loop's
+step (``[1, K] @ W``). TensorRT-RTX stores a ``[K, N]`` constant read by both once per product (each wants
+its own layout); it stores it once when it is held ``[N, K]`` and both products read it with
+``MatrixOperation.TRANSPOSE`` (the ``nn.Linear`` / ``Gemm(transB=1)`` layout), measured by
+``benchmarks/weight_storage.py``. So a MatMul whose right operand is a 2-D constant ``W`` reads
+``Transpose(Wᵀ)`` instead, ``Wᵀ`` a constant, which the backend's MatMul converter reads with
+``MatrixOperation.TRANSPOSE`` (the Transpose's shuffle left unread); a Gemm reads ``Wᵀ`` with ``transB=1``.
+A quantized weight (a DequantizeLinear of a 2-D constant, per tensor, per channel along its output axis 1 or
+per block along its input axis 0) is transposed under its DequantizeLinear, the scales' axis moved along.
+
+A weight is transposed once for all its readers, and only when every reader is such a product: a constant
+also read some other way would be stored in both layouts. A batch of matrices (a 3-D constant) is left as
+it is. The pass runs last, after every folding: constant folding would compute the Transpose of a constant
+back into the ``[K, N]`` constant.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+
+import numpy as np
+
+from loopc.ir import Graph, Node, Value, constant_value
+from loopc.passes._why import declined
+from loopc.passes.manager import PassResult
+from loopc.semantics.attributes import attr
+
+#: The products whose right operand (slot 1) is a weight this pass lays out.
+PRODUCTS = ("MatMul", "Gemm")
+
+
+class WeightLayout:
+    name = "weight-layout"
+
+    def __call__(self, graph: Graph) -> PassResult:
+        looked: set[Value] = set()
+        moved = 0
+        for _, node in list(graph.find(*PRODUCTS)):
+            weight = _weight(node)
+            if weight is None or weight in looked or weight.producer is None or weight.producer.graph is None:
+                continue
+            looked.add(weight)
+            if _transposable(weight):
+                _transpose(weight)
+                moved += 1
+        return PassResult(graph, moved > 0, {"weights": moved} if moved else {})
+
+
+def _weight(node: Node) -> Value | None:
+    """The constant a product's right operand is, directly or under a DequantizeLinear; None when it is
+    computed, or already read transposed (a Gemm with ``transB=1``)."""
+    b = node.input(1)
+    if b is None or b.producer is None or (node.op == "Gemm" and int(attr(node, "transB"))):
+        return None
+    if b.producer.op == "DequantizeLinear":
+        b = b.producer.inputs[0]
+    if b is None or constant_value(b) is None:
+        return None
+    rank = np.ndim(constant_value(b))
+    if rank > 2:
+        return declined(f"its weight {b.name!r} is a {rank}-D constant (a batch of matrices): it stays as stored",
+                        at=node)
+    return b if rank == 2 else None
+
+
+def _product_reader(user: Node | Graph, slot: int) -> bool:
+    """Whether a read is the right operand of a product that reads it as stored."""
+    return (isinstance(user, Node) and user.op in PRODUCTS and slot == 1
+            and not (user.op == "Gemm" and int(attr(user, "transB"))))
+
+
+def _products(value: Value) -> list[Node]:
+    return [user for user, slot in value.uses() if isinstance(user, Node) and _product_reader(user, slot)]
+
+
+def _transposable(weight: Value) -> bool:
+    """Whether every reader of ``weight`` is a product (through a DequantizeLinear this pass can move); records
+    why not, at each product that reads it."""
+    reason = _obstacle(weight)
+    if reason is None:
+        return True
+    quantized = [u for u, _ in weight.uses() if isinstance(u, Node) and u.op == "DequantizeLinear"]
+    for product in [*_products(weight), *(p for dq in quantized for p in _products(dq.outputs[0]))]:
+        declined(f"its weight {weight.name!r} stays [in, out]: {reason}", at=product)
+    return False
+
+
+def _obstacle(weight: Value) -> str | None:
+    """Why ``weight`` cannot be transposed for all its readers, or None."""
+    for user, slot in weight.uses():
+        if _product_reader(user, slot):
+            continue
+        if isinstance(user, Node) and user.op == "DequantizeLinear" and slot == 0:
+            reason = _dequantize_obstacle(user)
+            if reason is not None:
+                return reason
+            continue
+        return f"{_reader(user)} reads it too, as it is stored (held both ways, it would be stored twice)"
+    return None
+
+
+def _dequantize_obstacle(dq: Node) -> str | None:
+    """Why a DequantizeLinear of a weight cannot be moved onto the transposed weight, or None."""
+    if _scales(dq) is None:
+        block, axis = int(attr(dq, "block_size")), int(attr(dq, "axis")) % 2
+        how = f"per block along axis {axis}" if block else f"per channel along axis {axis}"
+        return (f"{dq.describe()} scales it {how}, or by scales of unknown shape or not constants (moved are "
+                "weights scaled per tensor, per output channel (axis 1) and per block of the input axis 0, with "
+                "constant block scales)")
+    for user, slot in dq.outputs[0].uses():
+        if not _product_reader(user, slot):
+            return f"{_reader(user)} reads its dequantized values too (held both ways, it would be stored twice)"
+    return None
+
+
+def _reader(user: Node | Graph) -> str:
+    return user.describe() if isinstance(user, Node) else f"graph {user.name!r} (as an output)"
+
+
+def _scales(dq: Node) -> str | None:
+    """How a DequantizeLinear of a 2-D weight scales it: ``"tensor"``, ``"channel"`` (along axis 1, the output
+    axis) or ``"block"`` (along axis 0, the input axis, its scales constants); None for any other layout."""
+    scale = dq.input(1)
+    shape = scale.shape if scale is not None else None
+    dims = [d for d in shape if isinstance(d, int)] if shape is not None else []
+    if shape is None or len(dims) != len(shape):
+        return None
+    block = int(attr(dq, "block_size"))
+    axis = int(attr(dq, "axis")) % 2
+    if not block and math.prod(dims) == 1:
+        return "tensor"
+    if not block and len(dims) == 1 and axis == 1:
+        return "channel"
+    zero = dq.input(2)
+    constants = constant_value(scale) is not None and (zero is None or constant_value(zero) is not None)
+    return "block" if block and axis == 0 and len(dims) == 2 and constants else None
+
+
+def _transpose(weight: Value) -> None:
+    """Hold ``weight`` transposed and make every reader read it so (see the module docstring)."""
+    producer = weight.producer
+    assert producer is not None and producer.graph is not None
+    reader = next(iter(_products(weight)), producer)  # whose origin the copy carries (an initializer has none)
+    flipped = _constant_after(producer, weight, np.asarray(constant_value(weight)).T, reader.origin)
+    for user, slot in weight.uses():
+        if isinstance(user, Node) and user.op == "DequantizeLinear" and slot == 0:
+            _move_dequantize(user, flipped)
+    _read_transposed(_products(weight), flipped)
+    _remove_if_unread(producer)
+
+
+def _constant_after(anchor: Node, like: Value, array: np.ndarray, origin: str) -> Value:
+    """A Constant of ``array``, named after ``like``, just after ``anchor`` in its graph."""
+    assert anchor.graph is not None
+    value = Value(f"{like.name}_t", like.dtype, tuple(array.shape))
+    anchor.graph.insert_after(anchor, [Node("Constant", [], [value], {"value": np.ascontiguousarray(array)},
+                                            origin=origin)])
+    return value
+
+
+def _move_dequantize(dq: Node, flipped: Value) -> None:
+    """Replace ``dq`` by a DequantizeLinear of the transposed weight ``flipped``, its scales' axis moved along."""
+    graph = dq.graph
+    assert graph is not None
+    given = [v for v in dq.inputs[1:] if v is not None]
+    scale, zero = dq.input(1), dq.input(2)
+    attrs = dict(dq.attrs)
+    how = _scales(dq)
+    made: list[Node] = []
+    if how == "channel":
+        attrs["axis"] = 0
+    elif how == "block":
+        attrs["axis"] = 1
+        scale, zero = (None if v is None else _transposed_constant(v, made) for v in (scale, zero))
+    old = dq.outputs[0]
+    out = Value(f"{old.name}_t", old.dtype, tuple(reversed(old.shape)) if old.shape is not None else None)
+    made.append(Node("DequantizeLinear", [flipped, scale, *([zero] if len(dq.inputs) > 2 else [])], [out], attrs))
+    graph.insert_before(dq, made)
+    _read_transposed(_products(old), out)
+    graph.remove(dq)
+    for value in given:  # block scales were copied transposed: the originals may be unread now
+        _remove_if_unread(value.producer)
+
+
+def _transposed_constant(value: Value, made: list[Node]) -> Value:
+    """A new Constant holding ``value``'s array transposed (a block scale or zero point), appended to ``made``."""
+    array = np.ascontiguousarray(np.asarray(constant_value(value)).T)
+    flipped = Value(f"{value.name}_t", value.dtype, tuple(array.shape))
+    made.append(Node("Constant", [], [flipped], {"value": array}))
+    return flipped
+
+
+def _read_transposed(products: Iterable[Node], flipped: Value) -> None:
+    """Make each product read ``flipped`` (``[N, K]``) as its right operand: a Gemm with ``transB=1``, a MatMul
+    through a Transpose made once in each graph that holds such readers, before the first of them (in the
+    reader's own graph, so the backend sees the Transpose beside the product and reads ``flipped``
+    transposed in place of shuffling it)."""
+    by_graph: dict[Graph, list[Node]] = {}
+    for product in products:
+        if product.op == "Gemm":
+            product.set_input(1, flipped)
+            product.set_attr("transB", 1)
+        else:
+            assert product.graph is not None
+            by_graph.setdefault(product.graph, []).append(product)
+    for graph, readers in by_graph.items():
+        first = _first(graph, readers)
+        original = first.inputs[1]
+        assert original is not None
+        read = Value(f"{flipped.name}_read", original.dtype, original.shape)
+        graph.insert_before(first, [Node("Transpose", [flipped], [read], {"perm": [1, 0]})])
+        for product in readers:
+            product.set_input(1, read)
+
+
+def _first(graph: Graph, nodes: list[Node]) -> Node:
+    wanted = set(nodes)
+    return next(node for node in graph.nodes if node in wanted)
+
+
+def _remove_if_unread(node: Node | None) -> None:
+    """Drop ``node`` once nothing reads it (the constants a transposed copy replaced)."""
+    if node is not None and node.graph is not None and not any(v.is_used() for v in node.outputs):
+        node.graph.remove(node)
