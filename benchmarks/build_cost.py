@@ -6,10 +6,9 @@
 The models are made from their configs with random weights (no framework needed), at real size:
 
 * ``gpt2``: a GPT-2-small greedy decoder (12 pre-norm blocks, width 768, 12 heads, vocab 50257 tied to the head,
-  124M parameters, fp32). The prompt's pass fills per-layer K/V buffers of the final length (prompt + new
-  tokens), then a Loop generates one token per trip, writing its K/V at the position (``Where`` of a one-hot
-  mask) and attending under a mask of the positions written: fixed-shape carried values, so that TensorRT's
-  parser builds it too.
+  124M parameters, fp32), as ``benchmarks/decoder_weights.py`` writes it: the prompt's pass fills fixed-size
+  K/V caches, then a Loop generates one token per trip (32 here) with fixed-shape carried values, so that
+  TensorRT's parser builds it too.
 * ``deepspeech2``: DeepSpeech2's recurrent stack: five bidirectional LSTMs of width 1024 over 1024 features,
   the directions concatenated between layers, then a linear layer to 29 characters (118M parameters).
 * ``gru_stack``: the same stack with GRUs.
@@ -48,30 +47,16 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from decoder_weights import Config as GPT2  # noqa: E402  (one GPT-2 decoder writer for the benchmarks)
+from decoder_weights import decoder as gpt2_decoder  # noqa: E402
+
 LOOPC = pathlib.Path(sys.executable).with_name("loopc")
 MAX_WALL_RATIO, MAX_RSS_RATIO = 1.2, 1.1
 OPSET = 17
 
 
 # -- the models ------------------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class GPT2:
-    """A GPT-2 greedy decoder's sizes (GPT-2 small by default)."""
-
-    vocab: int = 50257
-    dim: int = 768
-    heads: int = 12
-    layers: int = 12
-    positions: int = 1024
-    prompt: int = 8
-    new_tokens: int = 32
-
-    @property
-    def length(self) -> int:
-        """The K/V buffers' length: the prompt and every generated token."""
-        return self.prompt + self.new_tokens
-
 
 @dataclass(frozen=True)
 class RNNStack:
@@ -86,11 +71,11 @@ class RNNStack:
 
 
 CONFIGS: dict[str, GPT2 | RNNStack] = {
-    "gpt2": GPT2(), "deepspeech2": RNNStack(), "gru_stack": RNNStack(cell="GRU"),
+    "gpt2": GPT2(new_tokens=32, tied=True), "deepspeech2": RNNStack(), "gru_stack": RNNStack(cell="GRU"),
 }
 #: The same models at a few thousand parameters, to check the script itself quickly.
 TINY: dict[str, GPT2 | RNNStack] = {
-    "gpt2": GPT2(vocab=50, dim=16, heads=2, layers=2, positions=32, prompt=4, new_tokens=5),
+    "gpt2": GPT2(layers=2, width=16, heads=2, vocab=50, prompt=4, new_tokens=5, tied=True),
     "deepspeech2": RNNStack(layers=2, hidden=8, features=6, frames=7, classes=5),
     "gru_stack": RNNStack(cell="GRU", layers=2, hidden=8, features=6, frames=7, classes=5),
 }
@@ -118,127 +103,6 @@ class _Graph:
     def weight(self, name: str, shape: tuple[int, ...], scale: float = 0.02) -> str:
         assert self.rng is not None
         return self.const(name, (self.rng.standard_normal(shape, dtype=np.float32) * scale).astype(np.float32))
-
-
-def gpt2_model(cfg: GPT2, seed: int = 0) -> onnx.ModelProto:
-    """The greedy decoder of the module docstring: prompt ``[1, prompt]`` → first token ``[1, 1]`` and the next
-    ``new_tokens - 1`` tokens ``[new_tokens - 1, 1, 1]``."""
-    g = _Graph("", np.random.default_rng(seed))
-    d, h, s = cfg.dim, cfg.heads, cfg.length
-    dh = d // h
-    wte, wpe = g.weight("wte", (cfg.vocab, d)), g.weight("wpe", (cfg.positions, d), 0.01)
-    blocks = [{name: g.weight(f"h{i}.{name}", shape) if not name.startswith("ln") and not name.endswith("_b")
-               else g.const(f"h{i}.{name}", np.ones(shape, np.float32) if name.endswith("_g") else
-                            np.zeros(shape, np.float32))
-               for name, shape in (("ln1_g", (d,)), ("ln1_b", (d,)), ("attn_w", (d, 3 * d)), ("attn_b", (3 * d,)),
-                                   ("proj_w", (d, d)), ("proj_b", (d,)), ("ln2_g", (d,)), ("ln2_b", (d,)),
-                                   ("fc_w", (d, 4 * d)), ("fc_b", (4 * d,)), ("out_w", (4 * d, d)),
-                                   ("out_b", (d,)))}
-              for i in range(cfg.layers)]
-    lnf_g, lnf_b = g.const("lnf_g", np.ones(d, np.float32)), g.const("lnf_b", np.zeros(d, np.float32))
-    shared = {"split": g.const("qkv_split", np.array([d, d, d], np.int64)),
-              "heads": g.const("heads_shape", np.array([1, -1, h, dh], np.int64)),
-              "merged": g.const("merged_shape", np.array([1, -1, d], np.int64)),
-              "scale": g.const("attn_scale", np.array(1 / math.sqrt(dh), np.float32)),
-              "masked": g.const("masked_score", np.array(-1e4, np.float32)),
-              "half": g.const("half", np.array(0.5, np.float32)), "one": g.const("one_f", np.array(1.0, np.float32)),
-              "gelu_a": g.const("gelu_a", np.array(math.sqrt(2 / math.pi), np.float32)),
-              "gelu_b": g.const("gelu_b", np.array(0.044715, np.float32)),
-              "three": g.const("three_f", np.array(3.0, np.float32)),
-              "last": g.const("last_index", np.array(-1, np.int64)),
-              "positions": g.const("buffer_positions", np.arange(s, dtype=np.int64)),
-              "position_rows": g.const("position_rows", np.array([1, 1, s, 1], np.int64)),
-              "causal": g.const("causal_mask", np.where(np.tri(cfg.prompt, dtype=bool), 0, -1e4)
-                                .astype(np.float32).reshape(1, 1, cfg.prompt, cfg.prompt)),
-              "pads": g.const("cache_pads", np.array([0, 0, 0, 0, 0, 0, s - cfg.prompt, 0], np.int64)),
-              "one_i": g.const("one_i", np.array(1, np.int64))}
-
-    def block(w: _Graph, x: str, weights: dict[str, str], attend: Any) -> tuple[str, Any]:
-        """One pre-norm block over ``x`` [1, T, d]; ``attend(q, k, v)`` (heads [1, h, T, dh]) gives the attention's
-        [1, h, T, dh] and what it keeps (caches)."""
-        y = w.op("LayerNormalization", x, weights["ln1_g"], weights["ln1_b"], axis=-1, epsilon=1e-5)
-        qkv = w.op("Add", w.op("MatMul", y, weights["attn_w"]), weights["attn_b"])
-        q, k, v = (w.op("Transpose", w.op("Reshape", t, shared["heads"]), perm=[0, 2, 1, 3])
-                   for t in w.op("Split", qkv, shared["split"], outputs=3, axis=2))
-        att, kept = attend(q, k, v)
-        merged = w.op("Reshape", w.op("Transpose", att, perm=[0, 2, 1, 3]), shared["merged"])
-        x = w.op("Add", x, w.op("Add", w.op("MatMul", merged, weights["proj_w"]), weights["proj_b"]))
-        y = w.op("LayerNormalization", x, weights["ln2_g"], weights["ln2_b"], axis=-1, epsilon=1e-5)
-        u = w.op("Add", w.op("MatMul", y, weights["fc_w"]), weights["fc_b"])
-        cube = w.op("Pow", u, shared["three"])
-        inner = w.op("Mul", w.op("Add", u, w.op("Mul", cube, shared["gelu_b"])), shared["gelu_a"])
-        gelu = w.op("Mul", w.op("Mul", u, shared["half"]), w.op("Add", w.op("Tanh", inner), shared["one"]))
-        x = w.op("Add", x, w.op("Add", w.op("MatMul", gelu, weights["out_w"]), weights["out_b"]))
-        return x, kept
-
-    def attention(w: _Graph, q: str, k: str, v: str, mask: str, masked: bool) -> str:
-        scores = w.op("Mul", w.op("MatMul", q, w.op("Transpose", k, perm=[0, 1, 3, 2])), shared["scale"])
-        scores = w.op("Where", mask, scores, shared["masked"]) if masked else w.op("Add", scores, mask)
-        return w.op("MatMul", w.op("Softmax", scores, axis=-1), v)
-
-    def next_token(w: _Graph, x: str) -> str:
-        """The argmax over the tied head of the last position's final norm: [1, 1] int64."""
-        last = w.op("Gather", w.op("LayerNormalization", x, lnf_g, lnf_b, axis=-1, epsilon=1e-5), shared["last"],
-                    axis=1)
-        return w.op("ArgMax", w.op("Gemm", last, wte, transB=1), axis=-1, keepdims=1)
-
-    # the prompt's pass: K/V padded to the buffers' length
-    x = g.op("Add", g.op("Gather", wte, "prompt"), g.op("Slice", wpe, g.const("zero_i", np.array([0], np.int64)),
-                                                      g.const("prompt_len", np.array([cfg.prompt], np.int64)),
-                                                      g.const("zero_axis", np.array([0], np.int64))))
-    caches: list[str] = []
-    for weights in blocks:
-        x, kept = block(g, x, weights, lambda q, k, v: (attention(g, q, k, v, shared["causal"], False), (k, v)))
-        caches += [g.op("Pad", t, shared["pads"]) for t in kept]
-    first = next_token(g, x)
-
-    # one token a trip
-    b = _Graph("step/")
-    carried_caches = [f"step/cache{i}" for i in range(len(caches))]
-    x = b.op("Add", b.op("Gather", wte, "step/token"), b.op("Gather", wpe, "step/position"))
-    written = b.op("Reshape", b.op("Equal", shared["positions"], "step/position"), shared["position_rows"])
-    seen = b.op("LessOrEqual", shared["positions"], "step/position")
-    new_caches: list[str] = []
-
-    def step_attention(q: str, k: str, v: str) -> tuple[str, tuple[str, str]]:
-        i = len(new_caches)
-        k_all = b.op("Where", written, k, carried_caches[i])
-        v_all = b.op("Where", written, v, carried_caches[i + 1])
-        new_caches.extend((k_all, v_all))
-        return attention(b, q, k_all, v_all, seen, True), (k_all, v_all)
-
-    for weights in blocks:
-        x, _ = block(b, x, weights, step_attention)
-    token = next_token(b, x)
-    body = helper.make_graph(
-        [*b.nodes, helper.make_node("Identity", ["step/cond"], ["step/cond_out"]),
-         helper.make_node("Add", ["step/position", shared["one_i"]], ["step/position_next"]),
-         helper.make_node("Identity", [token], ["step/token_out"])],
-        "step",
-        [helper.make_tensor_value_info("step/i", TensorProto.INT64, []),
-         helper.make_tensor_value_info("step/cond", TensorProto.BOOL, []),
-         helper.make_tensor_value_info("step/token", TensorProto.INT64, [1, 1]),
-         helper.make_tensor_value_info("step/position", TensorProto.INT64, []),
-         *(helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, h, s, dh]) for name in carried_caches)],
-        [helper.make_tensor_value_info("step/cond_out", TensorProto.BOOL, []),
-         helper.make_tensor_value_info(token, TensorProto.INT64, [1, 1]),
-         helper.make_tensor_value_info("step/position_next", TensorProto.INT64, []),
-         *(helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, h, s, dh]) for name in new_caches),
-         helper.make_tensor_value_info("step/token_out", TensorProto.INT64, [1, 1])],
-    )
-    trips = g.const("trips", np.array(cfg.new_tokens - 1, np.int64))
-    keep_going = g.const("keep_going", np.array(True))
-    start = g.const("start_position", np.array(cfg.prompt, np.int64))
-    loop_outputs = [f"final_{k}" for k in range(2 + len(caches))] + ["tokens"]
-    g.nodes.append(helper.make_node("Loop", [trips, keep_going, first, start, *caches], loop_outputs, body=body,
-                                    name="generate"))
-    g.nodes.append(helper.make_node("Identity", [first], ["first_token"]))
-    graph = helper.make_graph(
-        g.nodes, "gpt2_greedy", [helper.make_tensor_value_info("prompt", TensorProto.INT64, [1, cfg.prompt])],
-        [helper.make_tensor_value_info("first_token", TensorProto.INT64, [1, 1]),
-         helper.make_tensor_value_info("tokens", TensorProto.INT64, [cfg.new_tokens - 1, 1, 1])],
-        g.initializers)
-    return _model(graph)
 
 
 def rnn_stack_model(cfg: RNNStack, seed: int = 0) -> onnx.ModelProto:
@@ -276,7 +140,7 @@ def _model(graph: onnx.GraphProto) -> onnx.ModelProto:
 
 
 def make_model(cfg: GPT2 | RNNStack) -> onnx.ModelProto:
-    return gpt2_model(cfg) if isinstance(cfg, GPT2) else rnn_stack_model(cfg)
+    return gpt2_decoder(cfg) if isinstance(cfg, GPT2) else rnn_stack_model(cfg)
 
 
 def parameters(model: onnx.ModelProto) -> int:

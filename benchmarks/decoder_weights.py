@@ -32,9 +32,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import multiprocessing
 import pathlib
-import signal
 import sys
 import tempfile
 import time
@@ -48,6 +46,9 @@ from onnx import TensorProto, helper, numpy_helper
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _forked import in_fork  # noqa: E402  (after the path: run as a script)
 
 #: GPT-2's learned positions.
 POSITIONS = 1024
@@ -267,32 +268,18 @@ def measured(name: str, make: Callable[[str, bool], bytes], path: str, fp16: boo
              needle: np.ndarray) -> Row:
     """One build in a forked process (a builder crash is a row): its engine's size, the copies of ``needle`` it
     holds (in half when ``fp16``) as given and transposed, and the build's wall time."""
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
     held = needle.astype(np.float16) if fp16 else needle
 
-    def work() -> None:
+    def work() -> Row:
         start = time.perf_counter()
         try:
             plan = make(path, fp16)
         except Exception as exc:  # noqa: BLE001  (a refusal is a row)
-            send.send(Row(name, weights_total, seconds=time.perf_counter() - start, error=str(exc)[:200]))
-            return
+            return Row(name, weights_total, seconds=time.perf_counter() - start, error=str(exc)[:200])
         copies = (plan.count(held.tobytes()), plan.count(np.ascontiguousarray(held.T).tobytes()))
-        send.send(Row(name, weights_total, len(plan), time.perf_counter() - start, copies))
+        return Row(name, weights_total, len(plan), time.perf_counter() - start, copies)
 
-    worker = context.Process(target=work)
-    worker.start()
-    send.close()
-    try:
-        return receive.recv()
-    except EOFError:
-        worker.join()
-        code = worker.exitcode or 0
-        how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-        return Row(name, weights_total, error=f"the build's process died ({how})")
-    finally:
-        worker.join()
+    return in_fork(work, lambda how: Row(name, weights_total, error=f"the build's process died ({how})"))
 
 
 def check(model: onnx.ModelProto, path: str, config: Config) -> str:

@@ -31,9 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import multiprocessing
 import pathlib
-import signal
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -45,10 +43,12 @@ import numpy as np
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from loopc.errors import LoopcError  # noqa: E402  (after the path: run as a script)
 from loopc.trt import trt  # noqa: E402
 from loopc.trt.config import Session, build_serialized, builder_config  # noqa: E402
+from _forked import in_fork  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -418,20 +418,8 @@ def build(case: Case, shape: Shape) -> Row:
 
 def isolated(case: Case, shape: Shape) -> Row:
     """:func:`build` in a forked process: TensorRT-RTX's builder can crash (SIGSEGV) on networks it accepted."""
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
-    worker = context.Process(target=lambda: send.send(build(case, shape)))
-    worker.start()
-    send.close()
-    try:
-        return receive.recv()
-    except EOFError:
-        worker.join()
-        code = worker.exitcode or 0
-        how = f"signal {signal.Signals(-code).name}" if code < 0 else f"exit code {code}"
-        return Row(case.part, case.name, None, None, None, 0.0, f"the builder's process died ({how})")
-    finally:
-        worker.join()
+    return in_fork(lambda: build(case, shape),
+                   lambda how: Row(case.part, case.name, None, None, None, 0.0, f"the builder's process died ({how})"))
 
 
 def _reason(message: str, lines: Sequence[str]) -> str:

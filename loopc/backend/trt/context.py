@@ -320,9 +320,11 @@ class ConversionContext:
     def constant(self, array: Any, node: Node | str, suffix: str = "const", dtype: Any = None) -> Any:
         """A constant tensor; the array is kept alive until the build (TensorRT does not copy it)."""
         a = np.asarray(array, dtype=dtype)
-        # no copy of a weight that already is a C-ordered array of its own that TensorRT holds (0-D stays 0-D); a
-        # view is copied: TensorRT's binding refuses some ("Could not implicitly convert NumPy data type")
-        a = a.astype(_NARROWED.get(a.dtype.name, a.dtype.name), order="C", copy=not a.flags.owndata)
+        # no copy of a weight that already is a C-ordered array of its own in a type TensorRT holds (0-D stays 0-D);
+        # TensorRT's binding takes NumPy's own dtype objects only: an unpickled array's equal one is copied
+        # ("Could not implicitly convert NumPy data type: f32" in the builder's worker)
+        held = np.dtype(_NARROWED.get(a.dtype.name, a.dtype.name))
+        a = a.astype(held, order="C", copy=not a.flags.owndata or a.dtype is not held)
         if a.size == 0:  # TensorRT constants hold data, but a slice may be empty: zero rows of one
             one = self.constant(np.zeros([max(d, 1) for d in a.shape], a.dtype), node, f"{suffix}_one")
             layer = self.network.add_slice(one, [0] * a.ndim, a.shape, [1] * a.ndim)
