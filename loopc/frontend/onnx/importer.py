@@ -146,6 +146,10 @@ def _check_tensor_io(graph: onnx.GraphProto, source: str, opset: int) -> None:
                                     f"TensorRT engines take tensors only")
 
 
+#: Files from this size on are read with their weights left in the file (:mod:`.weight_file`); smaller ones whole.
+WALKED_FROM = 64 << 20
+
+
 def load(path: str, weights: weightless.Weights | None = None) -> onnx.ModelProto:
     """Load an ONNX file and its external data; every failure becomes one clear FrontendError. Given ``weights``,
     the large tensors' bytes stay in their files, the model holding stand-ins for them (see
@@ -169,9 +173,10 @@ def load(path: str, weights: weightless.Weights | None = None) -> onnx.ModelProt
 
 
 def _read(path: str, weights: weightless.Weights | None) -> onnx.ModelProto:
-    """The model in ``path``, its weights left in the file when ``weights`` records them; what the walk of the
-    file cannot take apart is read whole by onnx, whose error then says what is wrong."""
-    if weights is not None:
+    """The model in ``path``, its weights left in the file when ``weights`` records them and the file is large
+    enough for that to matter (the walk of the file is Python, slower than protobuf on many small nodes); what the
+    walk cannot take apart is read whole by onnx, whose error then says what is wrong."""
+    if weights is not None and os.path.getsize(path) >= WALKED_FROM:
         try:
             return weight_file.read(path, weights)
         except Exception:  # noqa: BLE001 - onnx reads it again and says why it cannot

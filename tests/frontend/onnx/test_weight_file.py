@@ -12,9 +12,16 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from loopc.frontend.onnx import import_model, weight_file, weightless
+from loopc.frontend.onnx import importer
 from loopc.frontend.onnx.importer import load
 from loopc.ir import format_model
 from tests.frontend.onnx.test_weightless import _loop_model
+
+
+@pytest.fixture(autouse=True)
+def walk_every_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walk reads only large files; these are small."""
+    monkeypatch.setattr(importer, "WALKED_FROM", 0)
 
 
 def _constants(model: onnx.ModelProto | str) -> tuple[str, dict[str, np.ndarray]]:
