@@ -45,6 +45,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from loopc.backend.trt.context import packed_nibbles  # noqa: E402
 from loopc.errors import LoopcError  # noqa: E402  (after the path: run as a script)
 from loopc.trt import trt  # noqa: E402
 from loopc.trt.config import Session, build_serialized, builder_config  # noqa: E402
@@ -57,12 +58,6 @@ class Shape:
     prompt: int  #: rows of the prompt's pass before the loop
     trips: int  #: decode trips
     linear: bool = False  #: the constant holds Wᵀ ([out, in]) and the MatMuls transpose it
-
-
-def pack_int4(values: np.ndarray) -> np.ndarray:
-    """INT4 as TensorRT takes it: two to a byte, the first element in the low nibble."""
-    nibbles = (values.reshape(-1).astype(np.int8) & 0xF).astype(np.uint8)
-    return nibbles[0::2] | (nibbles[1::2] << 4)
 
 
 class Net:
@@ -286,8 +281,8 @@ def quantized_weight(n: Net, q: Quant) -> Any:
         w = n.packed(raw, T.DataType.FP8, raw.size, raw.shape)
     else:
         values = n.rng.integers(-8, 8, (k, k)).astype(np.int8)
-        n.remember(values, lambda a: pack_int4(a).tobytes())
-        w = n.packed(pack_int4(values), T.DataType.INT4, values.size, values.shape)
+        n.remember(values, lambda a: packed_nibbles(a).tobytes())
+        w = n.packed(packed_nibbles(values), T.DataType.INT4, values.size, values.shape)
         if q.weight == "int4>int8":
             unit = n.const(np.array(1.0, np.float32))
             w = n.out(n.net.add_quantize(n.out(n.net.add_dequantize(w, unit, T.float32)), unit, T.int8))

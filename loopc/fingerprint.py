@@ -484,10 +484,14 @@ def weight_bytes(constants: Iterable[Layer]) -> dict[str, int]:
     found: dict[str, int] = {}
     for lay in constants:
         kind = lay.api.get_output(0).dtype.name
-        count = math.prod(lay.outputs[0].shape)
-        bits = _BITS.get(kind, 8 * lay.outputs[0].dtype.itemsize)
-        found[kind] = found.get(kind, 0) + (count * bits + 7) // 8
+        found[kind] = found.get(kind, 0) + held_bytes(kind, math.prod(lay.outputs[0].shape))
     return dict(sorted(found.items(), key=lambda item: (-item[1], item[0])))
+
+
+def held_bytes(kind: str, count: int) -> int:
+    """The bytes TensorRT holds ``count`` elements of data type ``kind`` (a ``DataType`` name) in: packed types
+    rounded up to whole bytes."""
+    return (count * _BITS[kind] + 7) // 8
 
 
 def _constant_sources(layers: Sequence[Layer]) -> dict[Tensor, frozenset[Layer]]:

@@ -5,6 +5,7 @@ the float weights' bytes. (That each case builds and matches onnxruntime is ``te
 
 from __future__ import annotations
 
+import math
 import pathlib
 from collections.abc import Iterator
 
@@ -13,16 +14,15 @@ import onnx
 import pytest
 
 from loopc.compiler import compile as compile_model
+from loopc.fingerprint import held_bytes
 from loopc.onnx_graphs import subgraphs
 from loopc.trt import trt
 from tests.corpus import load_manifest
 
 HERE = pathlib.Path(__file__).resolve().parent / "models" / "quantized"
 CASES = load_manifest(HERE / "cases.toml")
-#: Types a quantized weight is held in, and TensorRT's bytes per element of each type a constant can have.
+#: Types a quantized weight is held in.
 QUANTIZED = ("INT8", "FP8", "INT4")
-BYTES = {"FLOAT": 4, "HALF": 2, "BF16": 2, "INT8": 1, "UINT8": 1, "FP8": 1, "INT4": 0.5, "INT32": 4, "INT64": 8,
-         "BOOL": 1}
 #: onnx element types of quantized weights (int32 DQs are quantized biases, folded to float as TensorRT wants).
 WEIGHT_TYPES = {onnx.TensorProto.INT8, onnx.TensorProto.UINT8, onnx.TensorProto.INT4, onnx.TensorProto.UINT4,
                 onnx.TensorProto.FLOAT8E4M3FN, onnx.TensorProto.FLOAT8E5M2}
@@ -63,9 +63,9 @@ def quantized_weight_layers(network: object) -> list[object]:
     return found
 
 
-def held_bytes(layer: object) -> float:
+def dequantized_bytes(layer: object) -> float:
     """The bytes a Dequantize layer's constant operands hold (the weight at its type's width, its scale)."""
-    return sum(float(np.prod(tuple(t.shape))) * BYTES[t.dtype.name]
+    return sum(held_bytes(t.dtype.name, math.prod(tuple(t.shape)))
                for t in (layer.get_input(k) for k in range(layer.num_inputs)) if t is not None)  # type: ignore[attr-defined]
 
 
@@ -80,7 +80,7 @@ def test_each_weight_dequantize_is_a_dequantize_layer_over_a_quantized_constant(
 def test_quantized_weights_hold_a_quarter_of_the_float_bytes_or_less(case) -> None:  # noqa: ANN001
     """A quantized weight and its scales hold at most 0.3 of its float32 bytes (int8, fp8), 0.2 (int4)."""
     layers = quantized_weight_layers(compile_model(case.model).network)
-    held = sum(held_bytes(layer) for layer in layers)
+    held = sum(dequantized_bytes(layer) for layer in layers)
     as_float = sum(4 * float(np.prod(tuple(layer.get_input(0).shape))) for layer in layers)
     limit = 0.2 if "int4" in case.name else 0.3
     assert held <= limit * as_float, (held, as_float)

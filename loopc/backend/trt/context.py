@@ -66,6 +66,14 @@ class UnheardRefusal(Exception):
     """TensorRT refused a node while its log was not captured node by node: convert again, capturing it."""
 
 
+def packed_nibbles(a: np.ndarray) -> np.ndarray:
+    """A 4-bit array's elements (int4, uint4, fp4: one byte each in NumPy) as TensorRT takes them: two to a byte,
+    the first in the low nibble (an odd count leaves the last high nibble 0)."""
+    raw = a.reshape(-1).view(np.uint8)
+    nibbles = np.concatenate([raw & 0xF, np.zeros(raw.size % 2, np.uint8)])
+    return nibbles[0::2] | (nibbles[1::2] << 4)
+
+
 def trt_dtype(dtype: np.dtype[Any] | Any) -> Any:
     """The TensorRT DataType for a NumPy dtype (float64 becomes float32: TensorRT has no doubles)."""
     return _trt_dtype(np.dtype(dtype))
@@ -346,11 +354,7 @@ class ConversionContext:
         takes no such array, only its bytes as ``Weights(type, pointer, count)`` (FP8 one byte each, 4-bit types two
         to a byte, the first in the low nibble); nor gives them back (a layer's ``weights`` is then opaque), so the
         values are recorded (:func:`recorded_constants`)."""
-        raw = a.reshape(-1).view(np.uint8)
-        if a.dtype.name in _FOUR_BIT:
-            nibbles = np.concatenate([raw & 0xF, np.zeros(raw.size % 2, np.uint8)])  # an odd count: one nibble spare
-            raw = nibbles[0::2] | (nibbles[1::2] << 4)
-        raw = np.ascontiguousarray(raw)
+        raw = np.ascontiguousarray(packed_nibbles(a) if a.dtype.name in _FOUR_BIT else a.reshape(-1).view(np.uint8))
         self._keep.append(raw)
         kind = getattr(trt().DataType, _TRT_TYPES[a.dtype.name])
         layer = self.named(self.network.add_constant(a.shape, trt().Weights(kind, raw.ctypes.data, a.size)), node,
