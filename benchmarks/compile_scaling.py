@@ -13,8 +13,9 @@ Per model, each in a subprocess of its own so that timings and memory do not mix
 untimed compile and build of a 5-node chain (see ``_warm_up``):
 
 * loopc: the stages of ``loopc.compile`` timed one by one: import, passes and network construction,
-  whose sum is ``compile`` (what the targets below time), and the fingerprint of the finished network for the
-  build report, shown apart; the peak RSS once they are done (and at the start, with Python, loopc and
+  whose sum is ``compile`` (what the targets below time), and ``report``, shown apart: what ``loopc.compile``
+  does with the finished network, read back once for the assertion that no loop breaks TensorRT's rule
+  (:func:`loopc.trt.loop_shapes.assert_legal`) and for the build report's loops and weight bytes; the peak RSS once they are done (and at the start, with Python, loopc and
   TensorRT loaded), then TensorRT's build of loopc's network (``build``), reported apart;
 * TensorRT-RTX's own ONNX parser and builder on the same file (none for OpenVINO IR).
 
@@ -53,8 +54,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 REAL_DIRS = [ROOT / "samples", ROOT / "samples" / "openvino", *sorted((ROOT / "tests" / "models").glob("*"))]
 WIDTH, TRIPS = 16, 3
 MAX_EXPONENT, MAX_RATIO, RATIO_FROM = 1.15, 0.1, 8000
-STAGES = ("import", "passes", "network", "fingerprint")
-#: What ``compile`` sums: turning the model into a TensorRT network (the fingerprint reads it back for reports).
+STAGES = ("import", "passes", "network", "report")
+#: What ``compile`` sums: turning the model into a TensorRT network (``report`` reads it back to check and describe it).
 COMPILE_STAGES = ("import", "passes", "network")
 
 
@@ -236,13 +237,20 @@ def work_loopc(args: argparse.Namespace) -> dict[str, Any]:
     from loopc.backend.trt.network import to_network
     from loopc.compiler import load_ir, optimize
     from loopc.errors import LoopcError
-    from loopc.fingerprint import describe_network
+    from loopc.fingerprint import loops_and_weights
+    from loopc.sim.network import read_network
+    from loopc.trt.loop_shapes import assert_legal
+
+    def report(network: Any) -> None:
+        read_back = read_network(network)
+        assert_legal(read_back)
+        loops_and_weights(read_back)
 
     def compile_and_build(model: str, inputs: str | None) -> None:
         ir = load_ir(model)
         optimize(ir, None, args.max_trips)
         session, network = to_network(ir)
-        describe_network(network)
+        report(network)
         _profile_and_build(session, network, inputs)
 
     _warm_up(compile_and_build)  # the RSS at start counts the libraries loaded
@@ -255,8 +263,8 @@ def work_loopc(args: argparse.Namespace) -> dict[str, Any]:
             optimize(ir, None, args.max_trips)
         with clock("network"):
             session, network = to_network(ir)
-        with clock("fingerprint"):
-            describe_network(network)
+        with clock("report"):
+            report(network)
         for suffix in ("", "_cpu"):
             found["compile" + suffix] = sum(found[s + suffix] for s in COMPILE_STAGES)
         found["compile_rss_mb"] = _max_rss_mb()
@@ -437,7 +445,7 @@ def _rss(found: dict[str, Any]) -> str:
 
 
 def markdown(rows: list[Row]) -> str:
-    head = ["model", "nodes", "layers", "import s", "passes s", "network s", "fingerprint s", "**compile s**",
+    head = ["model", "nodes", "layers", "import s", "passes s", "network s", "report s", "**compile s**",
             "peak RSS MB (at start)", "TRT build s", "compile / build", "TRT parser s", "parser's build s",
             "loopc / parser", "note"]
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" if i in (0, len(head) - 1) else "---:"

@@ -146,6 +146,7 @@ def compile(  # noqa: A001  (the public name users expect)
     ``pinned`` dims decide conditionals (see :mod:`loopc.specialize`).
     """
     from loopc.backend.trt.network import to_network
+    from loopc.sim.network import read_network
     from loopc.trt.loop_shapes import assert_legal
     from loopc.passes import OPTIMIZATIONS
     from loopc.trt import is_rtx
@@ -169,13 +170,14 @@ def compile(  # noqa: A001  (the public name users expect)
         halved = to_half(ir, precision, dump)
     say("converting to a TensorRT network")
     session, network = to_network(ir)
-    assert_legal(network)
     report = BuildReport(ir.source, passes=stats, layers=network.num_layers,
                          optimizations={name: name not in disabled for name in OPTIMIZATIONS})
     if precision:
         report.precision = halved or PrecisionReport(precision.half or "", precision.half_state, by="builder flag")
     with gc_paused():
-        described, report.weight_bytes = loops_and_weights(network)
+        read_back = read_network(network)  # once, for the check and the report
+        assert_legal(read_back)
+        described, report.weight_bytes = loops_and_weights(read_back)
     report.loops = described.loops
     report.declined = declined_by_loop(declines, ir.graph)
     report.compile_seconds = time.perf_counter() - start

@@ -33,6 +33,7 @@ from loopc.gc_pause import gc_paused
 from loopc.sim.network import Conditional, Layer, NetworkLoop, Network, Tensor, read_network
 from loopc.sim.ops._common import dims
 from loopc.sim.ops.conv import _Geometry, conv_padding
+from loopc.trt import enum_name
 
 BOUNDARY = ("TRIP_LIMIT", "ITERATOR", "RECURRENCE", "LOOP_OUTPUT")
 
@@ -467,7 +468,7 @@ _BITS = {"FLOAT": 32, "HALF": 16, "BF16": 16, "INT32": 32, "INT64": 64, "INT8": 
 
 def loops_and_weights(network: Any) -> tuple[NetworkInfo, dict[str, int]]:
     """:func:`describe_network` and :func:`network_weight_bytes` of ``network``, read back once for both."""
-    net = read_network(network)
+    net = network if isinstance(network, Network) else read_network(network)
     return describe_network(net), network_weight_bytes(net)
 
 
@@ -483,7 +484,7 @@ def weight_bytes(constants: Iterable[Layer]) -> dict[str, int]:
     rounded up to whole bytes), largest first."""
     found: dict[str, int] = {}
     for lay in constants:
-        kind = lay.api.get_output(0).dtype.name
+        kind = enum_name(lay.api.get_output(0).dtype)
         found[kind] = found.get(kind, 0) + held_bytes(kind, math.prod(lay.outputs[0].shape))
     return dict(sorted(found.items(), key=lambda item: (-item[1], item[0])))
 

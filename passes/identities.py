@@ -20,12 +20,16 @@ from loopc.passes.manager import PassResult, broken
 from loopc.semantics.attributes import attr
 
 
+#: The ops :func:`same_value` can find computing their input unchanged.
+_MAY_PASS_ON = ("Where", "Identity", "Cast", "Squeeze", "Gather")
+
+
 class Identities:
     name = "identities"
 
     def __call__(self, graph: Graph) -> PassResult:
         dropped = 0
-        for g, node in list(graph.walk()):
+        for g, node in list(graph.find(*_MAY_PASS_ON)):
             source = same_value(node)
             if source is None:
                 continue
@@ -36,7 +40,7 @@ class Identities:
 
     def ensures(self, graph: Graph) -> None:
         """No node that computes its input unchanged is left."""
-        for _, node in graph.walk():
+        for _, node in graph.find(*_MAY_PASS_ON):
             if same_value(node) is not None:
                 raise broken(self, node, "a node that computes its input unchanged is left")
 

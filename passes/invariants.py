@@ -29,7 +29,7 @@ class Invariants:
             if not isinstance(node, Loop):
                 continue
             # the condition stays: TensorRT's kWHILE limit reads a body value (trip-limits drops a constant one)
-            constants = [n for n in node.body.nodes if n.op == "Constant" and node.condition not in n.outputs]
+            constants = [n for g, n in node.body.find("Constant") if g is node.body and node.condition not in n.outputs]
             outer.insert_before(node, constants)  # moves them
             moved += len(constants)
             for rec in [r for r in node.recurrences if r.next is r.state and r.state is not node.condition]:
@@ -44,8 +44,7 @@ class Invariants:
 
     def ensures(self, graph: Graph) -> None:
         """No loop body holds a Constant other than its condition."""
-        for _, loop in graph.structured():
-            if isinstance(loop, Loop):
-                for node in loop.body.nodes:
-                    if node.op == "Constant" and loop.condition not in node.outputs:
-                        raise broken(self, node, "a constant is left in a loop body")
+        for body, node in graph.find("Constant"):
+            loop = body.owner
+            if isinstance(loop, Loop) and loop.condition not in node.outputs:
+                raise broken(self, node, "a constant is left in a loop body")

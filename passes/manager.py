@@ -187,10 +187,8 @@ def broken(p: Pass, node: object, what: str) -> InternalError:
 
 def nesting_depth(graph: Graph) -> int:
     """How many levels of loops and conditionals ``graph`` nests (0 for a graph without any)."""
-    deepest = 0
-    stack = [(graph, 0)]
-    while stack:
-        current, depth = stack.pop()
-        deepest = max(deepest, depth)
-        stack.extend((sub, depth + 1) for node in current.nodes for sub in node.subgraphs())
-    return deepest
+    depth: dict[Graph, int] = {graph: 0}
+    for outer, node in graph.structured():  # outer graphs before the graphs nested in them
+        for sub in node.subgraphs():
+            depth[sub] = depth[outer] + 1
+    return max(depth.values())

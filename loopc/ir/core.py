@@ -111,7 +111,8 @@ class Node:
     """An operation. ``op`` is an ONNX op type for ordinary nodes; ``origin`` names the source node.
 
     ``inputs`` and ``outputs`` read as tuples; :meth:`set_input`, :meth:`set_inputs`, :meth:`replace_input`
-    and :meth:`set_outputs` change them and keep the use lists right.
+    and :meth:`set_outputs` change them and keep the use lists right. Each tuple is made once per edit
+    (:meth:`_edited`), not per read: the IR's walks read them far more often than passes edit them.
     """
 
     def __init__(self, op: str, inputs: Iterable[Value | None], outputs: Iterable[Value],
@@ -126,6 +127,7 @@ class Node:
         self._next: Node | None = None
         self._inputs: list[Value | None] = list(inputs)
         self._outputs: list[Value] = []
+        self._read: tuple[tuple[Value | None, ...], tuple[Value, ...]] | None = None
         self._assign_outputs(outputs)
 
     def __repr__(self) -> str:
@@ -133,7 +135,15 @@ class Node:
 
     @property
     def inputs(self) -> tuple[Value | None, ...]:
-        return tuple(self._inputs)
+        return (self._read or self._reread())[0]
+
+    def _reread(self) -> tuple[tuple[Value | None, ...], tuple[Value, ...]]:
+        self._read = (tuple(self._inputs), tuple(self._outputs))
+        return self._read
+
+    def _edited(self) -> None:
+        """The operand or result lists changed: the tuples read from them are made again at the next read."""
+        self._read = None
 
     def input(self, slot: int) -> Value | None:
         """Operand ``slot`` (None past the end: ONNX's omitted trailing inputs)."""
@@ -173,6 +183,7 @@ class Node:
         if live:
             _forget(self, self._inputs, start, tail)
         self._inputs[start:stop] = values
+        self._read = None
         if live:
             _record(self, self._inputs, start, tail - stop + start + len(values))
         if self.graph is not None:
@@ -180,7 +191,7 @@ class Node:
 
     @property
     def outputs(self) -> tuple[Value, ...]:
-        return tuple(self._outputs)
+        return (self._read or self._reread())[1]
 
     def set_outputs(self, values: Iterable[Value]) -> None:
         """Replace the results (their producer becomes this node); results no longer listed are dropped."""
@@ -190,6 +201,7 @@ class Node:
 
     def _assign_outputs(self, values: Iterable[Value]) -> None:
         self._outputs = list(values)
+        self._read = None
         for out in self._outputs:
             out.producer = self
 
@@ -577,10 +589,12 @@ class Graph:
 
     def walk(self) -> Iterator[tuple[Graph, Node]]:
         """Every node of this graph and of the graphs nested in it, outer before inner."""
+        structured = self._structured
         for node in self._nodes:
             yield self, node
-            for sub in node.subgraphs():  # nested graphs right after their node; then the rest of this one
-                yield from sub.walk()
+            if node in structured:  # nested graphs right after their node; then the rest of this one
+                for sub in node.subgraphs():
+                    yield from sub.walk()
 
 
 def _record(user: Node | Graph, values: list[Value] | list[Value | None], start: int, stop: int) -> None:

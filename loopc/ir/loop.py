@@ -231,12 +231,14 @@ class Loop(Node):
         k = self._claim(self._loop_outputs, out, index)
         self.body._splice_outputs(self._at_values() + k, self._at_values() + k, [out.value])
         self._outputs.insert(k, out.result)
+        self._edited()
         out.result.producer = self
 
     def remove_output(self, out: LoopOutput) -> None:
         k = self._release(self._loop_outputs, out)
         self.body._splice_outputs(self._at_values() + k, self._at_values() + k + 1, [])
         del self._outputs[k]
+        self._edited()
 
     def remove_roles(self, roles: Iterable[Role]) -> None:
         """Remove many roles of any kinds at once: one pass over the operands, however many go."""
@@ -257,6 +259,7 @@ class Loop(Node):
         self.body._splice_outputs(self._at_nexts(), len(self.body._outputs),
                                   [rec.next for rec in self._recurrences] + [out.value for out in self._loop_outputs])
         self._outputs[:] = [out.result for out in self._loop_outputs]
+        self._edited()
 
     def update(self, role: Role, **changes: Any) -> None:
         """Set fields of one of this loop's roles (``loop.update(rec, next=held)``) and rewire just the
@@ -286,6 +289,7 @@ class Loop(Node):
                 self.body._splice_outputs(self._at_values() + k, self._at_values() + k + 1, [role.value])
             if "result" in changes:
                 self._outputs[k] = role.result
+                self._edited()
                 role.result.producer = self
         self.body.changed()  # an axis, kind or direction changes no operand but is an edit
 

@@ -118,8 +118,11 @@ class _Verifier:
 
     def graph(self, graph: Graph, scope: set[Value], at_end: Callable[[], None] | None = None) -> None:
         """Check ``graph`` with ``scope`` (ids of the values visible from it), which is extended while
-        the graph is checked and restored after; ``at_end`` runs while the graph's values are visible."""
+        the graph is checked and restored after; ``at_end`` runs while the graph's values are visible.
+        The rules every node is checked by are written out in the loop over nodes (the verifier runs
+        after every pass that changed the model: this loop is most of its time)."""
         added: list[Value] = []
+        home = self.home
         try:
             for value in graph.inputs:
                 if value.producer is not None:
@@ -127,12 +130,27 @@ class _Verifier:
                                                    f"{value.producer.describe()}")
                 self.define(value, graph, graph, scope, added)
             for node in graph.nodes:
-                self.node(node, scope)
-                for value in node.outputs:
+                inputs = node.inputs
+                if isinstance(node, Loop):
+                    self.loop(node, scope)  # checks the roles, which the loop's inputs must equal
+                else:
+                    for read in inputs:
+                        if read is not None and read not in scope:
+                            raise _fail("scope", node, _unseen(read))
+                self.count_reads(node, inputs)
+                if isinstance(node, If):
+                    self.conditional(node, scope)
+                outputs = node.outputs
+                for value in outputs:
                     if value.producer is not node:
                         other = "none" if value.producer is None else value.producer.describe()
                         raise _fail("producer", node, f"output {value.name!r} names another producer ({other})")
-                    self.define(value, graph, node, scope, added)
+                    if value in home:
+                        raise _fail("single-definition", node, f"value {value.name!r} is defined twice")
+                    home[value] = graph
+                    self.recorded += len(value._uses)
+                scope.update(outputs)
+                added.extend(outputs)
             if at_end is not None:
                 at_end()
             for value in graph.outputs:
@@ -141,17 +159,6 @@ class _Verifier:
             self.count_reads(graph, graph.outputs)
         finally:
             scope.difference_update(added)
-
-    def node(self, node: Node, scope: set[Value]) -> None:
-        if isinstance(node, Loop):
-            self.loop(node, scope)  # checks the roles, which the loop's inputs must equal
-        else:
-            for value in node.inputs:
-                if value is not None and value not in scope:
-                    raise _fail("scope", node, _unseen(value))
-        self.count_reads(node, node.inputs)
-        if isinstance(node, If):
-            self.conditional(node, scope)
 
     # ---------------------------------------------------------------------------------- loops
 

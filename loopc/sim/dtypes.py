@@ -8,6 +8,7 @@ import ml_dtypes
 import numpy as np
 
 from loopc.errors import SimulationError
+from loopc.trt import enum_name
 
 _BY_NAME: dict[str, np.dtype[Any]] = {
     "FLOAT": np.dtype(np.float32),
@@ -27,10 +28,11 @@ _BY_NAME: dict[str, np.dtype[Any]] = {
 
 def to_numpy(dtype: Any) -> np.dtype[Any]:
     """NumPy dtype of a ``trt.DataType``."""
+    name = enum_name(dtype)
     try:
-        return _BY_NAME[dtype.name]
+        return _BY_NAME[name]
     except KeyError:
-        raise SimulationError(f"TensorRT data type {dtype.name} has no NumPy equivalent") from None
+        raise SimulationError(f"TensorRT data type {name} has no NumPy equivalent") from None
 
 
 def is_float(dtype: np.dtype[Any]) -> bool:

@@ -9,6 +9,7 @@ is computed once, outside.
 
 from __future__ import annotations
 
+import functools
 import heapq
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from loopc.backend.trt.context import recorded_constants
 from loopc.errors import SimulationError
 from loopc.sim.dtypes import to_numpy
 from loopc.sim.fusion import fuse
-from loopc.trt import trt
+from loopc.trt import enum_name, trt
 
 _CLASS_NAMES = {
     "ELEMENTWISE": "IElementWiseLayer",
@@ -44,11 +45,17 @@ def downcast(layer: Any, name: str) -> Any:
     Read ``layer.type.name`` before calling: after the downcast, ``IActivationLayer.type`` is
     the activation kind, not the layer type.
     """
-    cls_name = _CLASS_NAMES.get(name) or "I" + "".join(p.capitalize() for p in name.split("_")) + "Layer"
-    cls = getattr(trt(), cls_name, None)
+    cls = _layer_class(name)
     if cls is not None:
         layer.__class__ = cls
     return layer
+
+
+@functools.cache
+def _layer_class(name: str) -> type | None:
+    """The Python class of layer type ``name`` (None for one the module has no class for)."""
+    cls_name = _CLASS_NAMES.get(name) or "I" + "".join(p.capitalize() for p in name.split("_")) + "Layer"
+    return getattr(trt(), cls_name, None)
 
 
 @dataclass(eq=False)
@@ -139,14 +146,15 @@ def read_network(network: Any) -> Network:
     layers: list[Layer] = []
     for index in range(network.num_layers):
         raw = network.get_layer(index)
-        type_name = raw.type.name
+        type_name = enum_name(raw.type)
         api = downcast(raw, type_name)
+        read = [api.get_input(i) for i in range(api.num_inputs)]
         layer = Layer(
             index,
             api.name,
             type_name,
             api,
-            [tensor(api.get_input(i)) if api.get_input(i) is not None else None for i in range(api.num_inputs)],
+            [tensor(t) if t is not None else None for t in read],
             [tensor(api.get_output(i)) for i in range(api.num_outputs)],
         )
         for out in layer.outputs:

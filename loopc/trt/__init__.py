@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 from types import ModuleType
+from typing import Any
 
 from loopc.errors import LoopcError
 
@@ -58,3 +59,16 @@ def _import() -> ModuleType:
 def is_rtx() -> bool:
     """True when the chosen module is TensorRT for RTX (ahead-of-time builds without a GPU)."""
     return trt().__name__ == "tensorrt_rtx"
+
+
+def enum_name(member: Any) -> str:
+    """``member.name`` of a TensorRT enum (a layer type, a data type), read from a table made once per enum type:
+    pybind11's own ``.name`` lists the enum's members on every read, some 20 µs, which reading back a network
+    of thousands of layers pays for each."""
+    names = _ENUM_NAMES.get(type(member))
+    if names is None:
+        names = _ENUM_NAMES[type(member)] = {value: name for name, value in type(member).__members__.items()}
+    return names[member]
+
+
+_ENUM_NAMES: dict[type, dict[Any, str]] = {}

@@ -10,9 +10,12 @@ act on.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from loopc.errors import InternalError
+from loopc.errors import InternalError, SimulationError
+
+if TYPE_CHECKING:
+    from loopc.sim.network import Layer, Network, Tensor
 
 #: Shape-tensor inputs: sizes, and a slice's start, size, stride and axes.
 _SHAPE_INPUTS = {"SHUFFLE": (1,), "SLICE": (1, 2, 3, 5), "FILL": (0,), "RESIZE": (1,), "TOPK": (1,)}
@@ -26,40 +29,42 @@ SYMPTOM = "makeScopeNodesContiguous"
 
 
 def trip_shaped_layer(network: Any) -> str | None:
-    """The name of the first layer that takes a shape from values that change between trips of its
+    """The name of the first layer of ``network`` (an ``INetworkDefinition``, or one read back by
+    :func:`~loopc.sim.network.read_network`) that takes a shape from values that change between trips of its
     loop, or None. A Shape layer's output counts as fixed: a changing shape is caught at its source.
 
     Layers are not listed in data order (an input may be set after its reader was added), so the values
     that change are found by spreading from the iterators and recurrences through their readers."""
-    layers = [network.get_layer(i) for i in range(network.num_layers)]
-    inputs = [[layer.get_input(i) for i in range(layer.num_inputs)] for layer in layers]
-    readers: dict[str, list[int]] = {}
-    for index, tensors in enumerate(inputs):
-        for tensor in tensors:
+    from loopc.sim.network import Network, read_network  # the simulator's reader imports the backend, which imports this
+
+    net = network if isinstance(network, Network) else read_network(network)
+    readers: dict[Tensor, list[Layer]] = {}
+    for layer in net.layers:
+        for tensor in layer.inputs:
             if tensor is not None:
-                readers.setdefault(tensor.name, []).append(index)
-    changing = [i for i, layer in enumerate(layers) if layer.type.name in ("ITERATOR", "RECURRENCE")]
-    varying: set[str] = set()
+                readers.setdefault(tensor, []).append(layer)
+    changing = [layer for layer in net.layers if layer.type in ("ITERATOR", "RECURRENCE")]
+    varying: set[Tensor] = set()
     while changing:
-        layer = layers[changing.pop()]
-        for k in range(layer.num_outputs):
-            name = layer.get_output(k).name
-            if name not in varying:
-                varying.add(name)
-                changing.extend(i for i in readers.get(name, []) if layers[i].type.name not in _TRIP_INVARIANT)
-    for layer, tensors in zip(layers, inputs):
-        names = [t.name if t is not None else None for t in tensors]
-        kind = layer.type.name
-        if any(i < len(names) and names[i] in varying for i in _SHAPE_INPUTS.get(kind, ())) or (
-                kind in _DATA_SIZED and any(name in varying for name in names)):
-            return str(layer.name)
+        for tensor in changing.pop().outputs:
+            if tensor not in varying:
+                varying.add(tensor)
+                changing.extend(r for r in readers.get(tensor, ()) if r.type not in _TRIP_INVARIANT)
+    for layer in sorted(net.layers, key=lambda lay: lay.index):
+        slots = _SHAPE_INPUTS.get(layer.type, ())
+        if any(i < len(layer.inputs) and layer.inputs[i] in varying for i in slots) or (
+                layer.type in _DATA_SIZED and any(t in varying for t in layer.inputs)):
+            return layer.name
     return None
 
 
 def refusal(network: Any) -> str | None:
     """Why TensorRT's builder refuses ``network`` for this limitation, naming the layer; None when no layer takes a
     shape from per-trip values. Asked once the builder has failed: the check also flags loops the builder orders."""
-    culprit = trip_shaped_layer(network)
+    try:
+        culprit = trip_shaped_layer(network)
+    except SimulationError:  # a network TensorRT cannot read back names no layer
+        return None
     if culprit is None:
         return None
     return (f"layer '{culprit}' takes a shape (a size, or slice bounds) from values its loop computes in each "
@@ -67,7 +72,7 @@ def refusal(network: Any) -> str | None:
             "data with a gather")
 
 
-def assert_legal(network: Any) -> None:
+def assert_legal(network: Network) -> None:
     """What loopc's verifier promised (``loop-target``, see :mod:`loopc.ir.target`) holds in the network made
     from the IR: no layer of a loop takes a shape from per-trip values. A layer that does is loopc's bug (a
     lowering that computes a shape from data), reported as such before TensorRT's builder fails unnamed."""

@@ -39,9 +39,10 @@ def _order(graph: onnx.GraphProto) -> list[int] | None:
     other in a cycle."""
     nodes = list(graph.node)
     made = {name: k for k, node in enumerate(nodes) for name in node.output if name}
-    needs = [sorted({made[name] for name in _reads(node) if made.get(name, k) != k}) for k, node in enumerate(nodes)]
-    if all(need < k for k, needed in enumerate(needs) for need in needed):
-        return None
+    reads = [_reads(node) for node in nodes]
+    if all(made.get(name, k) <= k for k, names in enumerate(reads) for name in names):
+        return None  # each value is made before (or by) the node that reads it: the usual case, checked in one pass
+    needs = [sorted({made[name] for name in names if made.get(name, k) != k}) for k, names in enumerate(reads)]
     waiting = [len(needed) for needed in needs]
     readers: list[list[int]] = [[] for _ in nodes]
     for k, needed in enumerate(needs):
