@@ -26,13 +26,16 @@ import time
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from loopc.errors import LoopcError
 from loopc.fileio import load_arrays
 from loopc.spelling import spelled
+
+if TYPE_CHECKING:
+    import onnx
 
 KEYS = {"name", "path", "inputs", "expected", "about", "rtol", "atol", "max-trips", "loopc-refuses"}
 
@@ -116,22 +119,25 @@ def build_with_parser(case: Case) -> Attempt:
     not for it (it reads ONNX only), which is said rather than tried."""
     if case.model.suffix == ".xml":
         return Attempt(False, "TensorRT's ONNX parser reads ONNX, not OpenVINO IR")
+    return _timed(lambda out: pathlib.Path(out).write_bytes(parser_plan(case.model)))
+
+
+def parser_plan(model: onnx.ModelProto | str | os.PathLike[str]) -> bytes:
+    """The plan TensorRT's own ONNX parser and builder make of ``model`` (a path or an ``onnx.ModelProto``), with
+    the default profile loopc gives."""
     import onnx
 
     from loopc.profiles import ShapeProfile
     from loopc.trt.config import build_serialized, builder_config
     from loopc.trt.onnx_parser import parse_onnx
 
-    def parse_and_build(out: str) -> None:
-        parsed = parse_onnx(case.model)
-        graph = onnx.load(case.model, load_external_data=False).graph
-        dims = {vi.name: [d.dim_param or d.dim_value or None for d in vi.type.tensor_type.shape.dim]
-                for vi in graph.input}
-        cfg = builder_config(parsed.session)
-        ShapeProfile().apply(parsed.session.builder, parsed.network, cfg, dim_names=dims, warn=lambda m: None)
-        pathlib.Path(out).write_bytes(build_serialized(parsed.session, parsed.network, cfg))
-
-    return _timed(parse_and_build)
+    parsed = parse_onnx(model)
+    proto = model if isinstance(model, onnx.ModelProto) else onnx.load(model, load_external_data=False)
+    dims = {vi.name: [d.dim_param or d.dim_value or None for d in vi.type.tensor_type.shape.dim]
+            for vi in proto.graph.input}
+    cfg = builder_config(parsed.session)
+    ShapeProfile().apply(parsed.session.builder, parsed.network, cfg, dim_names=dims, warn=lambda m: None)
+    return build_serialized(parsed.session, parsed.network, cfg)
 
 
 def run(case: Case, frontend: str = "loopc") -> Attempt:

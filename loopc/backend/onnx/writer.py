@@ -4,6 +4,12 @@ Ordinary IR nodes already are ONNX nodes in their newest-opset form, so they are
 constants of the main graph become initializers. Values keep their IR names (renamed only where two scopes
 used the same one), so an exported node still names the value it came from. Loops are written by
 :mod:`loopc.backend.onnx.loops`.
+
+One exception, for TensorRT's ONNX parser: a 0-d quantized weight (onnxruntime's quantizer quantizes scalar
+operands such as the ``1`` of ``1 - z``, which folding makes an int8 constant) is written as ``[1]``, its
+DequantizeLinear followed by a Reshape back to 0-d. The parser reshapes a 0-d DequantizeLinear input to ``[1]``
+with a Shuffle layer, and TensorRT's builder refuses a quantized constant read by anything but a Dequantize
+layer ("Quantized constant ... is only allowed before DQ").
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from onnx_graphsurgeon.ir.tensor import LazyValues
 
 from loopc.errors import BackendError
 from loopc.ir import Graph, If, Loop, Model, Node, Value
+from loopc.passes.constant_folding import HELD_QUANTIZED
 
 #: 4-bit types, which ONNX packs two elements to a byte.
 _PACKED = ("int4", "uint4", "float4_e2m1fn")
@@ -34,6 +41,8 @@ class Writer:
         self.model = model
         self._taken: set[str] = set()
         self._main_nodes: list[gs.Node] = []
+        #: 0-d quantized weights written as [1] (see the module's docstring).
+        self._lifted: set[Value] = set()
 
     # --- names and tensors --------------------------------------------------------------------------------
 
@@ -125,8 +134,13 @@ class Writer:
                 write_loop(self, node, scope, out)
             elif isinstance(node, If):
                 self.conditional(node, scope, out)
+            elif node.op == "Constant" and _scalar_weight(node):
+                self._lifted.add(node.outputs[0])
+                scope[node.outputs[0]] = self.const(out, np.reshape(node.attrs["value"], [1]), node.outputs[0].name)
             elif node.op == "Constant" and out is self._main_nodes and set(node.attrs) == {"value"}:
                 scope[node.outputs[0]] = self.const(out, node.attrs["value"], node.outputs[0].name)
+            elif node.op == "DequantizeLinear" and node.inputs[0] in self._lifted:
+                self.scalar_dequantize(node, scope, out)
             else:
                 self.plain(node, scope, out)
 
@@ -137,6 +151,19 @@ class Writer:
         out.append(gs.Node(node.op, name=self.fresh(node.name or results[0].name), attrs=attrs, inputs=inputs,
                            outputs=results))
         scope.update(zip(node.outputs, results))
+
+    def scalar_dequantize(self, node: Node, scope: Scope, out: list[gs.Node]) -> None:
+        """A DequantizeLinear of a 0-d weight written [1]: dequantized as [1], reshaped back to 0-d."""
+        value = node.outputs[0]
+        inputs = [self.read(scope, v, node.describe()) for v in node.inputs]
+        wide = self.variable(f"{value.name}_1d", value.dtype, [1])
+        out.append(gs.Node(node.op, name=self.fresh(node.name or wide.name), inputs=inputs, outputs=[wide],
+                           attrs={k: _attribute(self, k, v) for k, v in node.attrs.items()}))
+        result = self.typed(value)
+        # an initializer at any depth, as the passes would hoist it: exporting the export changes nothing
+        shape = constant(self.fresh(f"{value.name}_shape"), np.zeros(0, np.int64))
+        out.append(gs.Node("Reshape", name=result.name, inputs=[wide, shape], outputs=[result]))
+        scope[value] = result
 
     def conditional(self, node: If, scope: Scope, out: list[gs.Node]) -> None:
         cond = self.read(scope, node.inputs[0], node.describe())
@@ -151,6 +178,14 @@ class Writer:
         out.append(gs.Node("If", name=self.fresh(node.name or "if"), inputs=[cond], outputs=results,
                            attrs={"then_branch": branches[0], "else_branch": branches[1]}))
         scope.update(zip(node.outputs, results))
+
+
+def _scalar_weight(node: Node) -> bool:
+    """Whether a Constant is a 0-d quantized weight that only DequantizeLinear nodes read (as their input)."""
+    array = np.asarray(node.attrs.get("value"))
+    uses = node.outputs[0].uses()
+    return set(node.attrs) == {"value"} and array.ndim == 0 and array.dtype in HELD_QUANTIZED and bool(uses) \
+        and all(isinstance(u.user, Node) and u.user.op == "DequantizeLinear" and u.slot == 0 for u in uses)
 
 
 def _dims(shape: Any) -> Any:
