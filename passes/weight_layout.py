@@ -24,6 +24,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from loopc.ir import Graph, Node, Value, constant_value
+from loopc.ir.builder import Builder
 from loopc.passes._why import declined
 from loopc.passes.manager import PassResult
 from loopc.semantics.attributes import attr
@@ -155,9 +156,9 @@ def _transpose(weight: Value) -> None:
 def _constant_after(anchor: Node, like: Value, array: np.ndarray, origin: str) -> Value:
     """A Constant of ``array``, named after ``like``, just after ``anchor`` in its graph."""
     assert anchor.graph is not None
-    value = Value(f"{like.name}_t", like.dtype, tuple(array.shape))
-    anchor.graph.insert_after(anchor, [Node("Constant", [], [value], {"value": np.ascontiguousarray(array)},
-                                            origin=origin)])
+    made: list[Node] = []
+    value = Builder(anchor.graph, made, origin=origin).const(np.ascontiguousarray(array), name=f"{like.name}_t")
+    anchor.graph.insert_after(anchor, made)
     return value
 
 
@@ -170,14 +171,16 @@ def _move_dequantize(dq: Node, flipped: Value) -> None:
     attrs = dict(dq.attrs)
     how = _scales(dq)
     made: list[Node] = []
+    b = Builder(graph, made, origin=dq.origin)
     if how == "channel":
         attrs["axis"] = 0
     elif how == "block":
         attrs["axis"] = 1
-        scale, zero = (None if v is None else _transposed_constant(v, made) for v in (scale, zero))
+        scale, zero = (None if v is None else _transposed_constant(v, b) for v in (scale, zero))
     old = dq.outputs[0]
-    out = Value(f"{old.name}_t", old.dtype, tuple(reversed(old.shape)) if old.shape is not None else None)
-    made.append(Node("DequantizeLinear", [flipped, scale, *([zero] if len(dq.inputs) > 2 else [])], [out], attrs))
+    out = b.op("DequantizeLinear", [flipped, scale, *([zero] if len(dq.inputs) > 2 else [])], attrs,
+               name=f"{old.name}_t", dtype=old.dtype,
+               shape=tuple(reversed(old.shape)) if old.shape is not None else None)
     graph.insert_before(dq, made)
     _read_transposed(_products(old), out)
     graph.remove(dq)
@@ -185,12 +188,9 @@ def _move_dequantize(dq: Node, flipped: Value) -> None:
         _remove_if_unread(value.producer)
 
 
-def _transposed_constant(value: Value, made: list[Node]) -> Value:
-    """A new Constant holding ``value``'s array transposed (a block scale or zero point), appended to ``made``."""
-    array = np.ascontiguousarray(np.asarray(constant_value(value)).T)
-    flipped = Value(f"{value.name}_t", value.dtype, tuple(array.shape))
-    made.append(Node("Constant", [], [flipped], {"value": array}))
-    return flipped
+def _transposed_constant(value: Value, b: Builder) -> Value:
+    """A new Constant holding ``value``'s array transposed (a block scale or zero point), made by ``b``."""
+    return b.const(np.ascontiguousarray(np.asarray(constant_value(value)).T), name=f"{value.name}_t")
 
 
 def _read_transposed(products: Iterable[Node], flipped: Value) -> None:
@@ -210,8 +210,10 @@ def _read_transposed(products: Iterable[Node], flipped: Value) -> None:
         first = _first(graph, readers)
         original = first.inputs[1]
         assert original is not None
-        read = Value(f"{flipped.name}_read", original.dtype, original.shape)
-        graph.insert_before(first, [Node("Transpose", [flipped], [read], {"perm": [1, 0]})])
+        made: list[Node] = []
+        read = Builder(graph, made).op("Transpose", [flipped], {"perm": [1, 0]}, name=f"{flipped.name}_read",
+                                       dtype=original.dtype, shape=original.shape)
+        graph.insert_before(first, made)
         for product in readers:
             product.set_input(1, read)
 

@@ -1,7 +1,9 @@
 """Quantized constants and products in the simulator, against values worked out by hand.
 
 INT8, FP8 and INT4 constants are read back (FP8 and INT4 from what the backend recorded: TensorRT's API does not
-give their bytes back) under Dequantize layers per tensor, per channel and per block. A MatrixMultiply whose two
+give their bytes back) under Dequantize layers per tensor, per channel and per block; INT4 per block with no block
+shape set (TensorRT-RTX refuses INT4 with one; its ONNX parser sets none), the blocks inferred from the scale's
+shape as the builder infers them, and refused where the builder refuses them. A MatrixMultiply whose two
 operands are dequantized INT8 (or FP8) is computed as TensorRT's fused Q/DQ product: the quantized values
 multiplied and summed (int32; float32 for FP8), then scaled by ``scale_a * scale_w``. Half outputs show it: the
 dequantized operands, rounded to half first, give another result.
@@ -16,7 +18,7 @@ import numpy as np
 import pytest
 
 from loopc.backend.trt.context import ConversionContext
-from loopc.errors import SimulationError
+from loopc.errors import BackendError, SimulationError
 from loopc.sim import Simulator, simulate
 
 FP8 = ml_dtypes.float8_e4m3fn
@@ -136,6 +138,89 @@ def test_a_quantized_constant_is_read_back_and_dequantized(nb: Any, values: np.n
     nb.output(total.get_output(0), "y")
     got = nb.build_and_simulate({"x": np.zeros(values.shape, np.float32)})["y"]
     np.testing.assert_array_equal(got, np.array(expected, np.float32))
+
+
+def _int4_block_dequantize(nb: Any, values: np.ndarray, scale: np.ndarray, axis: int) -> dict[str, np.ndarray]:
+    """``y = DQ(values, scale) + x`` with no block shape set, as TensorRT's ONNX parser makes a block-wise INT4
+    weight's layer (TensorRT-RTX refuses INT4 with one set); x is zeros."""
+    x = nb.input("x", nb.trt.float32, values.shape)
+    dq = nb.network.add_dequantize(_constant(nb, values), nb.const(scale), nb.trt.float32)
+    dq.axis = axis
+    nb.output(nb.network.add_elementwise(dq.get_output(0), x, nb.trt.ElementWiseOperation.SUM).get_output(0), "y")
+    return {"x": np.zeros(values.shape, np.float32)}
+
+
+@pytest.mark.parametrize(("values", "scale", "axis", "expected"), [
+    # blocks of 2 along axis 0 (onnxruntime's MatMulNBits form, [in, out]): y[i, j] = q[i, j] * s[i // 2, j];
+    # a negative scale as that quantizer writes them
+    (np.array([[1, -2], [3, 4], [-8, 7], [5, -6]], INT4), np.array([[1, 0.5], [0.25, -2]], np.float32), 0,
+     [[1, -1], [3, 2], [-2, -14], [1.25, 12]]),
+    # the same blocks, with axis 1: the builder infers them from the shapes whatever the axis (it builds both
+    # into the same engine, measured)
+    (np.array([[1, -2], [3, 4], [-8, 7], [5, -6]], INT4), np.array([[1, 0.5], [0.25, -2]], np.float32), 1,
+     [[1, -1], [3, 2], [-2, -14], [1.25, 12]]),
+    # blocks of 2 along axis 1 (the weight held [out, in]): y[i, j] = q[i, j] * s[i, j // 2]
+    (np.array([[1, -2, 3, 4], [-8, 7, 5, -6]], INT4), np.array([[1, 0.25], [0.5, -2]], np.float32), 1,
+     [[1, -2, 0.75, 1], [-4, 3.5, -10, 12]]),
+    # one block covering axis 0 (ModelOpt's block of 128 on a weight of fewer rows): y[i, j] = q[i, j] * s[0, j]
+    (np.array([[1, -2], [3, 4], [-8, 7], [5, -6]], INT4), np.array([[0.5, 0.25]], np.float32), 0,
+     [[0.5, -0.5], [1.5, 1], [-4, 1.75], [2.5, -1.5]]),
+    # rank 3, blocks of 2 along the second to last axis: y[b, i, j] = q[b, i, j] * s[b, i // 2, j]
+    (np.array([[[1, -2], [3, 4]], [[-8, 7], [5, -6]]], INT4), np.array([[[0.5, 2]], [[0.25, -1]]], np.float32), 1,
+     [[[0.5, -4], [1.5, 8]], [[-2, -7], [1.25, 6]]]),
+], ids=["axis0-blocks-of-2", "axis-ignored", "axis1-blocks-of-2", "one-short-block", "rank3"])
+def test_an_int4_block_scale_sets_the_blocks_by_its_shape(nb: Any, values: np.ndarray, scale: np.ndarray,
+                                                          axis: int, expected: list[Any]) -> None:
+    inputs = _int4_block_dequantize(nb, values, scale, axis)
+    got = nb.build_and_simulate(inputs)["y"]
+    np.testing.assert_array_equal(got, np.array(expected, np.float32))
+
+
+@pytest.mark.parametrize(("shape", "scale_shape", "reason"), [
+    ((4, 4), (2, 2), "Only a single blocking dimension is allowed"),
+    ((4, 2), (4, 2), "Only a single blocking dimension is allowed"),  # no axis blocked
+    ((2, 4, 2), (1, 4, 2), "The blocking dimension must be the last or second to last dimension"),
+    ((6, 2), (4, 2), "Inferred block size is not an integer"),
+], ids=["two-axes", "none", "first-of-three", "not-whole"])
+def test_an_int4_block_scale_whose_blocks_cannot_be_inferred_is_refused(
+        nb: Any, shape: tuple[int, ...], scale_shape: tuple[int, ...], reason: str) -> None:
+    """The builder refuses it, and so does the simulator (TensorRT's shape analysis, which it asks, already)."""
+    values = (np.arange(int(np.prod(shape))) % 16 - 8).reshape(shape).astype(INT4)
+    inputs = _int4_block_dequantize(nb, values, np.full(scale_shape, 0.5, np.float32), len(shape) - 2)
+    with pytest.raises(BackendError, match=reason):
+        nb.serialize(inputs)
+    with pytest.raises(SimulationError):
+        simulate(nb.network, inputs)
+
+
+def _int4_block_round_trip(nb: Any) -> None:
+    """``DQ(Q(x, s), s)`` to INT4 with no block shape, x of dynamic rows: the blocks along axis 0 are known only
+    when the layers run (rows / 2), so the simulator's kernel infers them, not TensorRT's shape analysis."""
+    x = nb.input("x", nb.trt.float32, (-1, 2))
+    s = nb.const(np.array([[1, 0.5], [0.25, 2]], np.float32))
+    q = nb.network.add_quantize(x, s, nb.trt.int4)
+    dq = nb.network.add_dequantize(q.get_output(0), s, nb.trt.float32)
+    q.axis = dq.axis = 0
+    nb.output(dq.get_output(0), "y")
+
+
+def test_int4_blocks_of_a_dynamic_axis_are_inferred_when_the_layers_run(nb: Any) -> None:
+    _int4_block_round_trip(nb)
+    x = np.array([[1, 2], [3, -4], [5, 6], [-1, 0.5], [2, 3], [7, -7]], np.float32)
+    got = nb.build_and_simulate({"x": x})["y"]
+    # blocks of 3 rows: rows 0-2 scaled by [1, 0.5], rows 3-5 by [0.25, 2]; y = clamp(round(x / s), -8, 7) * s
+    # (half to even): 6 / 0.5 = 12 -> 7 -> 3.5; 0.5 / 2 -> 0; 2 / 0.25 = 8 -> 7 -> 1.75; 3 / 2 = 1.5 -> 2 -> 4;
+    # -7 / 2 = -3.5 -> -4 -> -8
+    np.testing.assert_array_equal(got, [[1, 2], [3, -4], [5, 3.5], [-1, 0], [1.75, 4], [1.75, -8]])
+
+
+def test_int4_blocks_of_a_dynamic_axis_that_do_not_divide_it_are_refused(nb: Any) -> None:
+    _int4_block_round_trip(nb)
+    inputs = {"x": np.zeros((5, 2), np.float32)}
+    with pytest.raises(BackendError):  # Myelin: the rows are not a multiple of the scale's
+        nb.serialize(inputs)
+    with pytest.raises(SimulationError, match="Inferred block size is not an integer"):
+        simulate(nb.network, inputs)
 
 
 def test_an_fp8_constant_nobody_recorded_cannot_be_read(nb: Any) -> None:

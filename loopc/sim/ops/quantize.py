@@ -5,7 +5,11 @@ type's range (INT8 [-128, 127], INT4 [-8, 7]); to FP8 (e4m3fn) and FP4 (e2m1) th
 rounded to the nearest representable value, saturating at the type's largest finite value.
 Dequantize: ``(x - zeroPt) * scale``. A scale is one value (per tensor), a 1-D tensor along
 ``axis`` (per channel), or a tensor of the input's rank whose every element covers one block
-(``block_shape``, or the ratio of the shapes when the block shape is not set).
+(``block_shape``, a -1 in it the whole axis). With no block shape set, the builder infers the blocks from
+the shapes, as TensorRT's ONNX parser relies on for block-wise INT4 weights (TensorRT-RTX 1.7 refuses an
+INT4 layer with a block shape set, measured): the scale's shape is the input's but along one axis, one of
+the last two, whose extent it divides; the block spans ``input.shape[i] / scale.shape[i]`` there, 1 elsewhere,
+whatever ``axis`` says. The builder refuses any other scale, with the reasons the simulator gives.
 """
 
 from __future__ import annotations
@@ -45,7 +49,10 @@ def _expand(coeff: np.ndarray, x: np.ndarray, axis: int, block: tuple[int, ...] 
         return coeff.reshape(shape)
     if coeff.ndim != x.ndim:
         raise SimulationError(f"a block scale of rank {coeff.ndim} for an input of rank {x.ndim}")
-    sizes = block or tuple(n // max(m, 1) for n, m in zip(x.shape, coeff.shape))
+    if not block:
+        sizes = _inferred_blocks(coeff.shape, x.shape)
+    else:
+        sizes = tuple(n if size == -1 else size for n, size in zip(x.shape, block))
     for i, size in enumerate(sizes):
         if coeff.shape[i] * size != x.shape[i]:
             raise SimulationError(f"a block scale of shape {list(coeff.shape)} with blocks {list(sizes)} does not "
@@ -53,6 +60,23 @@ def _expand(coeff: np.ndarray, x: np.ndarray, axis: int, block: tuple[int, ...] 
         if size > 1:
             coeff = np.repeat(coeff, size, axis=i)
     return coeff
+
+
+def _inferred_blocks(scale: tuple[int, ...], shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The block TensorRT infers when no block shape is set (see the module's docstring); its refusals are the
+    builder's own words."""
+    blocked = [i for i, (n, m) in enumerate(zip(shape, scale)) if n != m]
+    where = f"(a scale of shape {list(scale)} for an input of shape {list(shape)})"
+    if len(blocked) > 1:
+        raise SimulationError(f"Only a single blocking dimension is allowed {where}")
+    if not blocked:  # a dynamic blocked axis whose extent is the scale's this time: blocks of one
+        return (1,) * len(shape)
+    (axis,) = blocked
+    if axis < len(shape) - 2:
+        raise SimulationError(f"The blocking dimension must be the last or second to last dimension {where}")
+    if scale[axis] == 0 or shape[axis] % scale[axis]:
+        raise SimulationError(f"Inferred block size is not an integer {where}")
+    return tuple(shape[axis] // scale[axis] if i == axis else 1 for i in range(len(shape)))
 
 
 @simulates("QUANTIZE")

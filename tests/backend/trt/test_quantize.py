@@ -125,6 +125,37 @@ def test_int8_pair_with_a_zero_point_inside_the_network():
         }}""", {"x": X})
 
 
+@pytest.mark.parametrize("rows, block, x, expected", [
+    # blocks of 2 rows: rows 0-1 scaled by [1, 0.5], rows 2-3 by [0.25, 2]; y = clip(round(x / s), -8, 7) * s
+    # (half to even): -4 / 0.5 = -8 -> -4; 5 / 0.25 = 20 -> 7 -> 1.75; 0.5 / 2 = 0.25 -> 0
+    (4, 2, [[1, 2], [3, -4], [5, 6], [-1, 0.5]], [[1, 2], [3, -4], [1.75, 6], [-1, 0]]),
+    # blocks of 4 over 6 rows, the last one short: rows 0-3 by [1, 0.5], rows 4-5 by [0.25, 2];
+    # 6 / 0.5 = 12 -> 7 -> 3.5; 3 / 2 = 1.5 -> 2 -> 4; -9 / 0.25 = -36 -> -8 -> -2; -7 / 2 = -3.5 -> -4 -> -8
+    (6, 4, [[1, 2], [3, -4], [5, 6], [-1, 0.5], [2, 3], [-9, -7]],
+     [[1, 2], [3, -4], [5, 3.5], [-1, 0.5], [1.75, 4], [-2, -8]]),
+], ids=["whole-blocks", "short-last-block"])
+def test_int4_pair_per_block(rows, block, x, expected):
+    """INT4 per block: whole blocks are a Quantize and a Dequantize layer with no block shape (TensorRT infers the
+    blocks from the scale's shape; TensorRT-RTX refuses INT4 with one set), as TensorRT's ONNX parser makes them; a
+    short last block, which TensorRT would infer otherwise, is arithmetic in float."""
+    text = f"""{HEADER}
+        g (float[{rows},2] x) => (float[{rows},2] y) {{
+            s = Constant <value = float[2,2] {{1, 0.5, 0.25, 2}}> ()
+            q = QuantizeLinear <axis = 0, block_size = {block}, output_dtype = 22> (x, s)
+            y = DequantizeLinear <axis = 0, block_size = {block}> (q, s)
+        }}"""
+    got = check_onnx(text, {"x": np.array(x, np.float32)})
+    np.testing.assert_array_equal(got["y"], np.array(expected, np.float32))
+    _, network = to_network(import_model(onnx.parser.parse_model(text)))
+    layers = [network.get_layer(i) for i in range(network.num_layers)]
+    scales = [len(layer.get_input(1).shape) for layer in layers if layer.type.name in ("QUANTIZE", "DEQUANTIZE")]
+    arithmetic = [layer.name for layer in layers if layer.type.name == "ELEMENTWISE"]
+    if rows % block == 0:
+        assert scales == [2, 2] and not arithmetic
+    else:
+        assert 2 not in scales and arithmetic
+
+
 def test_float4_round_trip_builds_for_blackwell():
     """FP4 exists only on Blackwell targets (sm89's builder refuses it); values worked out by hand:
     x / 0.5 = [0, 2.4, 5.2, -6.2, 10, 200, -0.5, 1.5] rounds to e2m1's {0, .5, 1, 1.5, 2, 3, 4, 6}

@@ -106,12 +106,28 @@ def int4_per_channel() -> Case:
 
 
 def int4_per_block() -> Case:
-    """Blocks of 32 along the input axis, as onnxruntime's MatMulNBits quantizer writes them. TensorRT-RTX refuses
-    an INT4 block-wise Dequantize: the weight stays INT4 under a Dequantize of scale 1, its block scales applied in
-    float."""
+    """Blocks of 32 along the input axis, as onnxruntime's MatMulNBits quantizer writes them: one Dequantize layer
+    with no block shape (TensorRT infers the blocks from the scale's shape; TensorRT-RTX refuses INT4 with one
+    set), as TensorRT's ONNX parser makes it."""
     q, s = RNG.integers(-8, 8, (K, K)).astype(ml_dtypes.int4), (_scales(K * K // 32) * 16).reshape(K // 32, K)
     return Case([_init("W", q), _init("s", s)], _dequantize("W", "s", axis=0, block_size=32), "INT4",
                 q.astype(np.float32) * np.repeat(s, 32, axis=0), float(s.max()))
+
+
+def int4_per_block_int8_activation() -> Case:
+    """The same weight beside an int8 activation (W4A8). Held ``[out, in]`` (the weight-layout pass), its block
+    scales are applied in float after a Dequantize of scale 1: TensorRT-RTX fails to build that product with the
+    scales in the Dequantize layer ("MyelinCheckException: CHECK(is_constant()) failed")."""
+    case = int4_per_block()
+    a_scale = np.float32(1 / 127)
+    weight = case.nodes
+
+    def nodes(h: str) -> list[Any]:
+        return [*weight(h), helper.make_node("QuantizeLinear", [h, "sa", "za"], ["h_q"]),
+                helper.make_node("DequantizeLinear", ["h_q", "sa", "za"], ["h_dq"])]
+    case.nodes, case.activation_step = nodes, float(a_scale)
+    case.initializers += [_init("sa", np.array(a_scale)), _init("za", np.array(0, np.int8))]
+    return case
 
 
 def uint4_per_block_with_zero_points() -> Case:
@@ -152,8 +168,8 @@ def int8_with_int32_bias() -> Case:
 
 
 CASES = {f.__name__: f for f in (int8_per_channel, modelopt_int8, fp8_e4m3, int4_per_channel, int4_per_block,
-                                 uint4_per_block_with_zero_points, uint8_with_zero_points, uint8_symmetric,
-                                 int8_with_int32_bias)}
+                                 int4_per_block_int8_activation, uint4_per_block_with_zero_points,
+                                 uint8_with_zero_points, uint8_symmetric, int8_with_int32_bias)}
 
 
 def _product(case: Case, h: str, out: str) -> list[Any]:
@@ -258,6 +274,69 @@ def test_quantized_weight_is_held_quantized_and_computes_as_onnxruntime(name: st
     if where == "plain" and case.activation_step == 0:
         expected = inputs["x"] @ case.values + (0 if case.bias is None else case.bias)
         np.testing.assert_allclose(want, expected, rtol=0, atol=tolerance)
+
+
+# -- INT4 per block, small enough to work out by hand ---------------------------------------------------------------
+
+INT4_W = [[1, -2], [3, 4], [-8, 7], [5, -6]]
+BLOCK_SCALES = [[1, 0.5], [0.25, -2]]  #: per block of 2 rows; a negative scale, as onnxruntime's quantizer writes
+
+
+@pytest.mark.parametrize(("q", "scale", "zero", "block", "layered", "expected"), [
+    # blocks of 2 rows: y[i, j] = q[i, j] * s[i // 2, j]
+    (np.array(INT4_W, ml_dtypes.int4), np.array(BLOCK_SCALES, np.float32), None, 2, True,
+     [[1, -1], [3, 2], [-2, -14], [1.25, 12]]),
+    # uint4 with zero point 8 (symmetric, shifted into int4): y[i, j] = (q[i, j] - 8) * s[i // 2, j]
+    ((np.array(INT4_W) + 8).astype(ml_dtypes.uint4), np.array(BLOCK_SCALES, np.float32),
+     np.full((2, 2), 8, ml_dtypes.uint4), 2, True, [[1, -1], [3, 2], [-2, -14], [1.25, 12]]),
+    # one block of 8 over 4 rows (ModelOpt's block of 128 on a shorter weight): y[i, j] = q[i, j] * s[0, j]
+    (np.array(INT4_W, ml_dtypes.int4), np.array([[0.5, 0.25]], np.float32), None, 8, True,
+     [[0.5, -0.5], [1.5, 1], [-4, 1.75], [2.5, -1.5]]),
+    # blocks of 4 over 6 rows, the last one short: TensorRT would infer blocks of 3, so the scales are applied in
+    # float after a Dequantize of scale 1: rows 0-3 times s[0], rows 4-5 times s[1]
+    (np.array([*INT4_W, [2, -1], [-3, 6]], ml_dtypes.int4), np.array(BLOCK_SCALES, np.float32), None, 4, False,
+     [[1, -1], [3, 2], [-8, 3.5], [5, -3], [0.5, 2], [-0.75, -12]]),
+], ids=["int4-blocks-of-2", "uint4-zero-point-8", "int4-one-short-block", "int4-short-last-block"])
+def test_an_int4_block_weight_is_one_dequantize_layer_with_the_blocks_inferred(
+        q: np.ndarray, scale: np.ndarray, zero: np.ndarray | None, block: int, layered: bool,
+        expected: list[list[float]]) -> None:
+    """``y = x @ DequantizeLinear(W, s[, z]; axis 0, block_size)`` with x the identity, so y is the dequantized
+    weight: TensorRT's ONNX parser's form (the INT4 constant and its block scales under one Dequantize layer with no
+    block shape, nothing after it but the product) wherever TensorRT's inferred blocks are ONNX's; the values worked
+    out by hand from ONNX's ``(q - z) * s``, and onnxruntime's agree."""
+    rows = q.shape[0]
+    initializers = [_init("W", q), _init("s", scale)] + ([_init("z", zero)] if zero is not None else [])
+    operands = ["W", "s"] + (["z"] if zero is not None else [])
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("DequantizeLinear", operands, ["w"], axis=0, block_size=block),
+         helper.make_node("MatMul", ["x", "w"], ["y"])], "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [rows, rows])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [rows, 2])], initializers),
+        opset_imports=[helper.make_opsetid("", 21)])
+    onnx.checker.check_model(model, full_check=True)
+    inputs = {"x": np.eye(rows, dtype=np.float32)}
+    compiled = compile(model)
+    network = compiled.network
+    T = trt()
+    (dq,) = [network.get_layer(i) for i in range(network.num_layers)
+             if network.get_layer(i).type == T.LayerType.DEQUANTIZE]
+    dq.__class__ = T.IDequantizeLayer
+    assert dq.get_input(0).dtype == T.int4
+    elementwise = [network.get_layer(i).name for i in range(network.num_layers)
+                   if network.get_layer(i).type == T.LayerType.ELEMENTWISE]
+    if layered:  # the block scales are the layer's: a rank-2 scale, no block shape, no float arithmetic after it
+        assert len(dq.get_input(1).shape) == 2 and not elementwise
+        with pytest.raises(RuntimeError):  # TensorRT's binding: "Could not get block_shape." when none is set
+            dq.block_shape  # noqa: B018
+    else:
+        assert tuple(dq.get_input(1).shape) == () and elementwise
+    cfg = builder_config(compiled.session)
+    pin_profile(compiled.session, network, cfg, inputs)
+    build_serialized(compiled.session, network, cfg)
+    got = simulate(network, inputs)[network.get_output(0).name]
+    np.testing.assert_array_equal(got, np.array(expected, np.float32))
+    (want,) = _onnxruntime(model, inputs)
+    np.testing.assert_array_equal(want, np.array(expected, np.float32))
 
 
 # -- constant folding: what stays quantized, and what folds exactly ------------------------------------------------

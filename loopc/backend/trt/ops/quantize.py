@@ -6,15 +6,19 @@ other form TensorRT can still compute exactly is arithmetic in float: ``clip(rou
 zero_point)`` cast to the integer type (a Quantize of scale 1 where only a Quantize makes the type:
 FP8, INT4, FP4), and ``(x - zero_point) * scale`` after a Dequantize of scale 1 or a cast. Scales
 per tensor, per axis and per block are all expressed; a block scale is repeated along its axis for
-the arithmetic. 16-bit integers (and a dequantized int32, such as a quantized bias) are computed in
-int32, as loopc computes those types everywhere.
+the arithmetic. INT4 per block is a layer in the form TensorRT's ONNX parser gives it: no block shape
+(TensorRT-RTX refuses INT4 with one set: "Blockwise dequantization requires input type to be int8 or
+fp8e4m3 or fp4e2m1"), the builder inferring the blocks from the scale's shape (``shape[axis] /
+scale.shape[axis]`` along one of the last two axes, measured); where those are not ONNX's blocks (a short
+last block, an axis of dynamic length), the arithmetic. 16-bit integers (and a dequantized int32, such as
+a quantized bias) are computed in int32, as loopc computes those types everywhere.
 
 A DequantizeLinear of a constant (a quantized weight, which constant folding leaves) keeps the weight in a
 type TensorRT holds, so that the engine stores a quarter (INT8, FP8) or an eighth (INT4) of its float bytes:
 the constant under one Dequantize layer, which the builder fuses with the layer that reads it. uint8 and uint4
 values and their zero point are shifted by 128 and 8 into int8 and int4 (which keeps ``q - zero_point``). A
 zero point left non-zero (TensorRT's layers take none) is folded into 8-bit values when ``q - zero_point`` fits
-int8; otherwise, and for INT4 per block (which TensorRT-RTX refuses), the constant stays quantized under a
+int8; otherwise, and for INT4 blocks TensorRT would not infer as ONNX's, the constant stays quantized under a
 Dequantize of scale 1 and the zero point and scales are applied in float.
 """
 
@@ -28,7 +32,7 @@ from onnx import helper
 
 from loopc.backend.trt.context import ConversionContext, np_dtype, trt_dtype
 from loopc.backend.trt.registry import converter, unsupported
-from loopc.ir import Node, constant_value
+from loopc.ir import Node, Value, constant_value
 from loopc.semantics.attributes import attr
 from loopc.trt import trt
 
@@ -123,7 +127,8 @@ def _per_tensor_scale(ctx: ConversionContext, node: Node, scale: Any) -> Any:
 def _layer(ctx: ConversionContext, node: Node, x: Any, scale: Any, axis: int, block: int, to: Any,
            suffix: str = "", quantize: bool | None = None) -> Any:
     """One Quantize or Dequantize layer (the node's kind unless ``quantize`` says); per block, the scale has
-    x's rank and the block shape is set."""
+    x's rank and the block shape is set, except for INT4, whose blocks the builder infers from the shapes
+    (callers check with :func:`_held_blocks` that they are ONNX's)."""
     if quantize is None:
         quantize = node.op in ("QuantizeLinear", "DynamicQuantizeLinear")
     if not len(x.shape):  # TensorRT's Q/DQ layers take no 0-D input ("inputDims.nbDims > 0"): one element as [1]
@@ -136,9 +141,16 @@ def _layer(ctx: ConversionContext, node: Node, x: Any, scale: Any, axis: int, bl
     layer = add(x, scale, to)
     if axis >= 0:
         layer.axis = axis
-    if block:
+    if block and (to if quantize else x.dtype) != trt().int4:
         layer.block_shape = tuple(block if i == axis else 1 for i in range(len(x.shape)))
     return ctx.out(layer, node, suffix)
+
+
+def _held_blocks(dtype: np.dtype[Any], shape: tuple[int, ...], scale_shape: tuple[int, ...], axis: int,
+                 block: int) -> bool:
+    """Whether a Quantize or Dequantize layer of ``dtype`` applies these scales as ONNX means them: INT4 per block
+    only where the blocks TensorRT infers are ONNX's (see the module's docstring)."""
+    return not block or dtype not in (_INT4, _UINT4) or _inferable(shape, scale_shape, axis, block)
 
 
 def _broadcastable(ctx: ConversionContext, node: Node, t: Any, x: Any, axis: int, block: int, what: str) -> Any:
@@ -180,7 +192,8 @@ def quantize_linear(ctx: ConversionContext, node: Node) -> None:
     dtype = _quantized_dtype(node)
     assert dtype is not None
     axis, block = _layout(node, len(x.shape), tuple(scale.shape))
-    if dtype in _NATIVE and _zero_is_absent(ctx, node):
+    if dtype in _NATIVE and _zero_is_absent(ctx, node) and _held_blocks(dtype, tuple(x.shape), tuple(scale.shape),
+                                                                        axis, block):
         ctx.set(node.outputs[0], _layer(ctx, node, x, scale, axis, block, trt_dtype(dtype)))
         return
     precision = int(attr(node, "precision"))  # the division's type: the scale's unless given
@@ -234,7 +247,8 @@ def dequantize_linear(ctx: ConversionContext, node: Node) -> None:
     x = ctx.get(node.inputs[0], node)
     dtype = np_dtype(x.dtype)
     axis, block = _layout(node, len(x.shape), tuple(scale.shape))
-    if dtype in _NATIVE and _zero_is_absent(ctx, node):
+    if dtype in _NATIVE and _zero_is_absent(ctx, node) and _held_blocks(dtype, tuple(x.shape), tuple(scale.shape),
+                                                                        axis, block):
         ctx.set(node.outputs[0], _layer(ctx, node, x, scale, axis, block, to))
         return
     zero = _zero_point(ctx, node, trt().float32) if len(node.inputs) > 2 and node.inputs[2] is not None else None
@@ -268,9 +282,9 @@ def _dequantized_in_float(ctx: ConversionContext, node: Node, x: Any, zero: Any,
 
 def _held_weight(ctx: ConversionContext, node: Node, values: np.ndarray, scale: Any, to: Any) -> Any:
     """A DequantizeLinear of a quantized constant, from a constant of a type TensorRT holds (see the module's
-    docstring): one Dequantize layer when it can apply the scales itself (symmetric; whole blocks; INT4 not per
-    block), else a Dequantize of scale 1 and the arithmetic in float. None when the zero point is known only at
-    run time, or is a non-zero FP8 one."""
+    docstring): one Dequantize layer when it can apply the scales itself (symmetric; whole blocks, for INT4 as
+    TensorRT infers them), else a Dequantize of scale 1 and the arithmetic in float. None when the zero point is
+    known only at run time, or is a non-zero FP8 one."""
     zero_input = node.inputs[2] if len(node.inputs) > 2 else None
     zero = None if zero_input is None else ctx.constant_of(zero_input)
     shift = _WEIGHT_SHIFTS[values.dtype]
@@ -292,14 +306,43 @@ def _held_weight(ctx: ConversionContext, node: Node, values: np.ndarray, scale: 
         if centered is not held and _fits(centered, -128, 127):  # the zero point folded in: a symmetric weight
             held, z = centered, np.zeros((), np.int16)
         held = held.astype(_INT4 if four_bit else np.int8)
-    # TensorRT-RTX refuses INT4 per block ("Blockwise dequantization requires input type to be int8 or fp8e4m3 or
-    # fp4e2m1"): such a weight stays INT4 under a Dequantize of scale 1, its block scales applied in float
-    layered = not np.any(z) and not (block and (values.shape[axis] % block or four_bit))
+    if four_bit:
+        layered = (not np.any(z) and _held_blocks(_INT4, values.shape, tuple(scale.shape), axis, block)
+                   and not (block and axis == values.ndim - 1 and _beside_dequantized(node.outputs[0])))
+    else:
+        layered = not np.any(z) and not (block and values.shape[axis] % block)
     weight = ctx.constant(held, node, "weight")
     if layered:
         return _layer(ctx, node, weight, scale, axis, block, to)
     zero_t = ctx.constant(z.astype(np.float32), node, "zero") if np.any(z) else None
     return _dequantized_in_float(ctx, node, weight, zero_t, scale, axis, block, to)
+
+
+def _inferable(shape: tuple[int, ...], scale_shape: tuple[int, ...], axis: int, block: int) -> bool:
+    """Whether TensorRT's blocks, inferred from the shapes (``shape[axis] / scale_shape[axis]`` along the one axis
+    where they differ, which must be one of the last two), are ONNX's blocks of ``block``: whole blocks, or one
+    block (shorter than ``block``) covering the axis. Measured with TensorRT-RTX 1.7, which refuses any other."""
+    if len(shape) < 2 or axis < len(shape) - 2 or len(scale_shape) != len(shape) or shape[axis] <= 0:
+        return False
+    length, count = shape[axis], scale_shape[axis]
+    return count == -(-length // block) and count < length and (count == 1 or length % block == 0)
+
+
+def _beside_dequantized(value: Value) -> bool:
+    """Whether a matrix product reads ``value`` (directly or through a Transpose) beside an operand that a
+    DequantizeLinear makes. TensorRT-RTX 1.7 fails to build such a product over an INT4 weight whose blocks run
+    along its last axis (held ``[out, in]``): "MyelinCheckException: CHECK(is_constant()) failed" (measured; held
+    ``[in, out]`` it builds, and the weight-only product builds either way)."""
+    for user, slot in value.uses():
+        if not isinstance(user, Node):
+            continue
+        if user.op == "Transpose" and _beside_dequantized(user.outputs[0]):
+            return True
+        if user.op in ("MatMul", "Gemm") and slot < 2:
+            other = user.inputs[1 - slot]
+            if other is not None and other.producer is not None and other.producer.op == "DequantizeLinear":
+                return True
+    return False
 
 
 def _fits(values: np.ndarray, low: int, high: int) -> bool:
