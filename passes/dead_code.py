@@ -36,10 +36,10 @@ def _liveness(graph: Graph) -> set[Value]:
             for it in node.iterators:
                 params[it.param] = [it.source]
     live: set[Value] = set()
-    work = list(graph.outputs)
+    work: list[Value | None] = list(graph.outputs)
     while work:
         value = work.pop()
-        if value in live:
+        if value is None or value in live:
             continue
         live.add(value)
         work.extend(params.get(value, ()))
@@ -52,13 +52,13 @@ def _liveness(graph: Graph) -> set[Value]:
             k = producer.outputs.index(value)
             work.extend(branch.outputs[k] for branch in producer.subgraphs())
         elif producer is not None:
-            work.extend(v for v in producer.inputs if v is not None)
+            work.extend(producer.inputs)  # None among them: an omitted operand, skipped when popped
     return live
 
 
 def _sweep(graph: Graph, live: set[Value], stats: dict[str, int]) -> None:
     for node in reversed(graph.nodes):
-        if not any(v in live for v in node.outputs):
+        if live.isdisjoint(node.outputs):
             graph.remove(node)
             stats["nodes"] += 1
             continue

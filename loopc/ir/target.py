@@ -42,11 +42,12 @@ def per_trip_values(loop: Loop) -> set[Value]:
 
 def _spread(graph: Graph, varying: set[Value]) -> None:
     for node in graph.nodes:
-        for sub in node.subgraphs():
+        nested = node.subgraphs()
+        for sub in nested:
             _spread(sub, varying)
         if traits(node.op).shape_only:
             continue
-        if any(v in varying for v in reads(node)):
+        if not varying.isdisjoint(reads(node) if nested else node.inputs):
             varying.update(node.outputs)
 
 
