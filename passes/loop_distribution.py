@@ -10,6 +10,10 @@ be in it. The body splits into three parts:
 * **after**: nodes whose results feed only concatenated outputs (a per-step output head). The loop
   emits their per-trip operands instead, and they run once after it on the stacked values.
 
+An operand the body computes from outer values alone, by nodes that cannot trap (a quantized weight's
+DequantizeLinear), is the same on every trip: a part that reads it takes a copy of those nodes along, so a
+weight's dequantize stays beside the product that reads it (which TensorRT fuses) and is never stacked per trip.
+
 Legal under early exit: the before part computes every element of its sources, also for trips a
 while loop never runs, so it holds only ops that cannot fail or trap (:mod:`loopc.passes._batching`'s
 pure tensor ops); the after part sees exactly the stacked trips that ran. Iterators read backwards
@@ -71,11 +75,41 @@ class _Distribution:
         self.inner = {v for v in loop.body.inputs}
         for _, n in loop.body.walk():
             self.inner.update(v for v in n.outputs)
+        self.steady = self._steady_values()
+        #: copies, outside the loop, of the steady values the moved parts read
+        self.copies: dict[Value, Value] = {}
 
     def run(self) -> tuple[int, int, int]:
         return self._hoist_invariants(), self._before() or 0, self._after() or 0
 
     # ------------------------------------------------------------------------------ invariants
+
+    def _steady_values(self) -> set[Value]:
+        """The body's values made from outer values alone by nodes that cannot trap and nest no graph."""
+        steady: set[Value] = set()
+        for node in self.loop.body.nodes:
+            if node.subgraphs() or self.loop.condition in node.outputs or may_trap(
+                    node.op, [v.dtype if v is not None else None for v in node.inputs]) != Trap.NONE:
+                continue
+            if all(v is None or v not in self.inner or v in steady for v in node.inputs):
+                steady.update(node.outputs)
+        return steady
+
+    def _copied(self, b: Builder, value: Value) -> Value:
+        """``value`` as the nodes moved out of the loop read it: itself when outer, a copy made with ``b`` of the
+        nodes that compute a steady one (see the module's docstring)."""
+        if value not in self.inner:
+            return value
+        found = self.copies.get(value)
+        if found is None:
+            node = value.producer
+            assert node is not None and value in self.steady
+            inputs = [None if v is None else self._copied(b, v) for v in node.inputs]
+            outputs = [b.value(f"{v.name}_out", v.dtype, v.shape) for v in node.outputs]
+            b.standing_for(node).node(node.op, inputs, outputs, dict(node.attrs))
+            self.copies.update(zip(node.outputs, outputs))
+            found = self.copies[value]
+        return found
 
     def _hoist_invariants(self) -> int:
         """Nodes that read only outer values run once, before the loop (Constants are Invariants'), if
@@ -103,7 +137,7 @@ class _Distribution:
             if node.subgraphs() or not batchable(node) or loop.condition in node.outputs or not _cannot_fail(node):
                 continue
             reads = [spaces.get(v) for v in node.inputs if v is not None and v in self.inner
-                     and not _constant(v)]
+                     and v not in self.steady]
             if not reads or any(s is None for s in reads) or len(set(reads)) != 1:
                 continue  # reads the core, or nothing stacked, or iterators that do not line up
             part.append(node)
@@ -114,7 +148,7 @@ class _Distribution:
         b = Builder(self.outer, emitted)
         stacked = {it.param: _trips_first(b, it) for it in loop.iterators}
         for node in part:
-            made = _batched(b, node, stacked, spaces[node.outputs[0]].length)
+            made = _batched(b, node, self._outside(b, node, stacked), stacked, spaces[node.outputs[0]].length)
             if made is None:  # leave the loop as it is (nothing was inserted yet)
                 return declined(f"{node.op} has no form that runs all trips at once, so the work before it "
                                 "stays in the loop", at=node)
@@ -165,12 +199,13 @@ class _Distribution:
         new_outputs: list[LoopOutput] = []
         for node in part:
             for v in node.inputs:
-                if v is not None and v in self.inner and v not in results and v not in stacked:
+                if v is not None and v in self.inner and v not in results and v not in stacked \
+                        and v not in self.steady:
                     rows = b.value(f"{v.name}_rows", v.dtype, None if v.shape is None else (None, *v.shape))
                     new_outputs.append(LoopOutput(kind, v, rows, 0))
                     stacked[v] = rows
         for node in part:
-            made = _batched(b, node, stacked, None)
+            made = _batched(b, node, self._outside(b, node, stacked), stacked, None)
             if made is None:
                 return declined(f"{node.op} has no form that runs all trips at once, so the work after it "
                                 "stays in the loop", at=node)
@@ -192,6 +227,11 @@ class _Distribution:
             loop.body.remove(node)
         return len(part)
 
+    def _outside(self, b: Builder, node: Node, stacked: dict[Value, Value]) -> list[Value | None]:
+        """``node``'s operands as the batched nodes outside the loop read them: stacked, or steady ones copied out
+        (a body Constant among them)."""
+        return [None if v is None else stacked[v] if v in stacked else self._copied(b, v) for v in node.inputs]
+
     def _feeds_after(self, user: object, in_part: set[Node], value: Value) -> bool:
         """A use that keeps ``value`` in the after part: a node of the part, or concatenated outputs only."""
         if isinstance(user, Node):
@@ -201,21 +241,11 @@ class _Distribution:
             and all(o.kind != "last" for o in loop.loop_outputs if o.value is value)
 
 
-def _constant(value: Value) -> bool:
-    return value.producer is not None and value.producer.op == "Constant"
-
-
-def _batched(b: Builder, node: Node, stacked: dict[Value, Value], trips: object) -> list[Value] | None:
-    """``node`` on stacked operands (a body Constant it reads is copied out with it)."""
-    inputs = [stacked.get(v, v) if v is not None else None for v in node.inputs]
-    inputs = [_outside(b, v) if v is not None and _constant(v) else v for v in inputs]
+def _batched(b: Builder, node: Node, inputs: list[Value | None], stacked: dict[Value, Value],
+             trips: object) -> list[Value] | None:
+    """``node`` on ``inputs``, its operands as read outside the loop (``stacked`` tells which hold all trips)."""
     flags = [v is not None and v in stacked for v in node.inputs]
     return batch_node(b, node, inputs, flags, trips if isinstance(trips, (int, str)) else None)
-
-
-def _outside(b: Builder, value: Value) -> Value:
-    """A copy of a body Constant, for the batched nodes outside the loop."""
-    return b.const(constant_value(value), name=f"{value.name}_out")
 
 
 def _length(it: LoopIterator) -> object:

@@ -140,3 +140,27 @@ def test_a_source_iterated_along_axis_1_and_an_output_stacked_on_axis_1_are_tran
     assert run_alone(ir, LoopDistribution()) == {"loop-distribution.before": 1, "loop-distribution.after": 1}
     assert [node.op for node in ir.graph.nodes if node.op == "Transpose"] == ["Transpose", "Transpose"]
     assert_matches_onnxruntime(proto, ir, {**FEEDS, "x": FEEDS["x"].T.copy()}, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("part", ["before", "after"])
+def test_a_quantized_weight_moves_out_with_its_product_never_stacked_per_trip(part: str) -> None:
+    """A weight's DequantizeLinear in the body (what quantizers write with Q/DQ in a loop) is the same on every
+    trip: the batched product outside the loop reads a copy of it, and the loop emits no per-trip stack of it."""
+    weight = "wq = Constant <value = int8[3,4] {5, -7, 12, 0, -3, 9, 100, -128, 127, 1, -1, 2}> ()\n" \
+             "    wd = DequantizeLinear(wq, ws)\n" \
+             "    xw = MatMul(xt, wd)"
+    head = "vq = Constant <value = int8[4,2] {3, -4, 50, 7, -9, 2, 1, 66}> ()\n" \
+           "    vd = DequantizeLinear(vq, ws)\n" \
+           "    y = MatMul(hout, vd)"
+    text = RNN.format(input_part=weight if part == "before" else PROJECTED, head=head if part == "after" else HEAD,
+                      directions="", width=2)
+    text = text.replace("float[4] h0)", "float[4] h0, float ws)")
+    proto, ir = load(text)
+    stats = run_alone(ir, LoopDistribution())
+    assert stats.get(f"loop-distribution.{part}") == 1
+    (loop,) = loops(ir.graph)
+    assert not any(node.op == "DequantizeLinear" and out.value in node.outputs
+                   for node in loop.body.nodes for out in loop.loop_outputs)
+    outside = [node for node in ir.graph.nodes if node.op == "DequantizeLinear"]
+    assert len(outside) == 1 and any(u.user.op == "MatMul" for u in outside[0].outputs[0].uses())
+    assert_matches_onnxruntime(proto, ir, {**FEEDS, "ws": np.array(0.03, np.float32)}, rtol=1e-5, atol=1e-5)
