@@ -576,11 +576,13 @@ class Graph:
         without walking the graphs that hold none (a pass that rewrites one op type costs nothing where
         that op is absent)."""
         if any(self._op_counts.get(op) for op in ops):
+            structured = self._structured
             for node in self._nodes:
                 if node.op in ops:
                     yield self, node
-                for sub in node.subgraphs():
-                    yield from sub.find(*ops)
+                if node in structured:
+                    for sub in node.subgraphs():
+                        yield from sub.find(*ops)
             return
         nested = self._structured if len(self._structured) < 2 else [n for n in self._nodes if n in self._structured]
         for node in nested:  # in graph order: the structured nodes joined it in another

@@ -1,9 +1,9 @@
 """The IR verifier: run after the frontend and after every pass, so a broken invariant is caught
 where it was broken, not later inside TensorRT.
 
-One walk over the model, outer graphs before inner ones, with one set of the values visible at
-the current point: a value enters it where it is defined and leaves it when its graph has been
-checked, so a check costs time linear in the model's size however deeply loops nest. Each rule
+One walk over the model, outer graphs before inner ones, recording the graph each value is defined in as
+its definition is reached: a read sees its value when that graph is one being checked (the read's own or
+an enclosing one), so a check costs time linear in the model's size however deeply loops nest. Each rule
 has a name (``VerificationError.rule``), which the message carries too:
 
 =================  ===================================================================================
@@ -112,6 +112,8 @@ class _Verifier:
         #: The graph each value defined so far is defined in (by id): to find a second definition, and
         #: how the condition rule tells body values from outer ones.
         self.home: dict[Value, Graph] = {}
+        #: The graphs being checked: the current one and those enclosing it, whose values it sees.
+        self.open: set[Graph] = set()
         #: For the uses rule: the reads made, the uses the values defined record, and the first read
         #: its value does not record (reported once every other rule has held).
         self.reads = 0
@@ -119,43 +121,44 @@ class _Verifier:
         self.unrecorded: tuple[Node | Graph, int, Value] | None = None
 
     def run(self, graph: Graph) -> None:
-        self.graph(graph, set())
+        self.graph(graph)
         self.uses(graph)
+
+    def sees(self, value: Value) -> bool:
+        """Whether ``value`` is visible here: defined so far in a graph still being checked."""
+        return self.home.get(value) in self.open
 
     # ------------------------------------------------------------------------------------ SSA
 
-    def define(self, value: Value, graph: Graph, where: Node | Graph, scope: set[Value], added: list[Value]) -> None:
+    def define(self, value: Value, graph: Graph, where: Node | Graph) -> None:
         if value in self.home:
             raise _fail("single-definition", where, f"value {value.name!r} is defined twice")
         self.home[value] = graph
         self.recorded += len(value._uses)
-        scope.add(value)
-        added.append(value)
 
-    def graph(self, graph: Graph, scope: set[Value], at_end: Callable[[], None] | None = None) -> None:
-        """Check ``graph`` with ``scope`` (ids of the values visible from it), which is extended while
-        the graph is checked and restored after; ``at_end`` runs while the graph's values are visible.
+    def graph(self, graph: Graph, at_end: Callable[[], None] | None = None) -> None:
+        """Check ``graph``, whose values are visible while it is checked; ``at_end`` runs while they still are.
         The rules every node is checked by are written out in the loop over nodes (the verifier runs
         after every pass that changed the model: this loop is most of its time)."""
-        added: list[Value] = []
-        home = self.home
+        home, visible = self.home, self.open
+        visible.add(graph)
         try:
             for value in graph.inputs:
                 if value.producer is not None:
                     raise _fail("producer", graph, f"input {value.name!r} names a producer, "
                                                    f"{value.producer.describe()}")
-                self.define(value, graph, graph, scope, added)
+                self.define(value, graph, graph)
             for node in graph.nodes:
                 inputs = node.inputs
                 if isinstance(node, Loop):
-                    self.loop(node, scope)  # checks the roles, which the loop's inputs must equal
+                    self.loop(node)  # checks the roles, which the loop's inputs must equal
                 else:
                     for read in inputs:
-                        if read is not None and read not in scope:
+                        if read is not None and home.get(read) not in visible:
                             raise _fail("scope", node, _unseen(read))
                 self.count_reads(node, inputs)
                 if isinstance(node, If):
-                    self.conditional(node, scope)
+                    self.conditional(node)
                 outputs = node.outputs
                 for value in outputs:
                     if value.producer is not node:
@@ -165,34 +168,32 @@ class _Verifier:
                         raise _fail("single-definition", node, f"value {value.name!r} is defined twice")
                     home[value] = graph
                     self.recorded += len(value._uses)
-                scope.update(outputs)
-                added.extend(outputs)
             if at_end is not None:
                 at_end()
             for value in graph.outputs:
-                if value not in scope:
+                if not self.sees(value):
                     raise _fail("graph-outputs", graph, f"outputs {value.name!r}, which it does not define or see")
             self.count_reads(graph, graph.outputs)
         finally:
-            scope.difference_update(added)
+            visible.discard(graph)
 
     # ---------------------------------------------------------------------------------- loops
 
-    def loop(self, loop: Loop, scope: set[Value]) -> None:
+    def loop(self, loop: Loop) -> None:
         self.signature(loop)
         if loop.trip_count is None and loop.condition is None:
             raise _fail("loop-bound", loop, "has neither a trip count nor a condition")
         for role, value in (("trip count", loop.trip_count), ("max_trips", loop.max_trips)):
             if value is not None:
-                self.outside(loop, role, value, scope)
+                self.outside(loop, role, value)
                 problem = _not_scalar(value, "iu", "an integer")
                 if problem:
                     raise _fail("loop-limits", loop, f"{role} {value.name!r} {problem}")
         for it in loop.iterators:
-            self.outside(loop, f"iterator {it.param.name!r}: source", it.source, scope)
+            self.outside(loop, f"iterator {it.param.name!r}: source", it.source)
             _check_iterator(loop, it.param, it.source, it.axis)
         for rec in loop.recurrences:
-            self.outside(loop, f"recurrence {rec.state.name!r}: init", rec.init, scope)
+            self.outside(loop, f"recurrence {rec.state.name!r}: init", rec.init)
             _check_carried(loop, rec.state, rec.init, "init")
         states = {r.state for r in loop.recurrences}
         for out in loop.loop_outputs:
@@ -204,23 +205,23 @@ class _Verifier:
                                                    "it needs max_trips")
 
         def at_end() -> None:
-            self.loop_body_end(loop, scope)
+            self.loop_body_end(loop)
 
-        self.graph(loop.body, scope, at_end)
+        self.graph(loop.body, at_end)
 
-    def outside(self, loop: Loop, role: str, value: Value, scope: set[Value]) -> None:
-        if value in scope:
+    def outside(self, loop: Loop, role: str, value: Value) -> None:
+        if self.sees(value):
             return
         inside = value.producer is not None and any(n is value.producer for n in loop.body.nodes)
         inside = inside or any(v is value for v in loop.body.inputs)
         where = "is defined in the loop's body" if inside else "is not defined before the loop"
         raise _fail("role-scope", loop, f"{role} {value.name!r} {where}; it must be an outer value")
 
-    def loop_body_end(self, loop: Loop, scope: set[Value]) -> None:
+    def loop_body_end(self, loop: Loop) -> None:
         """The roles read at the body's end: condition, next values, stacked outputs' values."""
         cond = loop.condition
         if cond is not None:
-            outer = cond in scope and self.home.get(cond) is not loop.body
+            outer = self.sees(cond) and self.home.get(cond) is not loop.body
             if self.home.get(cond) is not loop.body:
                 where = "an outer value" if outer else "not a value the body defines"
                 raise _fail("condition", loop, f"condition {cond.name!r} is {where}; it must be computed in the "
@@ -229,11 +230,11 @@ class _Verifier:
             if problem:
                 raise _fail("condition", loop, f"condition {cond.name!r} {problem}")
         for rec in loop.recurrences:
-            if rec.next not in scope:
+            if not self.sees(rec.next):
                 raise _fail("role-scope", loop, f"recurrence {rec.state.name!r}: next {rec.next.name!r} {_NOT_SEEN}")
             _check_carried(loop, rec.state, rec.next, "next")
         for out in loop.loop_outputs:
-            if out.value not in scope:
+            if not self.sees(out.value):
                 raise _fail("role-scope", loop, f"{out.kind} output {out.result.name!r}: value {out.value.name!r} "
                                                 f"{_NOT_SEEN}")
 
@@ -255,7 +256,7 @@ class _Verifier:
 
     # --------------------------------------------------------------------------- conditionals
 
-    def conditional(self, node: If, scope: set[Value]) -> None:
+    def conditional(self, node: If) -> None:
         cond = node.inputs[0] if node.inputs else None
         if cond is None:
             raise _fail("if-condition", node, "has no condition")
@@ -266,7 +267,7 @@ class _Verifier:
             if branch.inputs:
                 raise _fail("if-branches", node, f"branch {branch.name!r} takes inputs "
                                                  f"{[v.name for v in branch.inputs]}; branches take none")
-            self.graph(branch, scope)
+            self.graph(branch)
             if len(branch.outputs) != len(node.outputs):
                 raise _fail("if-branches", node, f"branch {branch.name!r} has {len(branch.outputs)} outputs, "
                                                  f"the node {len(node.outputs)}")
