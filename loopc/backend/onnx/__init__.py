@@ -33,9 +33,14 @@ def to_onnx(model: Model) -> onnx.ModelProto:
 def _sharpen_outputs(proto: onnx.ModelProto) -> None:
     """Give the main graph's outputs the dims ONNX's shape inference proves and the IR did not know (a pass's
     new node keeps the type of the value it replaced): a reader of the export learns them anyway, so writing
-    them makes the export say all it knows, and exporting it again changes nothing."""
+    them makes the export say all it knows, and exporting it again changes nothing. Inference runs on the model
+    without its weights (:mod:`loopc.frontend.onnx.weightless`: it reads none of their values), which it would
+    otherwise serialize and copy."""
+    from loopc.frontend.onnx import weightless
+
     try:
-        inferred = onnx.shape_inference.infer_shapes(proto, data_prop=True).graph.output
+        stripped = weightless.strip(proto, weightless.Weights())
+        inferred = onnx.shape_inference.infer_shapes(stripped, data_prop=True).graph.output
     except Exception:  # noqa: BLE001  (inference is a help: the IR's own dims stand)
         return
     for mine, found in zip(proto.graph.output, inferred):
