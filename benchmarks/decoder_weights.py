@@ -1,7 +1,8 @@
 """How many times a greedy decoder's engine holds its weights: loopc and TensorRT's own parser, side by side.
 
     python benchmarks/decoder_weights.py [--layers 12] [--width 768] [--heads 12] [--vocab 50257] [--prompt 8]
-        [--new-tokens 8] [--tied] [--fp16] [--no-parser] [--check] [--keep FILE.onnx] [--json FILE]
+        [--new-tokens 8] [--tied] [--heads-first] [--pad-vocab] [--fp16] [--no-parser] [--check]
+        [--keep FILE.onnx] [--json FILE]
 
 The model is a GPT-2-style greedy decoder written here with ``onnx.helper`` (no torch), GPT-2 small by default
 (12 pre-norm blocks of width 768 and 12 heads, vocab 50257, 1024 positions, a head of its own unless ``--tied``;
@@ -14,18 +15,31 @@ stores a MatMul weight held [in, out] once per reading product, once when held [
 
 Each build runs in a process of its own (loopc's ``build``, and the parser's network built by the same builder,
 ahead of time for loopc's default target). The table: weight bytes (the initializers), engine bytes, their
-ratio, the copies of one MLP weight (layer 0's first, [width, 4 width]) found in the engine as held in the model
-and transposed (in fp16 with ``--fp16``, which loopc builds in half; the parser's network stays float32), and
-the build's wall time. ``--check`` also runs loopc's simulator on the prompt and compares the tokens with
-onnxruntime's (a small config: ``--layers 2 --width 64 --heads 2 --vocab 512``). GPT-2 small is 163M
-parameters untied (652 MB), 124M tied; its builds take under a minute each and some 3.5 GB.
+ratio, the bytes of the constants the engine's Myelin programs store over the weight bytes (1.000: each weight
+once), the copies of one MLP weight (layer 0's first, [width, 4 width]) found in the engine as held in the model
+and transposed (in fp16 with ``--fp16``, which loopc builds in half; the parser's network stays float32), the
+launches of the Myelin programs (and how many are products) and the build's wall time. ``--check`` also runs
+loopc's simulator on the prompt and compares the tokens with onnxruntime's (a small config: ``--layers 2
+--width 64 --heads 2 --vocab 512``), and, with a form below, onnxruntime's on the model without it. GPT-2 small
+is 163M parameters untied (652 MB), 124M tied; its builds take under a minute each and some 3 GB.
 
-What an engine holds beyond one copy of each weight (TensorRT-RTX 1.7, found by searching engines for each
-weight's bytes): the attention's QKV weight twice, in neither given layout, whatever its layout in the network
-(the builder fuses the QKV product into the attention that follows it and keeps a copy with its column blocks
-reordered for each product, one [out, in] and one [in, out]; a QKV product not followed by attention is stored
-once), some 7 MB a layer at GPT-2 small; a tied embedding twice (the Gather's table and the head's weight are
-not shared); in fp16, the embedding tables in float32 (loopc's half precision leaves a Gather's table so).
+What an engine holds beyond one copy of each weight (TensorRT-RTX 1.7; ``weight_storage.py`` Parts C and D
+show why, case by case): each layer's QKV weight twice, some 7 MB a layer at GPT-2 small (its product's
+output is split into Q, K and V, then each reshaped into heads and transposed: Myelin folds the Slices and
+transposes into the product, which then reads a copy of the weight of its own with its column blocks reordered,
+[in, out] for the prompt's and [out, in] for the step's, and keeps no other: "loopc's form ...: both"); a tied
+embedding of odd rows twice (the head's product pads the vocabulary to even rows, so its copy is not the
+Gathers' table: "V odd: one constant for the Gathers and the head"); in fp16, the embedding tables in float32
+(loopc's half precision leaves a Gather's table so). Two forms of the same model, which a pass could write,
+remove the duplicates:
+
+* ``--heads-first``: Q, K and V split after one Reshape of the QKV product to [1, S, 3 heads, head width] and
+  one Transpose ("one product, heads [1, 3H, S, 64] split after"): the QKV weight is stored once, and each trip
+  launches fewer kernels. GPT-2 small untied: engine / weights 1.149 -> 1.018, constants 1.130 -> 1.000,
+  launches 301 -> 253 (122 products either way); in fp16 0.697 -> 0.631.
+* ``--pad-vocab`` (with ``--tied``): the table held with a row of zeros more (even rows) and the logits sliced
+  back to the vocabulary ("V odd, held padded to V + 1 rows (a 0 row), the logits sliced to V"): the table is
+  stored once. GPT-2 small tied: 1.505 -> 1.195; with ``--heads-first`` too, 1.023 (constants 1.000).
 """
 
 from __future__ import annotations
@@ -37,7 +51,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -65,6 +79,12 @@ class Config:
     prompt: int = 8
     new_tokens: int = 8
     tied: bool = False
+    #: Q, K and V split after the QKV product's Reshape to 3 x heads and its Transpose (the same values), the
+    #: form in which TensorRT-RTX keeps c_attn's weight once (``weight_storage.py`` Part C)
+    heads_first: bool = False
+    #: a tied table of odd rows held with a row of zeros more and the logits sliced back (the same tokens), so
+    #: that the Gathers and the head read one even table (``weight_storage.py`` Part D)
+    pad_vocab: bool = False
 
     @property
     def context(self) -> int:
@@ -106,6 +126,8 @@ def weights(config: Config, seed: int = 0) -> dict[str, np.ndarray]:
 
     found = {"wte": normal(config.vocab, d), "wpe": normal(POSITIONS, d), "lnf_g": np.ones(d, np.float32),
              "lnf_b": np.zeros(d, np.float32)}
+    if config.tied and config.pad_vocab and config.vocab % 2:
+        found["wte"] = np.concatenate([found["wte"], np.zeros((1, d), np.float32)])
     if not config.tied:
         found["head"] = normal(d, config.vocab)
     for layer in range(config.layers):
@@ -128,9 +150,15 @@ def block(g: Writer, c: Config, layer: int, x: str, rows: int, attend: Callable[
     flat_shape = g.const(np.array([1, rows, d], np.int64), f"{p}flat")
     normed = g.op("LayerNormalization", [x, p + "ln1_g", p + "ln1_b"], axis=-1, epsilon=1e-5)
     qkv = g.op("Add", [g.op("MatMul", [normed, p + "attn_w"]), p + "attn_b"])
-    split = g.const(np.array([d, d, d], np.int64), f"{p}qkv_split")
-    q, k, v = (g.op("Transpose", [g.op("Reshape", [part, heads_shape])], perm=[0, 2, 1, 3])
-               for part in g.op("Split", [qkv, split], 3, axis=-1))
+    if c.heads_first:
+        all_heads = g.const(np.array([1, rows, 3 * h, d // h], np.int64), f"{p}all_heads")
+        split = g.const(np.array([h, h, h], np.int64), f"{p}heads_split")
+        heads = g.op("Transpose", [g.op("Reshape", [qkv, all_heads])], perm=[0, 2, 1, 3])
+        q, k, v = g.op("Split", [heads, split], 3, axis=1)
+    else:
+        split = g.const(np.array([d, d, d], np.int64), f"{p}qkv_split")
+        q, k, v = (g.op("Transpose", [g.op("Reshape", [part, heads_shape])], perm=[0, 2, 1, 3])
+                   for part in g.op("Split", [qkv, split], 3, axis=-1))
     context, k_out, v_out = attend(q, k, v)
     merged = g.op("Reshape", [g.op("Transpose", [context], perm=[0, 2, 1, 3]), flat_shape])
     x = g.op("Add", [x, g.op("Add", [g.op("MatMul", [merged, p + "proj_w"]), p + "proj_b"])])
@@ -154,7 +182,12 @@ def next_token(g: Writer, c: Config, x: str) -> str:
     """The argmax of the head's logits for x [1, 1, width]: a token [1, 1]."""
     normed = g.op("LayerNormalization", [x, "lnf_g", "lnf_b"], axis=-1, epsilon=1e-5)
     head = "head" if not c.tied else g.op("Transpose", ["wte"], perm=[1, 0])
-    return g.op("ArgMax", [g.op("MatMul", [normed, head])], axis=-1, keepdims=0)
+    logits = g.op("MatMul", [normed, head])
+    if c.tied and c.pad_vocab and c.vocab % 2:
+        bounds = [g.const(np.array([value]), name) for value, name in ((0, "vocab_start"), (c.vocab, "vocab_end"),
+                                                                        (-1, "vocab_axis"))]
+        logits = g.op("Slice", [logits, *bounds])
+    return g.op("ArgMax", [logits], axis=-1, keepdims=0)
 
 
 def decoder(c: Config, seed: int = 0) -> onnx.ModelProto:
@@ -240,6 +273,12 @@ class Row:
     seconds: float = 0.0
     copies: tuple[int, int] | None = None  #: one MLP weight found in the engine: as held in the model, transposed
     error: str = ""
+    constants: int | None = None  #: the bytes of the constants the engine's Myelin programs store
+    launches: tuple[int, int] | None = None  #: the launches of its Myelin programs, and how many are products
+
+    @property
+    def stored(self) -> float | None:
+        return self.constants / self.weight_bytes if self.constants else None
 
     @property
     def ratio(self) -> float | None:
@@ -276,25 +315,38 @@ def measured(name: str, make: Callable[[str, bool], bytes], path: str, fp16: boo
             plan = make(path, fp16)
         except Exception as exc:  # noqa: BLE001  (a refusal is a row)
             return Row(name, weights_total, seconds=time.perf_counter() - start, error=str(exc)[:200])
+        from weight_storage import launches, payloads
+
         copies = (plan.count(held.tobytes()), plan.count(np.ascontiguousarray(held.T).tobytes()))
-        return Row(name, weights_total, len(plan), time.perf_counter() - start, copies)
+        constants = sum(size for size, _ in payloads(plan))
+        return Row(name, weights_total, len(plan), time.perf_counter() - start, copies, "", constants, launches(plan))
 
     return in_fork(work, lambda how: Row(name, weights_total, error=f"the build's process died ({how})"))
 
 
 def check(model: onnx.ModelProto, path: str, config: Config) -> str:
-    """loopc's simulator against onnxruntime on a random prompt: the tokens both pick."""
+    """loopc's simulator against onnxruntime on a random prompt: the tokens both pick; with a form of
+    ``--heads-first`` or ``--pad-vocab``, also whether onnxruntime picks the same on the model without it."""
     import onnxruntime as ort
 
     from loopc import api
 
     prompt = np.random.default_rng(1).integers(0, config.vocab, (1, config.prompt)).astype(np.int64)
+
+    def reference(checked: onnx.ModelProto) -> dict[str, np.ndarray]:
+        session = ort.InferenceSession(checked.SerializeToString(), providers=["CPUExecutionProvider"])
+        return dict(zip(["first", "generated"], session.run(["first", "generated"], {"tokens": prompt})))
+
     got = api.run(path, {"tokens": prompt})
-    want = dict(zip(["first", "generated"], ort.InferenceSession(
-        model.SerializeToString(), providers=["CPUExecutionProvider"]).run(["first", "generated"], {"tokens": prompt})))
+    want = reference(model)
     same = all(np.array_equal(got[name], want[name]) for name in want)
     tokens = np.concatenate([want["first"].reshape(-1), want["generated"].reshape(-1)]).tolist()
-    return f"simulator {'matches' if same else 'DIFFERS FROM'} onnxruntime: tokens {tokens}"
+    said = f"simulator {'matches' if same else 'DIFFERS FROM'} onnxruntime: tokens {tokens}"
+    plain = replace(config, heads_first=False, pad_vocab=False)
+    if plain != config:
+        kept = all(np.array_equal(want[name], found) for name, found in reference(decoder(plain)).items())
+        said += f"; {'the same as' if kept else 'NOT the same as'} the model without the form's"
+    return said
 
 
 def main() -> int:
@@ -303,6 +355,10 @@ def main() -> int:
     for name in ("layers", "width", "heads", "vocab", "prompt", "new_tokens"):
         parser.add_argument(f"--{name.replace('_', '-')}", type=int, default=getattr(defaults, name))
     parser.add_argument("--tied", action="store_true", help="the head reads the token embedding transposed")
+    parser.add_argument("--heads-first", action="store_true",
+                        help="split Q, K and V after the QKV product's Reshape to 3 x heads and Transpose")
+    parser.add_argument("--pad-vocab", action="store_true",
+                        help="with --tied: hold an odd table with a row of zeros more, slice the logits back")
     parser.add_argument("--fp16", action="store_true", help="loopc builds in half precision")
     parser.add_argument("--no-parser", action="store_true", help="skip TensorRT's parser")
     parser.add_argument("--check", action="store_true", help="compare loopc's simulator with onnxruntime (small)")
@@ -311,7 +367,8 @@ def main() -> int:
     args = parser.parse_args()
     if args.width % args.heads:
         parser.error(f"--width {args.width} is not a multiple of --heads {args.heads}")
-    config = Config(args.layers, args.width, args.heads, args.vocab, args.prompt, args.new_tokens, args.tied)
+    config = Config(args.layers, args.width, args.heads, args.vocab, args.prompt, args.new_tokens, args.tied,
+                    args.heads_first, args.pad_vocab)
     start = time.perf_counter()
     model = decoder(config)
     total = weight_bytes(model)
@@ -329,9 +386,9 @@ def main() -> int:
         builds: list[tuple[str, Callable[[str, bool], bytes]]] = [("loopc", build_loopc)]
         if not args.no_parser:
             builds.append(("TensorRT parser", build_parser))
-        print("\n| build | weight bytes | engine bytes | engine / weights | h0.fc_w copies: W, Wᵀ | build s "
-              "| error |")
-        print("|---|---:|---:|---:|---:|---:|---|")
+        print("\n| build | weight bytes | engine bytes | engine / weights | constants / weights "
+              "| h0.fc_w copies: W, Wᵀ | Myelin launches (products) | build s | error |")
+        print("|---|---:|---:|---:|---:|---:|---:|---:|---|")
         rows = []
         for name, make in builds:
             row = measured(name + (" (fp16)" if args.fp16 and name == "loopc" else ""), make, path,
@@ -339,11 +396,14 @@ def main() -> int:
             rows.append(row)
             engine = f"{row.engine_bytes:,}" if row.engine_bytes else "—"
             ratio = f"{row.ratio:.3f}" if row.ratio else "—"
+            stored = f"{row.stored:.3f}" if row.stored else "—"
             copies = f"{row.copies[0]}, {row.copies[1]}" if row.copies else "—"
-            print(f"| {row.build} | {row.weight_bytes:,} | {engine} | {ratio} | {copies} | {row.seconds:.1f} | "
-                  f"{row.error} |", flush=True)
+            launched = f"{row.launches[0]} ({row.launches[1]})" if row.launches else "—"
+            print(f"| {row.build} | {row.weight_bytes:,} | {engine} | {ratio} | {stored} | {copies} | {launched} "
+                  f"| {row.seconds:.1f} | {row.error} |", flush=True)
     if args.json:
-        pathlib.Path(args.json).write_text(json.dumps([{**asdict(r), "ratio": r.ratio} for r in rows], indent=1))
+        found = [{**asdict(r), "ratio": r.ratio, "stored": r.stored} for r in rows]
+        pathlib.Path(args.json).write_text(json.dumps(found, indent=1))
     return 0
 
 
