@@ -34,6 +34,7 @@ from loopc.sim.network import Conditional, Layer, NetworkLoop, Network, Tensor, 
 from loopc.sim.ops._common import dims
 from loopc.sim.ops.conv import _Geometry, conv_padding
 from loopc.trt import enum_name
+from loopc.trt.dtypes import held_bytes
 
 BOUNDARY = ("TRIP_LIMIT", "ITERATOR", "RECURRENCE", "LOOP_OUTPUT")
 
@@ -462,10 +463,6 @@ def _longest(chains: Iterable[_Chain | None]) -> _Chain | None:
 
 
 #: Bits per element of each TensorRT data type a constant may hold.
-_BITS = {"FLOAT": 32, "HALF": 16, "BF16": 16, "INT32": 32, "INT64": 64, "INT8": 8, "UINT8": 8, "BOOL": 8,
-         "FP8": 8, "E8M0": 8, "INT4": 4, "FP4": 4}
-
-
 def loops_and_weights(network: Any) -> tuple[NetworkInfo, dict[str, int]]:
     """:func:`describe_network` and :func:`network_weight_bytes` of ``network``, read back once for both."""
     net = network if isinstance(network, Network) else read_network(network)
@@ -487,12 +484,6 @@ def weight_bytes(constants: Iterable[Layer]) -> dict[str, int]:
         kind = enum_name(lay.api.get_output(0).dtype)
         found[kind] = found.get(kind, 0) + held_bytes(kind, math.prod(lay.outputs[0].shape))
     return dict(sorted(found.items(), key=lambda item: (-item[1], item[0])))
-
-
-def held_bytes(kind: str, count: int) -> int:
-    """The bytes TensorRT holds ``count`` elements of data type ``kind`` (a ``DataType`` name) in: packed types
-    rounded up to whole bytes."""
-    return (count * _BITS[kind] + 7) // 8
 
 
 def _constant_sources(layers: Sequence[Layer]) -> dict[Tensor, frozenset[Layer]]:

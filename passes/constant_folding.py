@@ -43,13 +43,10 @@ from loopc.ir.ops import traits
 from loopc.limits import check_constant
 from loopc.passes._why import declined
 from loopc.passes.manager import PassResult
+from loopc.trt.dtypes import HELD_QUANTIZED
 
 #: Folding never materializes more than this many elements.
 MAX_ELEMENTS = 1 << 20
-#: Quantized types whose constants TensorRT holds as they are (uint8 and uint4 shifted to int8 and int4):
-#: a DequantizeLinear of one stays. (TensorRT has no float8 e5m2, and FP4 only on Blackwell targets: those fold.)
-HELD_QUANTIZED = frozenset(np.dtype(t) for t in (np.int8, np.uint8, ml_dtypes.int4, ml_dtypes.uint4,
-                                                  ml_dtypes.float8_e4m3fn))
 #: Integer types QuantizeLinear makes (it rounds to an int32 first, then clips).
 _INTEGER_QUANTIZED = frozenset(np.dtype(t) for t in (np.int8, np.uint8, np.int16, np.uint16, ml_dtypes.int4,
                                                       ml_dtypes.uint4))

@@ -13,13 +13,17 @@ from __future__ import annotations
 
 from collections import Counter
 
+import numpy as np
 import onnx
 import pytest
+from onnx import numpy_helper
 
+from loopc.backend.trt.context import packed_nibbles
 from loopc.compiler import compile as compile_model
 from loopc.exporter import export_model
 from loopc.fileio import load_arrays
 from loopc.onnx_graphs import subgraphs
+from loopc.trt.dtypes import FOUR_BIT
 from loopc.trt.onnx_parser import parse_onnx
 from tests.backend.onnx.cases import onnxruntime_outputs
 from tests.corpus import Case, compare, parser_plan
@@ -75,9 +79,21 @@ def test_parser_reads_each_weight_dequantize_of_the_export_as_loopc_does(
 @pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
 def test_parser_builds_the_export_holding_its_quantized_weights(
         case: Case, exports: dict[str, onnx.ModelProto]) -> None:
-    """The plan holds each quantized weight byte for byte as the export stores it (INT4 two to a byte)."""
+    """The plan holds each quantized weight byte for byte as the export stores it (INT4 two to a byte), or
+    transposed: a Dequantize the builder fuses into a product keeps its weight [out, in], as a GEMM reads it."""
     model = exported(case, exports)
     plan = parser_plan(model)
     weights = [t for t in weight_initializers(model) if len(t.raw_data) >= FINGERPRINT_BYTES]
     assert weights
-    assert [t.name for t in weights if t.raw_data not in plan] == []
+    missing = [t.name for t in weights if t.raw_data not in plan
+               and ((flipped := _transposed_bytes(t)) is None or flipped not in plan)]
+    assert missing == []
+
+
+def _transposed_bytes(tensor: onnx.TensorProto) -> bytes | None:
+    """A 2-D weight's bytes as TensorRT holds it transposed (4-bit values packed two to a byte); None for others."""
+    array = numpy_helper.to_array(tensor)
+    if array.ndim != 2:
+        return None
+    flipped = np.ascontiguousarray(array.T)
+    return packed_nibbles(flipped).tobytes() if flipped.dtype in FOUR_BIT else flipped.tobytes()

@@ -14,7 +14,7 @@ import onnx
 import pytest
 
 from loopc.compiler import compile as compile_model
-from loopc.fingerprint import held_bytes
+from loopc.trt.dtypes import held_bytes
 from loopc.onnx_graphs import subgraphs
 from loopc.trt import trt
 from tests.corpus import load_manifest

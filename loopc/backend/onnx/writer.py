@@ -26,10 +26,8 @@ from onnx_graphsurgeon.ir.tensor import LazyValues
 
 from loopc.errors import BackendError
 from loopc.ir import Graph, If, Loop, Model, Node, Value
-from loopc.passes.constant_folding import HELD_QUANTIZED
+from loopc.trt.dtypes import FOUR_BIT, HELD_QUANTIZED
 
-#: 4-bit types, which ONNX packs two elements to a byte.
-_PACKED = ("int4", "uint4", "float4_e2m1fn")
 #: IR value → the tensor standing for it; a nested graph's scope is a child of its parent's.
 Scope = MutableMapping[Value, gs.Tensor]
 
@@ -203,6 +201,6 @@ def _attribute(writer: Writer, name: str, value: Any) -> Any:
 def constant(name: str, array: np.ndarray) -> gs.Constant:
     """``array`` as onnx-graphsurgeon's constant; a 4-bit one as the tensor ONNX's helper packs two to a byte
     (onnx-graphsurgeon would write a byte per element, which no reader takes)."""
-    if array.dtype.itemsize == 1 and array.dtype.name in _PACKED:
+    if array.dtype in FOUR_BIT:
         return gs.Constant(name, LazyValues(numpy_helper.from_array(array, name)))
     return gs.Constant(name, array)
