@@ -1,7 +1,9 @@
 """The weight-layout pass: a product's 2-D constant weight (float, or quantized under a DequantizeLinear) is held
-transposed, once for all its readers, and read through a Transpose the backend folds into the product. Each
-model is compiled by loopc's whole pipeline, built by TensorRT's builder, run in loopc's simulator and compared
-with onnxruntime; the IR after the passes shows the layout, and what the pass leaves alone says why."""
+transposed, once for all its readers, and read through a Transpose the backend folds into the product; a tied
+table of odd rows is held padded to even rows for its Gathers and products alike. Most models are compiled by
+loopc's whole pipeline, built by TensorRT's builder, run in loopc's simulator and compared with onnxruntime;
+the tied tables' cases run the pass alone, interpreted. The IR after the pass shows the layout, and what the
+pass leaves alone says why."""
 
 from __future__ import annotations
 
@@ -12,15 +14,18 @@ from typing import Any
 import ml_dtypes
 import numpy as np
 import onnx
+import onnx.parser
 import onnxruntime as ort
 import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from loopc.compiler import Compiled, compile
-from loopc.ir import Graph, Node, constant_value
+from loopc.ir import Graph, Node, constant_value, verify
+from loopc.passes import PassManager, WeightLayout
 from loopc.passes.constant_folding import MAX_ELEMENTS
 from loopc.sim import simulate
 from loopc.trt.config import build_serialized, builder_config, pin_profile
+from tests.passes.alone import HEADER, assert_matches_onnxruntime, load
 
 RNG = np.random.default_rng(5)
 K, N, P, TRIPS = 8, 6, 3, 4
@@ -208,3 +213,168 @@ def test_what_it_leaves_alone_it_says_why() -> None:
     assert "'B' is a 3-D constant" in said
     assert "'S' stays [in, out]" in said and "Add" in said
     assert "'Q' stays [in, out]" in said and "per channel along axis 0" in said
+
+
+# --- a tied table of odd rows (the pass alone, on models written as text) --------------------------------
+
+V, D = 7, 4
+
+
+def constant(name: str, array: np.ndarray) -> str:
+    """A line of ONNX text making the float constant ``name`` of ``array``."""
+    dims = ",".join(map(str, array.shape))
+    return f"{name} = Constant <value = float[{dims}] {{{', '.join(map(repr, array.ravel().tolist()))}}}> ()"
+
+
+def tied(readers: str, table: np.ndarray, inputs: str = "int64[3] tokens", outputs: str = "float[3,7] logits",
+         extra: str = "") -> str:
+    """A graph holding ``table`` as the constant ``T`` (and the constants ``extra`` makes), its nodes ``readers``."""
+    return f"""g ({inputs}) => ({outputs}) {{
+      {constant("T", table)}
+      {extra}
+      {readers}
+    }}"""
+
+
+def laid_out(text: str) -> tuple[onnx.ModelProto, Any, PassManager]:
+    """The model written in ``text``, loopc's import of it after this pass alone, and the manager (its statistics
+    and what the pass declined)."""
+    proto, imported = load(text)
+    manager = PassManager([WeightLayout()])
+    imported.graph = manager.run(imported.graph)
+    verify(imported.graph)
+    return proto, imported, manager
+
+
+def constants(graph: Graph) -> list[Node]:
+    return [node for node in nodes(graph, "Constant") if np.ndim(node.attrs["value"]) == 2]
+
+
+def the_padded_table(graph: Graph, table: np.ndarray) -> Node:
+    """The one 2-D constant left: the table with a zero row more."""
+    (padded,) = constants(graph)
+    np.testing.assert_array_equal(padded.attrs["value"], np.concatenate([table, np.zeros((1, D), np.float32)]))
+    return padded
+
+
+TOKENS = {"tokens": np.array([-1, 0, V - 1])}
+
+
+def test_a_tied_table_of_odd_rows_is_one_padded_constant_for_the_gather_and_the_products() -> None:
+    """The Gather, a MatMul through a Transpose, a Gemm with ``transB=1`` and a MatMul of a folded ``Tᵀ`` (its
+    twin) all read one [V + 1, D] constant; each product's logits are sliced back to V columns."""
+    table = weight(V, D)
+    proto, imported, manager = laid_out(tied("""
+      e = Gather <axis = 0> (T, tokens)
+      Tt = Transpose <perm = [1, 0]> (T)
+      logits = MatMul (e, Tt)
+      gemm = Gemm <transB = 1> (e, T)
+      folded = MatMul (e, W)""", table, outputs="float[3,7] logits, float[3,7] gemm, float[3,7] folded",
+        extra=constant("W", table.T)))
+    assert_matches_onnxruntime(proto, imported, TOKENS)
+    graph = imported.graph
+    padded = the_padded_table(graph, table).outputs[0]
+    (gather,) = nodes(graph, "Gather")
+    assert gather.inputs[0] is padded
+    assert all(read.inputs[0] is padded for read in transposed_reads(graph))
+    assert len(transposed_reads(graph)) == 2 and nodes(graph, "Gemm")[0].inputs[1] is padded
+    assert [s.outputs[0].name for s in nodes(graph, "Slice")] == ["logits", "gemm", "folded"]
+    assert manager.stats["weight-layout.padded tables"] == 1
+
+
+@pytest.mark.parametrize("indices", ["unknown sign", "negative constant", "argmax"])
+def test_the_gather_of_a_padded_table_counts_negative_indices_from_its_vocabulary(indices: str) -> None:
+    """Index -1 is row V - 1, not the zero row: indices of unknown sign are wrapped by V at run time, negative
+    constants are wrapped in place, and an ArgMax's (never negative) are read as they are."""
+    table = weight(V, D)
+    make = {"unknown sign": "", "negative constant": "tokens = Constant <value = int64[3] {-1, 0, -7}> ()",
+            "argmax": "tokens = ArgMax <axis = 1, keepdims = 0> (x)"}[indices]
+    inputs = {"unknown sign": "int64[3] tokens", "negative constant": "float[3] unused",
+              "argmax": "float[3,7] x"}[indices]
+    proto, imported, _ = laid_out(tied(f"""{make}
+      e = Gather <axis = 0> (T, tokens)
+      logits = MatMul (e, Tt)""", table, inputs=inputs, extra="Tt = Transpose <perm = [1, 0]> (T)"))
+    feeds = {"unknown sign": TOKENS, "negative constant": {"unused": np.zeros(3, np.float32)},
+             "argmax": {"x": RNG.standard_normal((3, V)).astype(np.float32)}}[indices]
+    assert_matches_onnxruntime(proto, imported, feeds)
+    graph = imported.graph
+    (gather,) = nodes(graph, "Gather")
+    assert gather.inputs[0] is the_padded_table(graph, table).outputs[0]
+    read = gather.inputs[1].producer
+    if indices == "unknown sign":
+        assert read.op == "Where" and read.inputs[2].name == "tokens"
+    elif indices == "negative constant":
+        np.testing.assert_array_equal(constant_value(gather.inputs[1]), [V - 1, 0, 0])
+    else:
+        assert read.op == "ArgMax"
+    assert (indices == "unknown sign") == bool(nodes(graph, "Where"))
+
+
+def test_a_table_of_even_rows_is_left_as_it_is() -> None:
+    """TensorRT pads no even table: nothing to do."""
+    table = weight(V - 1, D)
+    proto, imported, manager = laid_out(tied("""
+      e = Gather <axis = 0> (T, tokens)
+      Tt = Transpose <perm = [1, 0]> (T)
+      logits = MatMul (e, Tt)""", table, outputs="float[3,6] logits"))
+    assert_matches_onnxruntime(proto, imported, {"tokens": np.array([-1, 0, V - 2])})
+    graph = imported.graph
+    (kept,) = constants(graph)
+    np.testing.assert_array_equal(kept.attrs["value"], table)
+    assert nodes(graph, "Slice") == [] and nodes(graph, "Gather")[0].inputs[0] is kept.outputs[0]
+    assert "weight-layout.padded tables" not in manager.stats
+
+
+@pytest.mark.parametrize("other", ["add", "bias"])
+def test_a_table_another_reader_reads_keeps_its_rows_and_says_why(other: str) -> None:
+    """An Add reading the table too (it would read V + 1 rows), or a Gemm adding a bias of V columns."""
+    table = weight(V, D)
+    reader = {"add": "s = Add (T, T)", "bias": "s = Gemm <transB = 1> (e, T, c)"}[other]
+    outputs = {"add": "float[7,4] s", "bias": "float[3,7] s"}[other]
+    proto, imported, manager = laid_out(tied(f"""
+      e = Gather <axis = 0> (T, tokens)
+      Tt = Transpose <perm = [1, 0]> (T)
+      logits = MatMul (e, Tt)
+      {reader}""", table, outputs=f"float[3,7] logits, {outputs}",
+        extra="c = Constant <value = float[7] {1, 2, 3, 4, 5, 6, 7}> ()"))
+    assert_matches_onnxruntime(proto, imported, TOKENS)
+    graph = imported.graph
+    (kept,) = constants(graph)
+    np.testing.assert_array_equal(kept.attrs["value"], table)
+    assert nodes(graph, "Slice") == []
+    said = [d.reason for d in manager.declines if d.rewrite == "weight-layout"]
+    assert said and all("'T' keeps its 7 rows" in reason for reason in said)
+    expected = {"add": "Add", "bias": "adds a bias of as many columns"}[other]
+    assert all(expected in reason for reason in said)
+
+
+def test_a_tied_decoder_reads_one_padded_table_before_and_inside_its_loop() -> None:
+    """The whole pipeline (folding computes ``Tᵀ``, held transposed again: a twin), built and simulated: the
+    prompt's tokens (of unknown sign) are wrapped, the loop's (an ArgMax's) are not."""
+    table = weight(V, K)
+    proto = onnx.parser.parse_model(f"""{HEADER}
+    g (int64[3] tokens) => (float[3,7] logits, int64[4,3] generated) {{
+      {constant("T", table)}
+      Tt = Transpose <perm = [1, 0]> (T)
+      e = Gather <axis = 0> (T, tokens)
+      logits = MatMul (e, Tt)
+      first = ArgMax <axis = 1, keepdims = 0> (logits)
+      trips = Constant <value = int64 {{{TRIPS}}}> ()
+      go = Constant <value = bool {{1}}> ()
+      last, generated = Loop (trips, go, first) <body = step (int64 i, bool cond, int64[3] token)
+          => (bool cond_out, int64[3] next, int64[3] picked) {{
+        h = Gather <axis = 0> (T, token)
+        scores = MatMul (h, Tt)
+        next = ArgMax <axis = 1, keepdims = 0> (scores)
+        cond_out = Identity (cond)
+        picked = Identity (next)
+      }}>
+    }}""")
+    compiled = checked(proto, TOKENS)
+    graph = compiled.model.graph
+    (padded,) = [n for n in nodes(graph, "Constant") if np.ndim(n.attrs["value"]) == 2]
+    assert padded.attrs["value"].shape == (V + 1, K)
+    gathers = nodes(graph, "Gather")
+    assert len(gathers) == 2 and all(g.inputs[0] is padded.outputs[0] for g in gathers)
+    assert all(read.inputs[0] is padded.outputs[0] for read in transposed_reads(graph))
+    assert len(nodes(graph, "Where")) == 1 and len(nodes(graph, "Slice")) == 2
