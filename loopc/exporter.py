@@ -94,8 +94,8 @@ def export_model(
     before = _input_summary(model, ir, frontend)
     if dump_ir:
         dump_ir("frontend", format_graph(ir.graph))
-    # the weights keep the model's layout: weight-layout holds them as TensorRT's builder stores them once
-    disabled = {*disabled, "weight-layout"}
+    # the weights and attention keep the model's layout: these hold them as TensorRT's builder stores them once
+    disabled = {*disabled, "heads-first", "weight-layout"}
     stats = optimize(ir, (lambda name, g: dump_ir(name, format_graph(g))) if dump_ir else None, max_trips, disabled)
     proto = to_onnx(ir)
     report = ExportReport(ir.source, opset=proto.opset_import[0].version, before=before,

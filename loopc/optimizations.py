@@ -7,4 +7,4 @@ from __future__ import annotations
 #: ops' lowering running both directions of a bidirectional op in one loop (the frontends make it; see
 #: :func:`loopc.frontend.load`).
 OPTIMIZATIONS = ("stack-directions", "narrow-products", "inline-one-trip", "scatter-to-concat", "loop-distribution",
-                 "wavefront", "weight-layout")
+                 "wavefront", "heads-first", "weight-layout")

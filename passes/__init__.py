@@ -20,6 +20,7 @@ from loopc.passes.gather_to_iterator import GatherToIterator
 from loopc.passes.growing_concat import GrowingConcat
 from loopc.passes.fixed_ranges import FixedRanges
 from loopc.passes.grown_buffers import GrownBuffers
+from loopc.passes.heads_first import HeadsFirst
 from loopc.passes.identities import Identities
 from loopc.passes.inline_one_trip import InlineOneTrip
 from loopc.passes.invariants import Invariants
@@ -44,7 +45,7 @@ from loopc.passes.wavefront import Wavefront
 from loopc.passes.weight_layout import WeightLayout
 from loopc.passes.while_outputs import WhileOutputs
 
-__all__ = ["BoundedResize", "BroadcastCarries", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FixedRanges", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "Phase", "PastedResize", "PinnedDims", "ProfileConditionals",
+__all__ = ["BoundedResize", "BroadcastCarries", "ConstantFolding", "CountedLoops", "DeadCode", "DroppedWrites", "FixedRanges", "FloatTripCount", "GatherToIterator", "GrowingConcat", "GrownBuffers", "HeadsFirst", "Identities", "InlineOneTrip", "Invariants", "LoopDistribution", "NarrowProducts", "OPTIMIZATIONS", "Pass", "PassManager", "PassResult", "Phase", "PastedResize", "PinnedDims", "ProfileConditionals",
            "RowSlices", "SEQUENCE_OPS", "ScatterToConcat", "SequenceAccumulation", "ShapeRefinement", "SqueezedRows", "StackedOutputs", "StaticConditionals", "StaticSequences", "SteadyCarries", "TripLimits", "Unroll", "Wavefront", "WeightLayout", "WhileOutputs",
            "default_passes"]
 
@@ -61,8 +62,9 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = (),
        rewrite; a loop left illegal is refused here, naming per rule why it did not apply;
     3. optimize: what makes legal loops faster;
     4. finalize: pad the collected outputs of while loops, and drop what is dead;
-    5. layout: hold the products' weights as TensorRT stores them once (:mod:`loopc.passes.weight_layout`),
-       after every folding, which would undo it.
+    5. layout: split attention's heads after one Reshape and Transpose (:mod:`loopc.passes.heads_first`) and
+       hold the products' weights as TensorRT stores them once (:mod:`loopc.passes.weight_layout`), after
+       every folding, which would undo it.
 
     ``max_trips`` is the user's bound on while loops' trips (``--max-trips``), never a guess; ``pinned``, the
     dims the build's profile pins (see :mod:`loopc.passes.profile_conditionals`). Dead code goes early too: the
@@ -88,4 +90,4 @@ def default_passes(max_trips: int | None = None, disabled: Collection[str] = (),
     return [Phase("canonicalize", canonicalize), legalization(canonicalize, rules),
             Phase("optimize", [*canonicalize, *optimize]),
             Phase("finalize", [*canonicalize, WhileOutputs(max_trips)], ensure=legal_at_the_end),
-            Phase("layout", kept([WeightLayout()]))]
+            Phase("layout", kept([HeadsFirst(), WeightLayout()]))]
