@@ -1,13 +1,15 @@
 """TensorRT's builder in a worker process, so that a crash of TensorRT's own code cannot take loopc down.
 
 TensorRT-RTX's builder can crash (SIGSEGV) on a network its API accepted. loopc therefore builds engines in a
-worker: it sends the loop IR after the passes, in its lossless text form (:func:`loopc.ir.format_model`, the
-large arrays beside it), with the optimization profile the parent resolved and the builder settings. The worker
-makes the network from that IR with the same converter walk the parent used
-(:func:`loopc.backend.trt.network.to_network`: one backend, run twice), checks that its network is the
-parent's layer for layer, builds, and sends the serialized engine back. The parent keeps its own network for
-the simulator and the report. A worker that dies by a signal becomes one :class:`BuilderCrashError` naming the
-model, the phase it was in and the signal.
+worker: it sends the loop IR after the passes, in its lossless text form (:func:`loopc.ir.format_model`), with the
+optimization profile the parent resolved and the builder settings. The large arrays the text keeps beside it (the
+weights) go through a temporary file that the worker maps (:class:`WeightsFile`): one copy, into the page cache,
+whose pages the worker's network then reads as they are (pickled through the pipe they were copied on both sides,
+64 KiB at a time, and held in the worker's memory besides). The worker makes the network from that IR with the
+same converter walk the parent used (:func:`loopc.backend.trt.network.to_network`: one backend, run twice), checks
+that its network is the parent's layer for layer, builds, and sends the serialized engine back. The parent keeps
+its own network for the simulator and the report. A worker that dies by a signal becomes one
+:class:`BuilderCrashError` naming the model, the phase it was in and the signal.
 
 A worker serves one build at a time and lives as long as the process that started it (it leaves when its
 standard input closes), so its imports are paid once per process, not per build; :func:`prestart` starts one
@@ -17,9 +19,13 @@ while the parent is still compiling. A worker that died is replaced at the next 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import faulthandler
+import gc
 import hashlib
 import logging
+import math
+import mmap
 import os
 import pickle
 import signal
@@ -61,13 +67,76 @@ class BuilderCrashError(BackendError):
         self.phase = phase
 
 
+#: Where an array lies in a :class:`WeightsFile`: its offset in bytes, its dtype and its shape.
+Placed = tuple[int, np.dtype[Any], tuple[int, ...]]
+
+
+@dataclass
+class WeightsFile:
+    """Arrays written one after another to a temporary file, each at an offset of :data:`ALIGNMENT` bytes, and where
+    each is: the worker maps the file (:meth:`arrays`) instead of reading them."""
+
+    #: The file; "" when none could be written.
+    path: str
+    placed: dict[str, Placed]
+    #: The arrays that travel with the request instead: of Python objects (no bytes to write), or all of them when
+    #: no file could be written (a full or read-only temporary folder).
+    carried: dict[str, np.ndarray]
+
+    #: Each array starts at a multiple of this (a cache line, and any element's size).
+    ALIGNMENT = 64
+
+    @classmethod
+    def write(cls, arrays: Mapping[str, np.ndarray]) -> WeightsFile:
+        """``arrays`` written to a new temporary file, which the worker removes once mapped (see :meth:`remove`)."""
+        placed: dict[str, Placed] = {}
+        carried = {key: array for key, array in arrays.items() if array.dtype.hasobject}
+        path = ""
+        try:
+            handle, path = tempfile.mkstemp(prefix="loopc-weights-", suffix=".bin")
+            with open(handle, "wb") as out:
+                for key, array in arrays.items():
+                    if key not in carried:
+                        out.write(bytes(-out.tell() % cls.ALIGNMENT))
+                        placed[key] = (out.tell(), array.dtype, array.shape)
+                        out.write(np.ascontiguousarray(array).reshape(-1).view(np.uint8).data)
+        except BaseException as exc:
+            if path:
+                os.unlink(path)
+            if not isinstance(exc, OSError):
+                raise
+            log.info("the weights go to the builder's worker through its pipe: no temporary file for them (%s)", exc)
+            return cls("", {}, dict(arrays))
+        return cls(path, placed, carried)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays, read-only views of the file mapped into memory, which then is removed: the mapping lives as
+        long as an array of it."""
+        found = dict(self.carried)
+        if not self.path:
+            return found
+        with open(self.path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            mapped = mmap.mmap(handle.fileno(), size, access=mmap.ACCESS_READ) if size else b""
+        os.unlink(self.path)
+        for key, (offset, dtype, shape) in self.placed.items():
+            found[key] = np.frombuffer(mapped, dtype, math.prod(shape), offset).reshape(shape)
+        return found
+
+    def remove(self) -> None:
+        """Remove the file if the worker did not: it died before it mapped the file."""
+        if self.path:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+
+
 @dataclass
 class BuildRequest:
     """Everything a worker needs to build the engine of a compiled model, and nothing ONNX."""
 
     #: The model's IR after the passes, in its text form, and the arrays the text keeps outside it.
     ir_text: str
-    constants: dict[str, np.ndarray]
+    weights: WeightsFile
     #: The optimization profile the parent resolved: per input, min / opt / max dims or shape-tensor values.
     profile: dict[str, Any]
     target: str | None = None
@@ -89,13 +158,19 @@ def build_engine(model: Model, network: Any, profile: Mapping[str, Any], *, targ
 
     constants: dict[str, np.ndarray] = {}
     label = f"the engine of {model.source!r}" if model.source else "the engine"
-    request = BuildRequest(format_model(model, constants=constants), constants, dict(profile), target, precision,
-                           f"{label} for {build_target(target)}", network_digest(network))
-    worker = _take_worker()
+    text = format_model(model, constants=constants)
+    weights = WeightsFile.write(constants)
+    del constants
     try:
-        return worker.build(request)
+        request = BuildRequest(text, weights, dict(profile), target, precision, f"{label} for {build_target(target)}",
+                               network_digest(network))
+        worker = _take_worker()
+        try:
+            return worker.build(request)
+        finally:
+            _give_back(worker)
     finally:
-        _give_back(worker)
+        weights.remove()
 
 
 def prestart() -> None:
@@ -294,6 +369,8 @@ def serve(module: str, level: int) -> None:
         except Exception as exc:  # noqa: BLE001  (a bug of ours: the parent says it as an internal error)
             log.debug("worker failed", exc_info=True)
             say(("internal", f"{type(exc).__name__}: {exc}"))
+        del request
+        gc.collect()  # the model's cycles, and with them the mapped weights, go now, not at some later build
 
 
 def _build(request: BuildRequest, phase: Callable[[str], None]) -> tuple[bytes, float]:
@@ -303,7 +380,7 @@ def _build(request: BuildRequest, phase: Callable[[str], None]) -> tuple[bytes, 
     from loopc.trt.config import build_serialized, builder_config
 
     phase("ir")
-    model = parse_model(request.ir_text, request.constants)
+    model = parse_model(request.ir_text, request.weights.arrays())
     phase("network")
     session, network = to_network(model)
     if request.digest and network_digest(network) != request.digest:

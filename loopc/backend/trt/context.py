@@ -74,6 +74,18 @@ def packed_nibbles(a: np.ndarray) -> np.ndarray:
     return nibbles[0::2] | (nibbles[1::2] << 4)
 
 
+def held_array(a: np.ndarray) -> np.ndarray:
+    """``a`` as TensorRT's binding takes a constant's or a layer's weights, copied only where it must be: C-ordered, in
+    a type TensorRT holds (float64 as float32), under NumPy's own dtype object. The binding refuses an equal dtype of
+    another identity ("Could not implicitly convert NumPy data type: f32": an unpickled array's, or one read from a
+    file with its pickled dtype), which a view gives NumPy's. A view of a part of a larger array is not copied either:
+    the constant keeps that array alive, which the model holds anyway (its weights, read from the file)."""
+    held = np.dtype(_NARROWED.get(a.dtype.name, a.dtype.name))
+    if a.dtype != held or not a.flags.c_contiguous:
+        return a.astype(held, order="C")  # 0-D stays 0-D
+    return a if a.dtype is held else a.view(held)
+
+
 def trt_dtype(dtype: np.dtype[Any] | Any) -> Any:
     """The TensorRT DataType for a NumPy dtype (float64 becomes float32: TensorRT has no doubles)."""
     return _trt_dtype(np.dtype(dtype))
@@ -327,12 +339,7 @@ class ConversionContext:
 
     def constant(self, array: Any, node: Node | str, suffix: str = "const", dtype: Any = None) -> Any:
         """A constant tensor; the array is kept alive until the build (TensorRT does not copy it)."""
-        a = np.asarray(array, dtype=dtype)
-        # no copy of a weight that already is a C-ordered array of its own in a type TensorRT holds (0-D stays 0-D);
-        # TensorRT's binding takes NumPy's own dtype objects only: an unpickled array's equal one is copied
-        # ("Could not implicitly convert NumPy data type: f32" in the builder's worker)
-        held = np.dtype(_NARROWED.get(a.dtype.name, a.dtype.name))
-        a = a.astype(held, order="C", copy=not a.flags.owndata or a.dtype is not held)
+        a = held_array(np.asarray(array, dtype=dtype))
         if a.size == 0:  # TensorRT constants hold data, but a slice may be empty: zero rows of one
             one = self.constant(np.zeros([max(d, 1) for d in a.shape], a.dtype), node, f"{suffix}_one")
             layer = self.network.add_slice(one, [0] * a.ndim, a.shape, [1] * a.ndim)
@@ -374,7 +381,7 @@ class ConversionContext:
 
     def weights(self, array: np.ndarray) -> Any:
         """``array`` as a layer's weights (kernel, bias); kept alive until the build, which reads it then."""
-        a = np.ascontiguousarray(array)
+        a = held_array(np.asarray(array))
         self._keep.append(a)
         return trt().Weights(a)
 
