@@ -38,6 +38,8 @@ HELD_QUANTIZED = frozenset(np.dtype(t) for t in (np.int8, np.uint8, ml_dtypes.in
                                                   ml_dtypes.float8_e4m3fn))
 #: NumPy types of 4 bits (ml_dtypes keeps one element a byte): ONNX and TensorRT both pack them two to a byte.
 FOUR_BIT = frozenset(np.dtype(t) for t in (ml_dtypes.int4, ml_dtypes.uint4, ml_dtypes.float4_e2m1fn))
+#: Types only TensorRT's Quantize layer makes (a Cast does not), whose constants its Python API takes only as bytes.
+QUANTIZE_ONLY = frozenset(BY_NAME[name].dtype for name in ("FP8", "INT4", "FP4"))
 
 
 def held_bytes(name: str, count: int) -> int:

@@ -17,32 +17,22 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-import ml_dtypes
 import numpy as np
 
 from loopc.backend.trt.registry import converter_for, node_error
 from loopc.errors import BackendError, InternalError, LoopcError
 from loopc.ir import Graph, Node, Value, constant_value
-from loopc.trt import trt
+from loopc.trt import enum_name, trt
 from loopc.trt.config import Session
+from loopc.trt.dtypes import BY_DTYPE, BY_NAME, FOUR_BIT, HELD_QUANTIZED, QUANTIZE_ONLY
 from loopc.trt.messages import captured
 
 log = logging.getLogger(__name__)
 
 
-#: NumPy dtype name → TensorRT DataType member name.
-_TRT_TYPES = {
-    "float32": "FLOAT", "float16": "HALF", "bfloat16": "BF16", "int8": "INT8", "uint8": "UINT8",
-    "int32": "INT32", "int64": "INT64", "bool": "BOOL", "float8_e4m3fn": "FP8", "int4": "INT4",
-    "float4_e2m1fn": "FP4",
-}
-#: The types above that NumPy knows only through ml_dtypes, and that only TensorRT's Quantize layer makes.
-QUANTIZED = ("float8_e4m3fn", "int4", "float4_e2m1fn")
-#: Types TensorRT packs two to a byte, the first element in the low nibble.
-_FOUR_BIT = ("int4", "float4_e2m1fn")
 #: Quantized types whose constants a DequantizeLinear makes itself (shifted, narrowed or packed as TensorRT holds
 #: them, see :mod:`loopc.backend.trt.ops.quantize`): an array of one is made a tensor only where a layer reads it.
-_DEFERRED = ("int8", "uint8", "int4", "uint4", "float8_e4m3fn", "float4_e2m1fn")
+_DEFERRED = HELD_QUANTIZED | QUANTIZE_ONLY
 #: The values of the FP8, INT4 and FP4 constants loopc made, by network and layer name: TensorRT's Python API takes
 #: such a constant as raw bytes and gives them back to no one (a layer's ``weights`` is then opaque), so a reader
 #: of the network (the simulator) finds them here, for as long as the network object lives.
@@ -94,10 +84,10 @@ def trt_dtype(dtype: np.dtype[Any] | Any) -> Any:
 @functools.cache
 def _trt_dtype(dtype: np.dtype[Any]) -> Any:
     """:func:`trt_dtype`, once per dtype (a NumPy dtype's name is computed each time it is asked)."""
-    name = _NARROWED.get(dtype.name, dtype.name)
-    if name not in _TRT_TYPES:
-        raise BackendError(f"TensorRT has no data type for {name}")
-    return getattr(trt().DataType, _TRT_TYPES[name])
+    held = BY_DTYPE.get(np.dtype(_NARROWED.get(dtype.name, dtype)))
+    if held is None:
+        raise BackendError(f"TensorRT has no data type for {dtype.name}")
+    return getattr(trt().DataType, held.name)
 
 
 def recorded_constants(network: Any) -> Mapping[str, np.ndarray]:
@@ -108,12 +98,10 @@ def recorded_constants(network: Any) -> Mapping[str, np.ndarray]:
 
 def np_dtype(dtype: Any) -> np.dtype[Any]:
     """The NumPy dtype of a TensorRT DataType."""
-    for name, member in _TRT_TYPES.items():
-        if dtype == getattr(trt().DataType, member):
-            if name == "bfloat16":
-                return np.dtype(np.float32)
-            return np.dtype(getattr(ml_dtypes, name)) if name in QUANTIZED else np.dtype(name)
-    raise BackendError(f"no NumPy dtype for TensorRT type {dtype}")
+    found = BY_NAME.get(enum_name(dtype))
+    if found is None:
+        raise BackendError(f"no NumPy dtype for TensorRT type {dtype}")
+    return np.dtype(np.float32) if found.name == "BF16" else found.dtype
 
 
 @dataclass
@@ -288,7 +276,7 @@ class ConversionContext:
         """Bind ``value`` to a constant; an empty one is held as an array until read (see ``empties``)."""
         if array.size == 0:
             self.empties[value] = array
-        elif array.dtype.name in _DEFERRED:
+        elif array.dtype in _DEFERRED:
             self.deferred[value] = array
         else:
             self.set(value, self.constant(array, node, ""))
@@ -351,7 +339,7 @@ class ConversionContext:
             return self.cast(wide, trt().bfloat16, node, f"{suffix}_bf16" if suffix else "bf16")
         if a.dtype.name in ("uint8", "uint4"):  # TensorRT holds no such weights, and uint8 only at the network's edges
             a = a.astype(np.int32)
-        if a.dtype.name in QUANTIZED:
+        if a.dtype in QUANTIZE_ONLY:
             return self._raw_constant(a, node, suffix) if a.ndim else self._quantized_scalar(a, node, suffix)
         self._keep.append(a)
         return self.out(self.network.add_constant(a.shape, a), node, suffix)
@@ -361,9 +349,9 @@ class ConversionContext:
         takes no such array, only its bytes as ``Weights(type, pointer, count)`` (FP8 one byte each, 4-bit types two
         to a byte, the first in the low nibble); nor gives them back (a layer's ``weights`` is then opaque), so the
         values are recorded (:func:`recorded_constants`)."""
-        raw = np.ascontiguousarray(packed_nibbles(a) if a.dtype.name in _FOUR_BIT else a.reshape(-1).view(np.uint8))
+        raw = np.ascontiguousarray(packed_nibbles(a) if a.dtype in FOUR_BIT else a.reshape(-1).view(np.uint8))
         self._keep.append(raw)
-        kind = getattr(trt().DataType, _TRT_TYPES[a.dtype.name])
+        kind = trt_dtype(a.dtype)
         layer = self.named(self.network.add_constant(a.shape, trt().Weights(kind, raw.ctypes.data, a.size)), node,
                            suffix)
         _RECORDED.setdefault(self.network, {})[layer.name] = a
@@ -375,7 +363,7 @@ class ConversionContext:
         reshaped to 0-D."""
         wide = self.constant(a.astype(np.float32).reshape(1), node, suffix)
         one = self.constant(np.array(1.0, np.float32), node, f"{suffix}_unit" if suffix else "unit")
-        to = getattr(trt().DataType, _TRT_TYPES[a.dtype.name])
+        to = trt_dtype(a.dtype)
         narrow = self.out(self.network.add_quantize(wide, one, to), node, f"{suffix}_q" if suffix else "q")
         return self.reshape(narrow, [], node, f"{suffix}_0d" if suffix else "0d")
 
@@ -388,8 +376,7 @@ class ConversionContext:
     def scalar(self, value: Any, like: Any, node: Node | str, suffix: str = "scalar", rank: int | None = None) -> Any:
         """A constant with ``like``'s dtype, shaped [1]*rank for broadcasting against ``like``."""
         r = len(like.shape) if rank is None else rank
-        dtype = ml_dtypes.bfloat16 if like.dtype == trt().bfloat16 else np_dtype(like.dtype)
-        return self.constant(np.full((1,) * r, value, dtype=dtype), node, suffix)
+        return self.constant(np.full((1,) * r, value, dtype=BY_NAME[enum_name(like.dtype)].dtype), node, suffix)
 
     def cast(self, tensor: Any, dtype: Any, node: Node | str, suffix: str = "cast") -> Any:
         """``tensor`` as TensorRT type ``dtype`` (no layer when it already is)."""

@@ -7,13 +7,14 @@ from typing import Any
 import numpy as np
 from onnx import helper
 
-from loopc.backend.trt.context import QUANTIZED, ConversionContext, np_dtype, trt_dtype
+from loopc.backend.trt.context import ConversionContext, np_dtype, trt_dtype
 from loopc.backend.trt.ops.quantize import odd_count, rounded_to, widened
 from loopc.backend.trt.ops.shape import broadcast_to
 from loopc.backend.trt.registry import converter, unsupported
 from loopc.ir import Node, Value
 from loopc.ir.ops import traits
 from loopc.trt import trt
+from loopc.trt.dtypes import QUANTIZE_ONLY
 
 
 @converter("Constant")
@@ -38,7 +39,7 @@ def _cast_refusal(node: Node) -> str | None:
     name = target.name if target is not None else ""
     if name == "int4":
         return "Cast to int4 (ONNX truncates and wraps; TensorRT makes int4 only by rounding and clamping)"
-    if name in QUANTIZED and not int(node.attrs.get("saturate", 1)):
+    if target in QUANTIZE_ONLY and not int(node.attrs.get("saturate", 1)):
         return f"Cast to {name} with saturate=0 (TensorRT saturates); use saturate=1"
     source = node.inputs[0].dtype if node.inputs[0] is not None else None
     four_bit = [t.name for t in (source, target) if t is not None and t.name in ("int4", "float4_e2m1fn")]
@@ -57,10 +58,10 @@ def cast(ctx: ConversionContext, node: Node) -> None:
         target = ctx.get(node.inputs[1], node).dtype
     else:
         target = trt_dtype(helper.tensor_dtype_to_np_dtype(int(node.attrs["to"])))
-    if np_dtype(x.dtype).name in QUANTIZED:
+    if np_dtype(x.dtype) in QUANTIZE_ONLY:
         wide = target if target in (trt().float32, trt().float16, trt().bfloat16) else trt().float32
         x = widened(ctx, node, x, wide, "dequantized" if wide != target else "")
-    if np_dtype(target).name in QUANTIZED:
+    if np_dtype(target) in QUANTIZE_ONLY:
         ctx.set(node.outputs[0], rounded_to(ctx, node, x, np_dtype(target)))
         return
     ctx.set(node.outputs[0], ctx.out(ctx.network.add_cast(x, target), node))
