@@ -6,7 +6,7 @@ its own layout); it stores it once when it is held ``[N, K]`` and both products 
 ``MatrixOperation.TRANSPOSE`` (the ``nn.Linear`` / ``Gemm(transB=1)`` layout), measured by
 ``benchmarks/weight_storage.py``. So a MatMul whose right operand is a 2-D constant ``W`` reads
 ``Transpose(Wᵀ)`` instead, ``Wᵀ`` a constant, which the backend's MatMul converter reads with
-``MatrixOperation.TRANSPOSE`` (the Transpose's shuffle left unread); a Gemm reads ``Wᵀ`` with ``transB=1``.
+``MatrixOperation.TRANSPOSE`` (the Transpose makes no layer); a Gemm reads ``Wᵀ`` with ``transB=1``.
 A quantized weight (a DequantizeLinear of a 2-D constant, per tensor, per channel along its output axis 1 or
 per block along its input axis 0) is transposed under its DequantizeLinear, the scales' axis moved along.
 

@@ -65,6 +65,15 @@ def _operand(ctx: ConversionContext, node: Node, slot: int) -> tuple[Any, bool]:
     return source, True
 
 
+def read_through(transpose: Node) -> bool:
+    """Whether every reader of ``transpose``'s result is a product of its graph that reads its source transposed
+    (:func:`_operand`), so that no layer needs the result itself (weight-layout's ``Transpose(Wᵀ)``)."""
+    result = transpose.outputs[0]
+    return _swaps_last_two(transpose) and result.is_used() and all(
+        isinstance(user, Node) and user.op == "MatMul" and user.graph is transpose.graph and slot < 2
+        for user, slot in result.uses())
+
+
 def _float(value: Value) -> bool:
     return value.dtype is not None and value.dtype.name in _FLOATS
 

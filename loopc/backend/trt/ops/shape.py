@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from loopc.backend.trt.context import ConversionContext
+from loopc.backend.trt.ops.linalg import read_through
 from loopc.backend.trt.ops.reduce import const_ints
 from loopc.backend.trt.ops.run_time_axes import axes_count, axis_flags, squeezed_dims, unsqueezed_dims
 from loopc.backend.trt.registry import converter, unsupported
@@ -191,6 +192,9 @@ def _unsqueeze_run_time_axes(ctx: ConversionContext, node: Node, x: Any, axes_v:
 
 @converter("Transpose")
 def transpose(ctx: ConversionContext, node: Node) -> None:
+    """A shuffle, unless every reader is a product that reads the operand transposed: then no layer at all."""
+    if read_through(node):
+        return
     x = ctx.get(node.inputs[0], node)
     rank = len(x.shape)
     perm = [int(p) % rank for p in node.attrs.get("perm", list(range(rank))[::-1])]
