@@ -238,13 +238,13 @@ def work_loopc(args: argparse.Namespace) -> dict[str, Any]:
     from loopc.compiler import load_ir, optimize
     from loopc.errors import LoopcError
     from loopc.fingerprint import loops_and_weights
-    from loopc.sim.network import read_network
     from loopc.trt.loop_shapes import assert_legal
+    from loopc.trt.read_back import read_back
 
     def report(network: Any) -> None:
-        read_back = read_network(network)
-        assert_legal(read_back)
-        loops_and_weights(read_back)
+        read = read_back(network)
+        assert_legal(read)
+        loops_and_weights(read)
 
     def compile_and_build(model: str, inputs: str | None) -> None:
         ir = load_ir(model)

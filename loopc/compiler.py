@@ -146,8 +146,8 @@ def compile(  # noqa: A001  (the public name users expect)
     ``pinned`` dims decide conditionals (see :mod:`loopc.specialize`).
     """
     from loopc.backend.trt.network import to_network
-    from loopc.sim.network import read_network
     from loopc.trt.loop_shapes import assert_legal
+    from loopc.trt.read_back import read_back
     from loopc.passes import OPTIMIZATIONS
     from loopc.trt import is_rtx
 
@@ -175,9 +175,9 @@ def compile(  # noqa: A001  (the public name users expect)
     if precision:
         report.precision = halved or PrecisionReport(precision.half or "", precision.half_state, by="builder flag")
     with gc_paused():
-        read_back = read_network(network)  # once, for the check and the report
-        assert_legal(read_back)
-        described, report.weight_bytes = loops_and_weights(read_back)
+        read = read_back(network)  # once, for the check and the report
+        assert_legal(read)
+        described, report.weight_bytes = loops_and_weights(read)
     report.loops = described.loops
     report.declined = declined_by_loop(declines, ir.graph)
     report.compile_seconds = time.perf_counter() - start

@@ -80,6 +80,11 @@ class BackendError(LoopcError):
     """TensorRT rejected the network or the build configuration."""
 
 
+class NetworkReadError(BackendError):
+    """A TensorRT network cannot be read back (:mod:`loopc.trt.read_back`): TensorRT cannot infer a tensor's shape,
+    or the network's structure is broken."""
+
+
 class UnsupportedError(LoopcError):
     """A node uses an op, or a form of one, that loopc does not handle: catch this for either layer's refusal."""
 

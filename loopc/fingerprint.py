@@ -1,6 +1,6 @@
 """The loops of a TensorRT network as data: what ``loopc check`` compares and ``loopc inspect`` draws.
 
-Everything is read back from the network itself (:mod:`loopc.sim.network`), so a fingerprint
+Everything is read back from the network itself (:mod:`loopc.trt.read_back`), so a fingerprint
 describes what TensorRT was given, not what loopc meant to give it. Per loop: its trip limits,
 iterators, recurrences and outputs; the layers, matrix products, convolutions and multiply-accumulates
 (MACs) of one iteration of its own body (a nested loop is counted on its own); and its *critical path*,
@@ -30,7 +30,7 @@ import numpy as np
 
 from loopc.errors import SimulationError
 from loopc.gc_pause import gc_paused
-from loopc.sim.network import Conditional, Layer, NetworkLoop, Network, Tensor, read_network
+from loopc.trt.read_back import Conditional, Layer, NetworkLoop, Network, Tensor, read_back
 from loopc.sim.ops._common import dims
 from loopc.sim.ops.conv import _Geometry, conv_padding
 from loopc.trt import enum_name
@@ -263,7 +263,7 @@ def describe_network(network: Any, measured_macs: dict[int, int] | None = None) 
 
     ``measured_macs`` (from :class:`MacCounter`) replaces static counts layer by layer.
     """
-    net = network if isinstance(network, Network) else read_network(network)
+    net = network if isinstance(network, Network) else read_back(network)
     return _Reader(net, measured_macs or {}).read()
 
 
@@ -271,7 +271,7 @@ class _Reader:
     def __init__(self, net: Network, measured: dict[int, int]):
         self.net = net
         self.measured = measured
-        # Keyed by the read-back objects, which hash by identity (dataclasses with eq=False); read_network makes
+        # Keyed by the read-back objects, which hash by identity (dataclasses with eq=False); read_back makes
         # one per TensorRT layer, loop and conditional. TensorRT's binding objects are no keys: one that nobody
         # holds is made anew, under a new id, the next time it is fetched.
         self.in_loop: dict[NetworkLoop, list[Layer]] = {lp: [] for lp in net.loops}  # non-boundary layers by scope
@@ -465,14 +465,14 @@ def _longest(chains: Iterable[_Chain | None]) -> _Chain | None:
 #: Bits per element of each TensorRT data type a constant may hold.
 def loops_and_weights(network: Any) -> tuple[NetworkInfo, dict[str, int]]:
     """:func:`describe_network` and :func:`network_weight_bytes` of ``network``, read back once for both."""
-    net = network if isinstance(network, Network) else read_network(network)
+    net = network if isinstance(network, Network) else read_back(network)
     return describe_network(net), network_weight_bytes(net)
 
 
 def network_weight_bytes(network: Any) -> dict[str, int]:
     """Bytes of the constants of ``network`` (an ``INetworkDefinition`` or a read-back :class:`Network`) by
     TensorRT data type (``FLOAT``, ``HALF``, ``INT8``, ``FP8``, ``INT4``, ...), largest first."""
-    net = network if isinstance(network, Network) else read_network(network)
+    net = network if isinstance(network, Network) else read_back(network)
     return weight_bytes(lay for lay in net.layers if lay.type == "CONSTANT")
 
 

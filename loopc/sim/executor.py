@@ -1,7 +1,7 @@
 """Demand-driven evaluation of a read-back network, with TensorRT's loop semantics.
 
 Values live in *frames*: one for the network and one per loop iteration, each pointing to the
-frame it runs in. A tensor is looked up in the frame of its scope (see :mod:`loopc.sim.network`),
+frame it runs in. A tensor is looked up in the frame of its scope (see :mod:`loopc.trt.read_back`),
 so loop-invariant values are computed once and shared by every iteration. Evaluation is lazy,
 which is exactly what an if-conditional means: only the branch that is taken is computed.
 

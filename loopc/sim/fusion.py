@@ -18,7 +18,7 @@ import ml_dtypes
 import numpy as np
 
 if TYPE_CHECKING:
-    from loopc.sim.network import Layer, Tensor
+    from loopc.trt.read_back import Layer, Tensor
 
 #: Quantized operand types whose products TensorRT computes as such (both operands of one type).
 _PRODUCT_TYPES = (np.dtype(np.int8), np.dtype(ml_dtypes.float8_e4m3fn))

@@ -10,12 +10,10 @@ act on.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from loopc.errors import InternalError, SimulationError
-
-if TYPE_CHECKING:
-    from loopc.sim.network import Layer, Network, Tensor
+from loopc.errors import InternalError, NetworkReadError
+from loopc.trt.read_back import Layer, Network, Tensor, read_back
 
 #: Shape-tensor inputs: sizes, and a slice's start, size, stride and axes.
 _SHAPE_INPUTS = {"SHUFFLE": (1,), "SLICE": (1, 2, 3, 5), "FILL": (0,), "RESIZE": (1,), "TOPK": (1,)}
@@ -30,14 +28,12 @@ SYMPTOM = "makeScopeNodesContiguous"
 
 def trip_shaped_layer(network: Any) -> str | None:
     """The name of the first layer of ``network`` (an ``INetworkDefinition``, or one read back by
-    :func:`~loopc.sim.network.read_network`) that takes a shape from values that change between trips of its
+    :func:`~loopc.trt.read_back.read_back`) that takes a shape from values that change between trips of its
     loop, or None. A Shape layer's output counts as fixed: a changing shape is caught at its source.
 
     Layers are not listed in data order (an input may be set after its reader was added), so the values
     that change are found by spreading from the iterators and recurrences through their readers."""
-    from loopc.sim.network import Network, read_network  # the simulator's reader imports the backend, which imports this
-
-    net = network if isinstance(network, Network) else read_network(network)
+    net = network if isinstance(network, Network) else read_back(network)
     readers: dict[Tensor, list[Layer]] = {}
     for layer in net.layers:
         for tensor in layer.inputs:
@@ -63,7 +59,7 @@ def refusal(network: Any) -> str | None:
     shape from per-trip values. Asked once the builder has failed: the check also flags loops the builder orders."""
     try:
         culprit = trip_shaped_layer(network)
-    except SimulationError:  # a network TensorRT cannot read back names no layer
+    except NetworkReadError:  # a network TensorRT cannot read back names no layer
         return None
     if culprit is None:
         return None
