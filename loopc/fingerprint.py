@@ -28,13 +28,11 @@ from typing import Any, Union
 
 import numpy as np
 
-from loopc.errors import SimulationError
 from loopc.gc_pause import gc_paused
-from loopc.trt.read_back import Conditional, Layer, NetworkLoop, Network, Tensor, read_back
-from loopc.sim.ops._common import dims
-from loopc.sim.ops.conv import _Geometry, conv_padding
+from loopc.semantics.conv import NoWindows, Window, conv_output_sizes
 from loopc.trt import enum_name
 from loopc.trt.dtypes import held_bytes
+from loopc.trt.read_back import Conditional, Layer, NetworkLoop, Network, Tensor, read_back
 
 BOUNDARY = ("TRIP_LIMIT", "ITERATOR", "RECURRENCE", "LOOP_OUTPUT")
 
@@ -188,30 +186,29 @@ def _convolution_macs(api: Any, data: Sequence[int]) -> int | None:
         return None
     groups = int(api.num_groups)
     return data[0] * int(api.num_output_maps) * math.prod(sizes) * (data[1] // groups) \
-        * math.prod(dims(api.kernel_size_nd))
+        * math.prod(_dims(api.kernel_size_nd))
 
 
 def _deconvolution_macs(api: Any, data: Sequence[int]) -> int:
     """N × C × input positions × (M / groups) × kernel volume: each input element is scattered that many times
     (whatever the cropping keeps of the full output)."""
     maps_per_group = int(api.num_output_maps) // int(api.num_groups)
-    return data[0] * data[1] * math.prod(data[2:]) * maps_per_group * math.prod(dims(api.kernel_size_nd))
+    return data[0] * data[1] * math.prod(data[2:]) * maps_per_group * math.prod(_dims(api.kernel_size_nd))
 
 
 def _conv_output_sizes(api: Any, sizes: Sequence[int]) -> list[int] | None:
-    """A convolution's output positions per spatial axis, by the simulator's padding rule (None: it has none).
-
-    Weights are left out of the geometry: a count needs none, and reading them can copy every weight.
-    """
-    g = _Geometry(int(api.num_output_maps), int(api.num_groups), dims(api.kernel_size_nd), dims(api.stride_nd),
-                  dims(api.dilation_nd), dims(api.pre_padding), dims(api.post_padding), api.padding_mode.name,
-                  None, None)
+    """A convolution's output positions per spatial axis (None: it has none)."""
+    window = Window(_dims(api.kernel_size_nd), _dims(api.stride_nd), _dims(api.dilation_nd), _dims(api.pre_padding),
+                    _dims(api.post_padding), api.padding_mode.name)
     try:
-        pads = conv_padding(g, sizes)
-    except SimulationError:
+        return conv_output_sizes(window, sizes)
+    except NoWindows:
         return None
-    return [(size + before + after - extent) // stride + 1
-            for size, (before, after), stride, extent in zip(sizes, pads, g.stride, g.extents)]
+
+
+def _dims(value: Any) -> tuple[int, ...]:
+    """A ``trt.Dims`` as a tuple."""
+    return tuple(int(d) for d in value)
 
 
 @dataclass(frozen=True)

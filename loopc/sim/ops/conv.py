@@ -1,14 +1,5 @@
-"""Convolution and Deconvolution, as TensorRT documents IConvolutionLayer and IDeconvolutionLayer.
-
-Shorthand of TensorRT's PaddingMode: I input size, B / A pre / post padding, S stride, F filter,
-D dilation, DK = 1 + D (F - 1) the dilated filter, M = I + B + A.
-
-* Convolution: EXPLICIT_ROUND_DOWN / _UP give floor / ceil((M - DK) / S) + 1 outputs (a last window
-  that runs past the padding reads zeros); SAME_UPPER / SAME_LOWER give ceil(I / S) outputs with
-  P = floor((I - 1) / S) S + DK - I padding, the odd element after (UPPER) or before (LOWER); a
-  negative P (a dilated filter shorter than the stride) has no documented meaning and is an error.
-* Deconvolution: the full output is (I - 1) S + DK long; EXPLICIT modes drop B elements at its start
-  and A at its end; SAME modes drop P = max(DK - S, 0) the same way as a convolution pads.
+"""Convolution and Deconvolution, as TensorRT documents IConvolutionLayer and IDeconvolutionLayer (padding and
+cropping by :mod:`loopc.semantics.conv`).
 
 The kernel and bias are the layer's weights or, when those are empty, its inputs 1 and 2. Kernels
 are GKCRS for a convolution ([M, C/G, *F] as ONNX's Conv has it) and CKRS for a deconvolution
@@ -29,32 +20,20 @@ import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
 from loopc.errors import SimulationError
+from loopc.semantics.conv import NoWindows, Pads, Window, conv_padding, deconv_cropping
 from loopc.sim.dtypes import is_float
 from loopc.sim.ops._common import dims, widen
 from loopc.sim.registry import Kernel, simulates
 
-Pads = list[tuple[int, int]]
-
 
 @dataclass(frozen=True)
-class _Geometry:
+class _Geometry(Window):
     """The attributes both layers share, read once from the layer."""
 
     maps: int
     groups: int
-    kernel: tuple[int, ...]
-    stride: tuple[int, ...]
-    dilation: tuple[int, ...]
-    pre: tuple[int, ...]
-    post: tuple[int, ...]
-    mode: str
     weights: np.ndarray | None
     bias: np.ndarray | None
-
-    @property
-    def extents(self) -> tuple[int, ...]:
-        """DK per spatial axis: how far one window reaches."""
-        return tuple(1 + d * (f - 1) for f, d in zip(self.kernel, self.dilation))
 
 
 def _geometry(layer: Any) -> _Geometry:
@@ -65,9 +44,9 @@ def _geometry(layer: Any) -> _Geometry:
     pre, post = dims(layer.pre_padding), dims(layer.post_padding)
     if any(p < 0 for p in pre + post):
         raise SimulationError(f"negative padding {pre} / {post}; TensorRT takes padding >= 0")
-    geometry = _Geometry(int(layer.num_output_maps), int(layer.num_groups), kernel, dims(layer.stride_nd),
-                         dims(layer.dilation_nd), pre, post, layer.padding_mode.name,
-                         _weights(layer.kernel), _weights(layer.bias))
+    geometry = _Geometry(kernel, dims(layer.stride_nd), dims(layer.dilation_nd), pre, post, layer.padding_mode.name,
+                         int(layer.num_output_maps), int(layer.num_groups), _weights(layer.kernel),
+                         _weights(layer.bias))
     if geometry.maps % geometry.groups:
         raise SimulationError(f"{geometry.maps} output maps do not split into {geometry.groups} groups")
     return geometry
@@ -113,36 +92,12 @@ def _add_bias(out: np.ndarray, bias: np.ndarray | None, maps: int) -> np.ndarray
     return out + bias.reshape((1, maps) + (1,) * (out.ndim - 2))
 
 
-def _split(total: int, upper: bool) -> tuple[int, int]:
-    """``total`` padding as (before, after), the odd element after for SAME_UPPER, before for SAME_LOWER."""
-    small = total // 2
-    return (small, total - small) if upper else (total - small, small)
-
-
-# -- Convolution ----------------------------------------------------------------------------------
-
-
-def conv_padding(g: _Geometry, sizes: Sequence[int]) -> Pads:
-    """Zeros before and after each spatial axis of the input, by the padding mode (module docstring)."""
-    pads: Pads = []
-    for i, size in enumerate(sizes):
-        s, dk = g.stride[i], g.extents[i]
-        if g.mode in ("SAME_UPPER", "SAME_LOWER"):
-            total = (size - 1) // s * s + dk - size
-            if total < 0:  # TensorRT's formula gives no meaning to negative padding
-                raise SimulationError(f"{g.mode} padding of axis {i} is {total} (a dilated kernel of {dk} shorter "
-                                      f"than the stride {s}); TensorRT documents no meaning for it")
-            pads.append(_split(total, g.mode == "SAME_UPPER"))
-            continue
-        before, after = g.pre[i], g.post[i]
-        padded = size + before + after
-        if padded < dk:
-            raise SimulationError(f"spatial axis {i} is {padded} long with padding, shorter than the kernel's {dk}")
-        if g.mode == "EXPLICIT_ROUND_UP":  # the last window may run past the padding: it reads zeros there
-            count = -(-(padded - dk) // s) + 1
-            after += (count - 1) * s + dk - padded
-        pads.append((before, after))
-    return pads
+def _windowed(pads: Any, *args: Any) -> Pads:
+    """``pads(*args)`` (padding or cropping), its refusal as the simulator's error."""
+    try:
+        return pads(*args)
+    except NoWindows as exc:
+        raise SimulationError(str(exc)) from None
 
 
 def windows(x: np.ndarray, kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int]) -> np.ndarray:
@@ -198,7 +153,7 @@ def convolution(layer: Any) -> Kernel:
             kernel = _conv_matrix(w, g, per_group, volume)
             if g.weights is not None:
                 fixed[per_group] = kernel
-        padded = np.pad(x, [(0, 0), (0, 0)] + conv_padding(g, x.shape[2:]))
+        padded = np.pad(x, [(0, 0), (0, 0)] + _windowed(conv_padding, g, x.shape[2:]))
         view = windows(padded, g.kernel, g.stride, g.dilation)  # [N, C, *O, *F]
         out_sizes = view.shape[2:2 + spatial]
         # [N, G, C/G, *O, *F] -> [G, N, *O, C/G, *F]: per group, one row of C/G * F values per output position
@@ -213,22 +168,6 @@ def convolution(layer: Any) -> Kernel:
 
 
 # -- Deconvolution --------------------------------------------------------------------------------
-
-
-def deconv_cropping(g: _Geometry, sizes: Sequence[int]) -> Pads:
-    """Elements dropped from the start and end of each axis of the full output (module docstring)."""
-    crops: Pads = []
-    for i, size in enumerate(sizes):
-        s, dk = g.stride[i], g.extents[i]
-        if g.mode in ("SAME_UPPER", "SAME_LOWER"):
-            before, after = _split(max(dk - s, 0), g.mode == "SAME_UPPER")
-        else:
-            before, after = g.pre[i], g.post[i]
-        if (size - 1) * s + dk - before - after < 1:
-            raise SimulationError(f"spatial axis {i}: padding {before} + {after} leaves no output of the "
-                                  f"{(size - 1) * s + dk} deconvolved elements")
-        crops.append((before, after))
-    return crops
 
 
 def _deconv_matrix(w: np.ndarray, g: _Geometry, per_group: int, volume: int) -> np.ndarray:
@@ -271,7 +210,7 @@ def deconvolution(layer: Any) -> Kernel:
             target = tuple(slice(k * d, k * d + (size - 1) * s + 1, s)
                            for k, d, size, s in zip(position, g.dilation, sizes, g.stride))
             out[(slice(None),) * 3 + target] += terms[(slice(None), slice(None)) + position]
-        crop = tuple(slice(before, length - after) for (before, after), length in zip(deconv_cropping(g, sizes), full))
+        crop = tuple(slice(before, length - after) for (before, after), length in zip(_windowed(deconv_cropping, g, sizes), full))
         cropped = out[(slice(None),) * 3 + crop]
         maps_first = cropped.transpose((2, 0, 1) + tuple(range(3, 3 + spatial)))
         maps_first = maps_first.reshape((n, g.maps) + cropped.shape[3:])
