@@ -51,7 +51,7 @@ def conv_padding(w: Window, sizes: Sequence[int]) -> Pads:
             if total < 0:  # TensorRT's formula gives no meaning to negative padding
                 raise NoWindows(f"{w.mode} padding of axis {i} is {total} (a dilated kernel of {dk} shorter "
                                 f"than the stride {s}); TensorRT documents no meaning for it")
-            pads.append(_split(total, w.mode == "SAME_UPPER"))
+            pads.append(split_pads(total, w.mode == "SAME_UPPER"))
             continue
         before, after = w.pre[i], w.post[i]
         padded = size + before + after
@@ -76,7 +76,7 @@ def deconv_cropping(w: Window, sizes: Sequence[int]) -> Pads:
     for i, size in enumerate(sizes):
         s, dk = w.stride[i], w.extents[i]
         if w.mode in ("SAME_UPPER", "SAME_LOWER"):
-            before, after = _split(max(dk - s, 0), w.mode == "SAME_UPPER")
+            before, after = split_pads(max(dk - s, 0), w.mode == "SAME_UPPER")
         else:
             before, after = w.pre[i], w.post[i]
         if (size - 1) * s + dk - before - after < 1:
@@ -86,7 +86,8 @@ def deconv_cropping(w: Window, sizes: Sequence[int]) -> Pads:
     return crops
 
 
-def _split(total: int, upper: bool) -> tuple[int, int]:
-    """``total`` padding as (before, after), the odd element after for SAME_UPPER, before for SAME_LOWER."""
+def split_pads(total: int, upper: bool) -> tuple[int, int]:
+    """``total`` padding as (before, after) the SAME way (ONNX's and TensorRT's alike): the odd element after for
+    SAME_UPPER, before for SAME_LOWER."""
     small = total // 2
     return (small, total - small) if upper else (total - small, small)

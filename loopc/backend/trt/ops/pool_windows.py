@@ -9,16 +9,11 @@ pads by max(0, ...) where TensorRT's SAME modes can pad negatively.
 from __future__ import annotations
 
 from dataclasses import dataclass
+
 from loopc.ir import Node, text_attr
+from loopc.semantics.conv import split_pads
 
 AUTO_PADS = ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")
-
-
-def split_pads(total: int, upper: bool) -> tuple[int, int]:
-    """``total`` padding as (begin, end) the SAME way: the odd element at the end for SAME_UPPER, at the
-    start for SAME_LOWER."""
-    small = total // 2
-    return (small, total - small) if upper else (total - small, small)
 
 
 def same_pads(size: int, stride: int, reach: int, upper: bool) -> tuple[int, int]:
